@@ -1,0 +1,70 @@
+# jumbogate: the two commands are `make setup` and `make test` (see README.md).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV       := .venv
+PY         := $(VENV)/bin/python
+BUILD      := build
+P4_OUT     := $(BUILD)/p4
+NIC_BUILD  := $(BUILD)/smartnic
+PROFILES   := 256 512
+PROTO_SRC  := $(wildcard proto/jumbogate/v1/*.proto)
+PROTO_OUT  := controlplane/src/jumbogate/v1
+TRACE      ?=
+
+.PHONY: help setup test test-python test-c test-ptf lint proto smartnic p4 bench run stop demo clean
+
+help:
+	@echo "make setup   install Debian/PyPI dependencies, generate protos, build the SmartNIC (and P4 when p4c is present)"
+	@echo "make test    run every test: Python, C, PTF on BMv2, SmartNIC integration, emulation"
+	@echo "make p4      compile the P4 program for both parse-depth profiles into $(P4_OUT)/depth{256,512}"
+	@echo "make bench   benchmark the SmartNIC engine against DPDK GRO (TRACE=capture.pcap to replay a capture)"
+	@echo "make lint    ruff, clang-format check, P4 warnings as errors"
+	@echo "make run     bring up the emulated rack (Mininet + BMv2 + SmartNIC + controller); make stop tears it down"
+	@echo "make demo    scripted demo with report and plots"
+	@echo "make clean   remove build outputs"
+
+setup:
+	@bash scripts/setup.sh
+
+test:
+	@bash scripts/test.sh
+
+# Python stubs are generated, never committed: they must match the protobuf
+# runtime the lock file pins.
+proto: $(PROTO_OUT)/.stamp
+$(PROTO_OUT)/.stamp: $(PROTO_SRC)
+	@mkdir -p $(PROTO_OUT)
+	@$(PY) -m grpc_tools.protoc -Iproto --python_out=controlplane/src --grpc_python_out=controlplane/src --pyi_out=controlplane/src $(PROTO_SRC)
+	@touch $(PROTO_OUT)/__init__.py $@
+	@echo "proto: generated Python stubs in $(PROTO_OUT)"
+
+smartnic:
+	@if [ ! -f $(NIC_BUILD)/build.ninja ]; then meson setup $(NIC_BUILD) smartnic >/dev/null && echo "smartnic: configured $(NIC_BUILD)"; fi
+	@ninja -C $(NIC_BUILD) | tail -n 1
+	@echo "smartnic: built in $(NIC_BUILD)"
+
+p4:
+	@command -v p4c >/dev/null || { echo "p4: p4c is not on PATH; see README, 'Getting p4c and BMv2'" >&2; exit 1; }
+	@for depth in $(PROFILES); do bash p4src/compile.sh $$depth $(P4_OUT)/depth$$depth || exit 1; done
+
+bench:
+	@bash smartnic/bench/run.sh $(TRACE)
+
+lint:
+	@$(VENV)/bin/ruff check controlplane mininet ptf-tests
+	@$(VENV)/bin/ruff format --check controlplane mininet ptf-tests
+	@find smartnic -name '*.[ch]' -o -name '*.cc' -o -name '*.h' | xargs -r clang-format --dry-run --Werror
+	@if command -v p4c >/dev/null; then $(MAKE) --no-print-directory p4; else echo "lint: p4c not on PATH, P4 not checked"; fi
+
+run:
+	@bash mininet/run.sh
+
+stop:
+	@bash mininet/stop.sh
+
+demo:
+	@bash mininet/demo.sh
+
+clean:
+	rm -rf $(BUILD) results $(PROTO_OUT)

@@ -1,0 +1,34 @@
+"""Shared pytest hooks: tests marked `bmv2` need the P4 toolchain.
+
+Where p4c or simple_switch_grpc is missing those tests are skipped, and the
+run says so once, loudly, instead of hiding it in a skip list.
+"""
+
+import shutil
+
+import pytest
+
+P4_TOOLS = ("p4c", "simple_switch_grpc")
+
+
+def missing_p4_tools() -> list[str]:
+    return [tool for tool in P4_TOOLS if shutil.which(tool) is None]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "bmv2: needs p4c and simple_switch_grpc on PATH")
+
+
+def pytest_collection_modifyitems(config, items):
+    missing = missing_p4_tools()
+    if not missing:
+        return
+    needing = [item for item in items if item.get_closest_marker("bmv2")]
+    if not needing:
+        return
+    reason = f"needs {' and '.join(P4_TOOLS)} on PATH (missing: {', '.join(missing)}); see README, 'Getting p4c and BMv2'"
+    for item in needing:
+        item.add_marker(pytest.mark.skip(reason=reason))
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter:
+        reporter.write_line(f"SKIPPED: {len(needing)} tests {reason}", yellow=True, bold=True)

@@ -1,0 +1,452 @@
+"""The rack config (rack.yaml): schema, loader and validation.
+
+The file describes one border: the switch's ports and what each one faces,
+the routes and their ECMP next hops, the instances and their jumbo flags, the
+MTUs, the merge services and the addresses of the switch and the SmartNIC.
+
+Every rejection names the file, the field (as a path such as
+``instances[1].jumbo``) and the reason, because an operator fixing a rack
+config at 3 a.m. should not have to guess which of forty lines is wrong.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+# Any IP MTU outside this range is a typo: 1280 is the IPv6 minimum link MTU,
+# 9216 the largest frame common switch silicon accepts.
+MTU_MIN = 1280
+MTU_MAX = 9216
+
+PORT_ROLES = ("external", "internal", "nic", "cpu")
+TOO_DEEP_POLICIES = ("drop", "forward")
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+_MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
+
+
+class ConfigError(ValueError):
+    """A rack config that cannot be used, with where and why."""
+
+    def __init__(self, source: str, field_path: str, reason: str):
+        self.source = source
+        self.field = field_path
+        self.reason = reason
+        super().__init__(f"{source}: {field_path}: {reason}" if field_path else f"{source}: {reason}")
+
+
+@dataclass(frozen=True)
+class Port:
+    port: int
+    role: str
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class NextHop:
+    port: int
+    src_mac: str
+    dst_mac: str
+    # A member repeated `weight` times in the ECMP group gets that share of flows.
+    weight: int = 1
+
+
+@dataclass(frozen=True)
+class Route:
+    prefix: IPNetwork
+    next_hops: tuple[NextHop, ...]
+
+
+@dataclass(frozen=True)
+class PathMtu:
+    prefix: IPNetwork
+    mtu: int
+
+
+@dataclass(frozen=True)
+class Instance:
+    id: str
+    addresses: tuple[IPAddress, ...]
+    jumbo: bool
+
+
+@dataclass(frozen=True)
+class MergeService:
+    prefix: IPNetwork
+    port_lo: int
+    port_hi: int
+
+
+@dataclass(frozen=True)
+class Mtus:
+    # The rack underlay's MTU; encapsulated guest traffic must fit under it.
+    internal: int = 9000
+    # What a jumbo-enabled instance may send and receive.
+    guest_jumbo: int = 8500
+    # The Internet's path MTU unless a path_mtus entry says otherwise.
+    default_external: int = 1500
+
+
+@dataclass(frozen=True)
+class Elephant:
+    # Bytes per epoch after which the switch reports a flow as an elephant.
+    threshold_bytes: int = 1_000_000
+    # Epoch length of the switch's sketch, in milliseconds.
+    epoch_ms: int = 100
+    # Idle time after which an onloaded flow leaves the merge path.
+    idle_timeout_s: int = 10
+
+
+@dataclass(frozen=True)
+class Switch:
+    p4runtime: str = "127.0.0.1:9559"
+    device_id: int = 1
+    election_id: int = 10
+    # Directory with the compiled program (jumbogate.json + jumbogate.p4info.txtpb).
+    pipeline: str = ""
+    # What to do with a packet whose headers run past the parser's depth budget.
+    too_deep: str = "drop"
+    # ICMP errors the switch may generate per second before its meter drops them.
+    icmp_rate_pps: int = 100
+
+
+@dataclass(frozen=True)
+class RackConfig:
+    source: str
+    fleet_jumbo: bool
+    mtu: Mtus
+    switch: Switch
+    ports: tuple[Port, ...]
+    routes: tuple[Route, ...]
+    path_mtus: tuple[PathMtu, ...]
+    instances: tuple[Instance, ...]
+    merge_services: tuple[MergeService, ...]
+    elephant: Elephant
+    smartnic_control: str
+    controller_listen: str
+
+    def port_by_number(self, number: int) -> Port | None:
+        return next((p for p in self.ports if p.port == number), None)
+
+    def ports_with_role(self, role: str) -> list[Port]:
+        return [p for p in self.ports if p.role == role]
+
+    def instance(self, instance_id: str) -> Instance | None:
+        return next((i for i in self.instances if i.id == instance_id), None)
+
+    def effective_mtu(self, instance: Instance, fleet_jumbo: bool | None = None) -> int:
+        """The MTU the switch enforces for an instance: jumbo only if fleet AND instance say so."""
+        fleet = self.fleet_jumbo if fleet_jumbo is None else fleet_jumbo
+        return self.mtu.guest_jumbo if (fleet and instance.jumbo) else self.mtu.default_external
+
+
+class _Reader:
+    """Walks the parsed YAML, keeping the field path for error messages."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, path: str, reason: str) -> ConfigError:
+        return ConfigError(self.source, path, reason)
+
+    def mapping(self, value: Any, path: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
+        if value is None:
+            value = {}
+        if not isinstance(value, dict):
+            raise self.fail(path or "(top level)", f"expected a mapping, got {_kind(value)}")
+        for key in value:
+            if key not in allowed:
+                known = ", ".join(sorted(allowed))
+                raise self.fail(_join(path, str(key)), f"unknown field (known fields: {known})")
+        for key in sorted(required):
+            if key not in value:
+                raise self.fail(_join(path, key), "is required")
+        return value
+
+    def sequence(self, value: Any, path: str) -> list:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.fail(path, f"expected a list, got {_kind(value)}")
+        return value
+
+    def boolean(self, value: Any, path: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(path, f"expected true or false, got {value!r}")
+        return value
+
+    def integer(self, value: Any, path: str, lo: int, hi: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(path, f"expected a whole number, got {value!r}")
+        if not lo <= value <= hi:
+            raise self.fail(path, f"{value} is outside {lo}..{hi}")
+        return value
+
+    def mtu(self, value: Any, path: str) -> int:
+        if isinstance(value, int) and not isinstance(value, bool) and not MTU_MIN <= value <= MTU_MAX:
+            raise self.fail(path, f"MTU {value} is outside {MTU_MIN}..{MTU_MAX}")
+        return self.integer(value, path, MTU_MIN, MTU_MAX)
+
+    def string(self, value: Any, path: str) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(path, f"expected a non-empty string, got {value!r}")
+        return value
+
+    def choice(self, value: Any, path: str, choices: tuple[str, ...]) -> str:
+        if value not in choices:
+            raise self.fail(path, f"{value!r} is not one of {', '.join(choices)}")
+        return value
+
+    def address(self, value: Any, path: str) -> IPAddress:
+        try:
+            return ipaddress.ip_address(str(value))
+        except ValueError:
+            raise self.fail(path, f"{value!r} is not an IPv4 or IPv6 address") from None
+
+    def prefix(self, value: Any, path: str) -> IPNetwork:
+        text = str(value)
+        try:
+            return ipaddress.ip_network(text, strict=True)
+        except ValueError as err:
+            if "host bits set" in str(err):
+                raise self.fail(path, f"{text} has host bits set (did you mean {ipaddress.ip_network(text, strict=False)}?)") from None
+            raise self.fail(path, f"{text!r} is not an IPv4 or IPv6 prefix") from None
+
+    def mac(self, value: Any, path: str) -> str:
+        text = str(value).lower()
+        if not _MAC_RE.match(text):
+            raise self.fail(path, f"{value!r} is not a MAC address like 02:00:00:00:00:01")
+        return text
+
+    def endpoint(self, value: Any, path: str) -> str:
+        text = self.string(value, path)
+        host, sep, port = text.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise self.fail(path, f"{text!r} is not HOST:PORT")
+        return text
+
+
+def _kind(value: Any) -> str:
+    return type(value).__name__ if value is not None else "nothing"
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _reject_duplicates(reader: _Reader, items: list, key: Callable[[Any], Any], path: str, what: str) -> None:
+    seen: dict[Any, int] = {}
+    for index, item in enumerate(items):
+        k = key(item)
+        if k in seen:
+            raise reader.fail(f"{path}[{index}]", f"{what} {k} is already used by {path}[{seen[k]}]")
+        seen[k] = index
+
+
+def _parse_ports(r: _Reader, raw: Any) -> tuple[Port, ...]:
+    ports = []
+    for i, item in enumerate(r.sequence(raw, "switch.ports")):
+        path = f"switch.ports[{i}]"
+        item = r.mapping(item, path, {"port", "role", "name"}, {"port", "role"})
+        ports.append(
+            Port(
+                port=r.integer(item["port"], f"{path}.port", 0, 511),
+                role=r.choice(item["role"], f"{path}.role", PORT_ROLES),
+                name=str(item.get("name", "")),
+            )
+        )
+    _reject_duplicates(r, ports, lambda p: p.port, "switch.ports", "port")
+    if len([p for p in ports if p.role == "cpu"]) > 1:
+        raise r.fail("switch.ports", "more than one port has role cpu")
+    return tuple(ports)
+
+
+def _parse_routes(r: _Reader, raw: Any, ports: tuple[Port, ...]) -> tuple[Route, ...]:
+    by_number = {p.port: p for p in ports}
+    routes = []
+    for i, item in enumerate(r.sequence(raw, "routes")):
+        path = f"routes[{i}]"
+        item = r.mapping(item, path, {"prefix", "next_hops"}, {"prefix", "next_hops"})
+        hops = []
+        raw_hops = r.sequence(item["next_hops"], f"{path}.next_hops")
+        if not raw_hops:
+            raise r.fail(f"{path}.next_hops", "needs at least one next hop")
+        for j, hop in enumerate(raw_hops):
+            hop_path = f"{path}.next_hops[{j}]"
+            hop = r.mapping(hop, hop_path, {"port", "src_mac", "dst_mac", "weight"}, {"port", "src_mac", "dst_mac"})
+            number = r.integer(hop["port"], f"{hop_path}.port", 0, 511)
+            port = by_number.get(number)
+            if port is None:
+                raise r.fail(f"{hop_path}.port", f"port {number} is not declared in switch.ports")
+            if port.role not in ("external", "internal"):
+                raise r.fail(f"{hop_path}.port", f"port {number} has role {port.role}; routes lead to external or internal ports")
+            hops.append(
+                NextHop(
+                    port=number,
+                    src_mac=r.mac(hop["src_mac"], f"{hop_path}.src_mac"),
+                    dst_mac=r.mac(hop["dst_mac"], f"{hop_path}.dst_mac"),
+                    weight=r.integer(hop.get("weight", 1), f"{hop_path}.weight", 1, 64),
+                )
+            )
+        routes.append(Route(prefix=r.prefix(item["prefix"], f"{path}.prefix"), next_hops=tuple(hops)))
+    # An LPM table holds nested prefixes by design (the longest wins); the same
+    # prefix twice is a conflict the switch would refuse.
+    _reject_duplicates(r, routes, lambda rt: rt.prefix, "routes", "prefix")
+    return tuple(routes)
+
+
+def _parse_path_mtus(r: _Reader, raw: Any) -> tuple[PathMtu, ...]:
+    entries = []
+    for i, item in enumerate(r.sequence(raw, "path_mtus")):
+        path = f"path_mtus[{i}]"
+        item = r.mapping(item, path, {"prefix", "mtu"}, {"prefix", "mtu"})
+        entries.append(PathMtu(prefix=r.prefix(item["prefix"], f"{path}.prefix"), mtu=r.mtu(item["mtu"], f"{path}.mtu")))
+    _reject_duplicates(r, entries, lambda e: e.prefix, "path_mtus", "prefix")
+    return tuple(entries)
+
+
+def _parse_instances(r: _Reader, raw: Any, fleet_jumbo: bool) -> tuple[Instance, ...]:
+    instances = []
+    for i, item in enumerate(r.sequence(raw, "instances")):
+        path = f"instances[{i}]"
+        item = r.mapping(item, path, {"id", "addresses", "jumbo"}, {"id", "addresses"})
+        instance_id = r.string(item["id"], f"{path}.id")
+        raw_addresses = r.sequence(item["addresses"], f"{path}.addresses")
+        if not raw_addresses:
+            raise r.fail(f"{path}.addresses", "needs at least one address")
+        addresses = tuple(r.address(a, f"{path}.addresses[{j}]") for j, a in enumerate(raw_addresses))
+        jumbo = r.boolean(item.get("jumbo", False), f"{path}.jumbo")
+        if jumbo and not fleet_jumbo:
+            # Oxide's rule: the fleet flag gates every instance flag, so a
+            # config that sets one without the other is a contradiction.
+            raise r.fail(f"{path}.jumbo", f"instance {instance_id!r} is marked jumbo while fleet.jumbo is off; turn the fleet flag on first")
+        instances.append(Instance(id=instance_id, addresses=addresses, jumbo=jumbo))
+    _reject_duplicates(r, instances, lambda inst: inst.id, "instances", "id")
+    owner: dict[IPAddress, str] = {}
+    for i, inst in enumerate(instances):
+        for j, addr in enumerate(inst.addresses):
+            if addr in owner:
+                raise r.fail(f"instances[{i}].addresses[{j}]", f"address {addr} already belongs to instance {owner[addr]!r}")
+            owner[addr] = inst.id
+    return tuple(instances)
+
+
+def _parse_port_range(r: _Reader, value: Any, path: str) -> tuple[int, int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        port = r.integer(value, path, 1, 65535)
+        return port, port
+    text = str(value)
+    lo_text, sep, hi_text = text.partition("-")
+    if not sep or not lo_text.strip().isdigit() or not hi_text.strip().isdigit():
+        raise r.fail(path, f"{value!r} is not a TCP port or a range like 5201-5210")
+    lo = r.integer(int(lo_text), path, 1, 65535)
+    hi = r.integer(int(hi_text), path, 1, 65535)
+    if lo > hi:
+        raise r.fail(path, f"range {text} runs backwards")
+    return lo, hi
+
+
+def _parse_merge_services(r: _Reader, raw: Any) -> tuple[MergeService, ...]:
+    services: list[MergeService] = []
+    for i, item in enumerate(r.sequence(raw, "merge_services")):
+        path = f"merge_services[{i}]"
+        item = r.mapping(item, path, {"prefix", "ports"}, {"prefix", "ports"})
+        prefix = r.prefix(item["prefix"], f"{path}.prefix")
+        lo, hi = _parse_port_range(r, item["ports"], f"{path}.ports")
+        service = MergeService(prefix=prefix, port_lo=lo, port_hi=hi)
+        # merge_services is a ternary/range table: two rules that can match the
+        # same packet would make the outcome depend on priorities nobody set.
+        for j, other in enumerate(services):
+            if other.prefix.version == prefix.version and other.prefix.overlaps(prefix) and lo <= other.port_hi and other.port_lo <= hi:
+                raise r.fail(path, f"{prefix} ports {lo}-{hi} overlaps merge_services[{j}] ({other.prefix} ports {other.port_lo}-{other.port_hi})")
+        services.append(service)
+    return tuple(services)
+
+
+_TOP_FIELDS = {"fleet", "mtu", "switch", "routes", "path_mtus", "instances", "merge_services", "elephant", "smartnic", "controller"}
+
+
+def parse_config(data: Any, source: str = "<config>") -> RackConfig:
+    """Validate parsed YAML and build a RackConfig, or raise ConfigError."""
+    r = _Reader(source)
+    top = r.mapping(data, "", _TOP_FIELDS, {"switch"})
+
+    fleet = r.mapping(top.get("fleet"), "fleet", {"jumbo"})
+    fleet_jumbo = r.boolean(fleet.get("jumbo", False), "fleet.jumbo")
+
+    raw_mtu = r.mapping(top.get("mtu"), "mtu", {"internal", "guest_jumbo", "default_external"})
+    defaults = Mtus()
+    mtu = Mtus(
+        internal=r.mtu(raw_mtu.get("internal", defaults.internal), "mtu.internal"),
+        guest_jumbo=r.mtu(raw_mtu.get("guest_jumbo", defaults.guest_jumbo), "mtu.guest_jumbo"),
+        default_external=r.mtu(raw_mtu.get("default_external", defaults.default_external), "mtu.default_external"),
+    )
+    if mtu.guest_jumbo > mtu.internal:
+        raise r.fail("mtu.guest_jumbo", f"{mtu.guest_jumbo} does not fit under mtu.internal {mtu.internal} (the underlay must carry the guest packet plus its encapsulation)")
+    if mtu.default_external > mtu.guest_jumbo:
+        raise r.fail("mtu.default_external", f"{mtu.default_external} is larger than mtu.guest_jumbo {mtu.guest_jumbo}")
+
+    raw_switch = r.mapping(top["switch"], "switch", {"p4runtime", "device_id", "election_id", "pipeline", "too_deep", "icmp_rate_pps", "ports"}, {"ports"})
+    sw_defaults = Switch()
+    switch = Switch(
+        p4runtime=r.endpoint(raw_switch.get("p4runtime", sw_defaults.p4runtime), "switch.p4runtime"),
+        device_id=r.integer(raw_switch.get("device_id", sw_defaults.device_id), "switch.device_id", 0, 2**63 - 1),
+        election_id=r.integer(raw_switch.get("election_id", sw_defaults.election_id), "switch.election_id", 1, 2**63 - 1),
+        pipeline=str(raw_switch.get("pipeline", sw_defaults.pipeline)),
+        too_deep=r.choice(raw_switch.get("too_deep", sw_defaults.too_deep), "switch.too_deep", TOO_DEEP_POLICIES),
+        icmp_rate_pps=r.integer(raw_switch.get("icmp_rate_pps", sw_defaults.icmp_rate_pps), "switch.icmp_rate_pps", 1, 1_000_000),
+    )
+    ports = _parse_ports(r, raw_switch["ports"])
+    if not ports:
+        raise r.fail("switch.ports", "needs at least one port")
+
+    raw_elephant = r.mapping(top.get("elephant"), "elephant", {"threshold_bytes", "epoch_ms", "idle_timeout_s"})
+    el_defaults = Elephant()
+    elephant = Elephant(
+        threshold_bytes=r.integer(raw_elephant.get("threshold_bytes", el_defaults.threshold_bytes), "elephant.threshold_bytes", 1, 2**32 - 1),
+        epoch_ms=r.integer(raw_elephant.get("epoch_ms", el_defaults.epoch_ms), "elephant.epoch_ms", 1, 60_000),
+        idle_timeout_s=r.integer(raw_elephant.get("idle_timeout_s", el_defaults.idle_timeout_s), "elephant.idle_timeout_s", 1, 86_400),
+    )
+
+    smartnic = r.mapping(top.get("smartnic"), "smartnic", {"control"})
+    controller = r.mapping(top.get("controller"), "controller", {"listen"})
+
+    return RackConfig(
+        source=source,
+        fleet_jumbo=fleet_jumbo,
+        mtu=mtu,
+        switch=switch,
+        ports=ports,
+        routes=_parse_routes(r, top.get("routes"), ports),
+        path_mtus=_parse_path_mtus(r, top.get("path_mtus")),
+        instances=_parse_instances(r, top.get("instances"), fleet_jumbo),
+        merge_services=_parse_merge_services(r, top.get("merge_services")),
+        elephant=elephant,
+        smartnic_control=r.endpoint(smartnic.get("control", "127.0.0.1:50061"), "smartnic.control"),
+        controller_listen=r.endpoint(controller.get("listen", "127.0.0.1:50051"), "controller.listen"),
+    )
+
+
+def load_config(path: str | Path) -> RackConfig:
+    """Read and validate a rack.yaml file, or raise ConfigError naming file, field and reason."""
+    source = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise ConfigError(source, "", f"cannot read: {err.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
+        problem = getattr(err, "problem", None) or str(err)
+        raise ConfigError(source, "", f"not valid YAML at {where}: {problem}") from None
+    return parse_config(data, source)

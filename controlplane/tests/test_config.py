@@ -1,0 +1,247 @@
+"""The rack config loader: what it accepts and every way it rejects a file."""
+
+import copy
+import ipaddress
+from pathlib import Path
+
+import pytest
+import yaml
+
+from jumbogate.config import ConfigError, load_config, parse_config
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "rack.example.yaml"
+
+
+@pytest.fixture
+def raw() -> dict:
+    return yaml.safe_load(EXAMPLE.read_text())
+
+
+def rejection(data: dict) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        parse_config(data, "rack.yaml")
+    return info.value
+
+
+def test_example_loads_with_every_section():
+    cfg = load_config(EXAMPLE)
+    assert cfg.fleet_jumbo is True
+    assert (cfg.mtu.internal, cfg.mtu.guest_jumbo, cfg.mtu.default_external) == (9000, 8500, 1500)
+    assert [p.port for p in cfg.ports_with_role("external")] == [1, 2]
+    assert cfg.ports_with_role("nic")[0].port == 5
+    default_v4 = next(r for r in cfg.routes if r.prefix == ipaddress.ip_network("0.0.0.0/0"))
+    assert [h.port for h in default_v4.next_hops] == [1, 2]
+    assert cfg.path_mtus[0].mtu == 1400
+    assert cfg.merge_services[0].port_lo == 5201 and cfg.merge_services[0].port_hi == 5210
+    assert cfg.smartnic_control == "127.0.0.1:50061"
+
+
+def test_effective_mtu_needs_fleet_and_instance(raw):
+    cfg = parse_config(raw, "rack.yaml")
+    web, legacy = cfg.instance("web-1"), cfg.instance("legacy-1")
+    assert cfg.effective_mtu(web) == 8500
+    assert cfg.effective_mtu(legacy) == 1500
+    assert cfg.effective_mtu(web, fleet_jumbo=False) == 1500
+
+
+def test_defaults_fill_optional_sections(raw):
+    minimal = {"switch": {"ports": [{"port": 1, "role": "external"}]}}
+    cfg = parse_config(minimal, "rack.yaml")
+    assert cfg.fleet_jumbo is False
+    assert cfg.mtu.guest_jumbo == 8500
+    assert cfg.switch.too_deep == "drop"
+    assert cfg.routes == () and cfg.instances == ()
+
+
+def test_jumbo_instance_with_fleet_off_is_rejected(raw):
+    raw["fleet"]["jumbo"] = False
+    err = rejection(raw)
+    assert err.source == "rack.yaml"
+    assert err.field == "instances[0].jumbo"
+    assert "fleet.jumbo is off" in err.reason
+    assert str(err).startswith("rack.yaml: instances[0].jumbo: ")
+
+
+@pytest.mark.parametrize("value", [1279, 9217, 0, 65535])
+def test_mtu_outside_range_is_rejected(raw, value):
+    raw["mtu"]["guest_jumbo"] = value
+    err = rejection(raw)
+    assert err.field == "mtu.guest_jumbo"
+    assert "outside 1280..9216" in err.reason
+
+
+@pytest.mark.parametrize("value", [1280, 9216])
+def test_mtu_range_is_inclusive(raw, value):
+    raw["mtu"] = {"internal": 9216, "guest_jumbo": value, "default_external": 1280}
+    assert parse_config(raw, "rack.yaml").mtu.guest_jumbo == value
+
+
+def test_path_mtu_outside_range_is_rejected(raw):
+    raw["path_mtus"][0]["mtu"] = 576
+    err = rejection(raw)
+    assert err.field == "path_mtus[0].mtu"
+
+
+def test_guest_jumbo_must_fit_under_internal(raw):
+    raw["mtu"]["guest_jumbo"] = 9100
+    err = rejection(raw)
+    assert err.field == "mtu.guest_jumbo" and "does not fit under" in err.reason
+
+
+def test_default_external_above_guest_jumbo_is_rejected(raw):
+    raw["mtu"]["default_external"] = 9000
+    assert rejection(raw).field == "mtu.default_external"
+
+
+def test_port_used_twice_is_rejected(raw):
+    raw["switch"]["ports"][3]["port"] = 1
+    err = rejection(raw)
+    assert err.field == "switch.ports[3]"
+    assert "port 1 is already used by switch.ports[0]" in err.reason
+
+
+def test_two_cpu_ports_are_rejected(raw):
+    raw["switch"]["ports"].append({"port": 254, "role": "cpu"})
+    assert "more than one port has role cpu" in rejection(raw).reason
+
+
+def test_unknown_port_in_route_is_rejected(raw):
+    raw["routes"][2]["next_hops"][0]["port"] = 9
+    err = rejection(raw)
+    assert err.field == "routes[2].next_hops[0].port"
+    assert "not declared in switch.ports" in err.reason
+
+
+def test_route_to_nic_port_is_rejected(raw):
+    raw["routes"][2]["next_hops"][0]["port"] = 5
+    assert "role nic" in rejection(raw).reason
+
+
+def test_route_without_next_hops_is_rejected(raw):
+    raw["routes"][0]["next_hops"] = []
+    assert rejection(raw).field == "routes[0].next_hops"
+
+
+def test_same_route_prefix_twice_is_rejected(raw):
+    raw["routes"].append(copy.deepcopy(raw["routes"][2]))
+    err = rejection(raw)
+    assert err.field == f"routes[{len(raw['routes']) - 1}]"
+    assert "10.10.0.10/32" in err.reason
+
+
+def test_nested_route_prefixes_are_allowed(raw):
+    raw["routes"].append({"prefix": "10.10.0.0/24", "next_hops": [{"port": 3, "src_mac": "02:00:00:00:00:01", "dst_mac": "02:00:00:00:00:02"}]})
+    assert len(parse_config(raw, "rack.yaml").routes) == 7
+
+
+def test_same_path_mtu_prefix_twice_is_rejected(raw):
+    raw["path_mtus"].append({"prefix": "198.51.100.0/24", "mtu": 1300})
+    assert rejection(raw).field == "path_mtus[1]"
+
+
+def test_overlapping_merge_services_are_rejected(raw):
+    raw["merge_services"].append({"prefix": "10.10.0.0/24", "ports": "5205-5300"})
+    err = rejection(raw)
+    assert err.field == "merge_services[1]"
+    assert "overlaps merge_services[0]" in err.reason
+
+
+def test_merge_services_with_disjoint_ports_are_allowed(raw):
+    raw["merge_services"].append({"prefix": "10.10.0.0/24", "ports": 443})
+    cfg = parse_config(raw, "rack.yaml")
+    assert (cfg.merge_services[1].port_lo, cfg.merge_services[1].port_hi) == (443, 443)
+
+
+@pytest.mark.parametrize("ports", ["5210-5201", "http", "0-10", "1-70000"])
+def test_bad_merge_service_ports_are_rejected(raw, ports):
+    raw["merge_services"][0]["ports"] = ports
+    assert rejection(raw).field == "merge_services[0].ports"
+
+
+def test_prefix_with_host_bits_is_rejected(raw):
+    raw["routes"][0]["prefix"] = "10.0.0.1/8"
+    err = rejection(raw)
+    assert err.field == "routes[0].prefix" and "host bits set" in err.reason and "10.0.0.0/8" in err.reason
+
+
+def test_malformed_prefix_is_rejected(raw):
+    raw["path_mtus"][0]["prefix"] = "300.1.1.0/24"
+    assert rejection(raw).field == "path_mtus[0].prefix"
+
+
+def test_malformed_instance_address_is_rejected(raw):
+    raw["instances"][1]["addresses"][1] = "fd00::zz"
+    err = rejection(raw)
+    assert err.field == "instances[1].addresses[1]"
+
+
+def test_address_owned_by_two_instances_is_rejected(raw):
+    raw["instances"][1]["addresses"][0] = "10.10.0.10"
+    err = rejection(raw)
+    assert err.field == "instances[1].addresses[0]" and "web-1" in err.reason
+
+
+def test_duplicate_instance_id_is_rejected(raw):
+    raw["instances"][1]["id"] = "web-1"
+    assert rejection(raw).field == "instances[1]"
+
+
+def test_bad_mac_is_rejected(raw):
+    raw["routes"][0]["next_hops"][1]["dst_mac"] = "02:00:00:00:b0"
+    assert rejection(raw).field == "routes[0].next_hops[1].dst_mac"
+
+
+def test_unknown_field_is_rejected_with_the_known_ones(raw):
+    raw["fleet"]["jumob"] = True
+    err = rejection(raw)
+    assert err.field == "fleet.jumob" and "known fields: jumbo" in err.reason
+
+
+def test_unknown_role_is_rejected(raw):
+    raw["switch"]["ports"][0]["role"] = "uplink"
+    assert rejection(raw).field == "switch.ports[0].role"
+
+
+def test_missing_required_section_is_rejected():
+    assert rejection({"fleet": {"jumbo": True}}).field == "switch"
+
+
+def test_wrong_types_are_rejected(raw):
+    raw["fleet"]["jumbo"] = "yes please"
+    assert rejection(raw).field == "fleet.jumbo"
+    raw["fleet"]["jumbo"] = True
+    raw["elephant"]["threshold_bytes"] = 0
+    assert rejection(raw).field == "elephant.threshold_bytes"
+
+
+def test_bad_endpoint_is_rejected(raw):
+    raw["smartnic"]["control"] = "localhost"
+    assert rejection(raw).field == "smartnic.control"
+
+
+def test_bad_too_deep_policy_is_rejected(raw):
+    raw["switch"]["too_deep"] = "reject"
+    assert rejection(raw).field == "switch.too_deep"
+
+
+def test_missing_file_names_the_file(tmp_path):
+    missing = tmp_path / "nope.yaml"
+    with pytest.raises(ConfigError) as info:
+        load_config(missing)
+    assert str(missing) in str(info.value) and "cannot read" in str(info.value)
+
+
+def test_invalid_yaml_names_file_and_line(tmp_path):
+    bad = tmp_path / "rack.yaml"
+    bad.write_text("fleet:\n  jumbo: true\nswitch: [\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(bad)
+    assert str(bad) in str(info.value) and "not valid YAML at line" in str(info.value)
+
+
+def test_top_level_must_be_a_mapping(tmp_path):
+    bad = tmp_path / "rack.yaml"
+    bad.write_text("- just\n- a list\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(bad)
+    assert "expected a mapping" in str(info.value)

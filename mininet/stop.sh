@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+# make stop: the emulated rack is not built yet (tracked by its own issue).
+echo "make stop: the emulated rack does not exist yet; see the emulation issue" >&2
+exit 1

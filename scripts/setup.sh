@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# make setup: install and build everything jumbogate needs on Debian 12 (run as root).
+# Idempotent: each step checks what is already there and says what it did.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf 'setup: %s\n' "$*"; }
+
+# Debian packages. DPDK 22.11 for the SmartNIC, grpc++ for its control server,
+# clang for the fuzz target, Mininet and the network tools for the emulation.
+DEB_PACKAGES=(
+  build-essential pkg-config meson ninja-build clang clang-format libclang-rt-14-dev
+  dpdk dpdk-dev libdpdk-dev libpcap-dev libnuma-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  python3 python3-venv python3-dev
+  mininet iproute2 ethtool iperf3 tshark tcpdump bridge-utils procps psmisc
+)
+
+missing=()
+for pkg in "${DEB_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: these Debian packages are missing and installing them needs root: ${missing[*]}" >&2
+    exit 1
+  fi
+  say "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # tshark asks whether non-root users may capture; the default (no) is fine.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+  apt-get update -qq
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  say "Debian packages: all ${#DEB_PACKAGES[@]} present"
+fi
+
+# The Python virtualenv. It sees Debian's site packages because Mininet is
+# only packaged for Debian's python3, not on PyPI.
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv (Debian python3, --system-site-packages)"
+  /usr/bin/python3 -m venv --system-site-packages .venv
+else
+  say ".venv exists"
+fi
+lock=controlplane/requirements.lock
+stamp=.venv/.lock-installed
+if [ ! -f "$stamp" ] || ! cmp -s "$lock" "$stamp"; then
+  say "installing pinned Python packages from $lock"
+  .venv/bin/pip install -q --disable-pip-version-check -r "$lock"
+  cp "$lock" "$stamp"
+else
+  say "Python packages match $lock"
+fi
+if ! .venv/bin/python -c 'import jumbogate' 2>/dev/null; then
+  say "installing the jumbogate package (editable)"
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e controlplane
+else
+  say "jumbogate package installed"
+fi
+
+make --no-print-directory proto
+make --no-print-directory smartnic
+
+if command -v p4c >/dev/null 2>&1; then
+  make --no-print-directory p4
+else
+  say "p4c not on PATH: skipping the P4 build (see README, 'Getting p4c and BMv2')"
+fi
+say "done"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# make test: every suite of every part, then one summary. Exits non-zero if any
+# suite failed. Suites that need p4c/simple_switch_grpc skip themselves with one
+# loud line when those are missing; everything else always runs.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+RESULTS=build/test-results
+rm -rf "$RESULTS" && mkdir -p "$RESULTS"
+
+[ -x "$PY" ] || { echo "test: .venv is missing; run 'make setup' first" >&2; exit 2; }
+
+declare -a SUITES=() STATUS=()
+run_suite() {  # name, command...
+  local name=$1; shift
+  printf '\n===== %s =====\n' "$name"
+  local start=$SECONDS
+  "$@"
+  local rc=$?
+  SUITES+=("$name"); STATUS+=("$rc")
+  printf '===== %s: %s in %ds =====\n' "$name" "$([ $rc -eq 0 ] && echo ok || echo "FAILED (exit $rc)")" $((SECONDS - start))
+}
+
+# Python: unit tests, SmartNIC program integration, controller integration and
+# the emulation; markers and conftest skip what needs a missing tool.
+PY_TEST_DIRS=()
+for dir in controlplane/tests smartnic/tests/integration mininet/tests; do [ -d "$dir" ] && PY_TEST_DIRS+=("$dir"); done
+run_suite python "$PY" -m pytest -q -rs --junitxml="$RESULTS/python.xml" "${PY_TEST_DIRS[@]}"
+run_suite c meson test -C build/smartnic --print-errorlogs
+run_suite ptf bash ptf-tests/run.sh "$RESULTS/ptf.txt"
+
+"$PY" scripts/test_summary.py "$RESULTS" "${SUITES[@]}" -- "${STATUS[@]}"

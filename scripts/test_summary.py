@@ -1,0 +1,71 @@
+"""Adds up what every suite of `make test` ran into one closing line."""
+
+import json
+import re
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+
+def pytest_counts(results: Path) -> tuple[int, int, int]:
+    path = results / "python.xml"
+    if not path.exists():
+        return 0, 0, 0
+    root = ET.parse(path).getroot()
+    suites = root.iter("testsuite")
+    tests = failed = skipped = 0
+    for s in suites:
+        tests += int(s.get("tests", 0))
+        failed += int(s.get("failures", 0)) + int(s.get("errors", 0))
+        skipped += int(s.get("skipped", 0))
+    return tests - failed - skipped, failed, skipped
+
+
+def meson_counts(log: Path) -> tuple[int, int, int]:
+    if not log.exists():
+        return 0, 0, 0
+    passed = failed = skipped = 0
+    for line in log.read_text().splitlines():
+        result = json.loads(line).get("result")
+        if result in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif result == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+    return passed, failed, skipped
+
+
+def ptf_counts(path: Path) -> tuple[int, int, int]:
+    if not path.exists():
+        return 0, 0, 0
+    match = re.search(r"(\d+) passed, (\d+) failed(?:, (\d+) skipped)?", path.read_text())
+    if not match:
+        return 0, 0, 0
+    return int(match[1]), int(match[2]), int(match[3] or 0)
+
+
+def main() -> int:
+    results = Path(sys.argv[1])
+    split = sys.argv.index("--")
+    names, statuses = sys.argv[2:split], [int(s) for s in sys.argv[split + 1 :]]
+    counts = {
+        "python": pytest_counts(results),
+        "c": meson_counts(Path("build/smartnic/meson-logs/testlog.json")),
+        "ptf": ptf_counts(results / "ptf.txt"),
+    }
+    print("\n===== summary =====")
+    total = [0, 0, 0]
+    for name, status in zip(names, statuses, strict=True):
+        p, f, s = counts.get(name, (0, 0, 0))
+        # A suite that crashed before reporting still counts as a failure.
+        if status != 0 and f == 0:
+            f = 1
+        total = [total[0] + p, total[1] + f, total[2] + s]
+        print(f"{name:8} {p:5} passed {f:4} failed {s:4} skipped   {'ok' if status == 0 else 'FAILED'}")
+    print(f"total: {total[0]} passed, {total[1]} failed, {total[2]} skipped")
+    return 0 if all(s == 0 for s in statuses) and total[1] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
