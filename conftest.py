@@ -26,9 +26,9 @@ def pytest_collection_modifyitems(config, items):
     needing = [item for item in items if item.get_closest_marker("bmv2")]
     if not needing:
         return
-    reason = f"needs {' and '.join(P4_TOOLS)} on PATH (missing: {', '.join(missing)}); see README, 'Getting p4c and BMv2'"
+    reason = f"need {' and '.join(P4_TOOLS)} on PATH (missing: {', '.join(missing)}); see README, 'Getting p4c and BMv2'"
     for item in needing:
         item.add_marker(pytest.mark.skip(reason=reason))
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter:
-        reporter.write_line(f"SKIPPED: {len(needing)} tests {reason}", yellow=True, bold=True)
+        reporter.write_line(f"SKIPPED: {len(needing)} BMv2 tests; they {reason}", yellow=True, bold=True)

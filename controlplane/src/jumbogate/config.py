@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -390,7 +391,10 @@ def parse_config(data: Any, source: str = "<config>") -> RackConfig:
         default_external=r.mtu(raw_mtu.get("default_external", defaults.default_external), "mtu.default_external"),
     )
     if mtu.guest_jumbo > mtu.internal:
-        raise r.fail("mtu.guest_jumbo", f"{mtu.guest_jumbo} does not fit under mtu.internal {mtu.internal} (the underlay must carry the guest packet plus its encapsulation)")
+        raise r.fail(
+            "mtu.guest_jumbo",
+            f"{mtu.guest_jumbo} does not fit under mtu.internal {mtu.internal} (the underlay must carry the guest packet plus its encapsulation)",
+        )
     if mtu.default_external > mtu.guest_jumbo:
         raise r.fail("mtu.default_external", f"{mtu.default_external} is larger than mtu.guest_jumbo {mtu.guest_jumbo}")
 

@@ -1,0 +1,272 @@
+"""jumbogatectl: the operator's command line for a running jumbogate-controller.
+
+Human output by default, `--json` for scripts. Exit codes:
+  0 ok   1 refused by a policy rule   2 bad input   3 not found   4 controller unreachable   5 other error
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+
+import grpc
+from google.protobuf import json_format
+
+from .v1 import common_pb2, policy_pb2, policy_pb2_grpc
+
+DEFAULT_CONTROLLER = "127.0.0.1:50051"
+
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_UNREACHABLE, EXIT_ERROR = range(6)
+
+_STATUS_EXIT = {
+    grpc.StatusCode.FAILED_PRECONDITION: (EXIT_REFUSED, "refused"),
+    grpc.StatusCode.INVALID_ARGUMENT: (EXIT_USAGE, "invalid request"),
+    grpc.StatusCode.NOT_FOUND: (EXIT_NOT_FOUND, "not found"),
+    grpc.StatusCode.UNAVAILABLE: (EXIT_UNREACHABLE, "controller unreachable"),
+    grpc.StatusCode.DEADLINE_EXCEEDED: (EXIT_UNREACHABLE, "controller did not answer in time"),
+}
+
+
+class UsageError(Exception):
+    pass
+
+
+def parse_endpoint(text: str) -> tuple[str, int]:
+    """'10.0.0.1:80' or '[fd00::1]:80' -> (address, port)."""
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest.removeprefix(":")
+    else:
+        host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"{text!r} is not ADDRESS:PORT (IPv6 as [ADDRESS]:PORT)")
+    return host, int(port)
+
+
+def flow_from_args(args) -> common_pb2.FiveTuple:
+    src, sport = parse_endpoint(args.src)
+    dst, dport = parse_endpoint(args.dst)
+    proto = {"tcp": 6, "udp": 17}[args.proto]
+    return common_pb2.FiveTuple(src_ip=src, dst_ip=dst, protocol=proto, src_port=sport, dst_port=dport)
+
+
+def format_flow(flow: common_pb2.FiveTuple) -> str:
+    def ep(addr: str, port: int) -> str:
+        return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
+
+    proto = {6: "tcp", 17: "udp"}.get(flow.protocol, str(flow.protocol))
+    return f"{proto} {ep(flow.src_ip, flow.src_port)} -> {ep(flow.dst_ip, flow.dst_port)}"
+
+
+def table(headers: list[str], rows: list[list]) -> str:
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.rjust(w) if c.replace(".", "").replace("%", "").isdigit() else c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join(lines)
+
+
+def to_json(msg) -> str:
+    return json_format.MessageToJson(msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True, indent=2)
+
+
+def human_count(n: int) -> str:
+    for unit in ("", "K", "M", "G", "T"):
+        if abs(n) < 1000:
+            return f"{n}{unit}" if unit == "" else f"{n:.1f}{unit}"
+        n /= 1000
+    return f"{n:.1f}P"
+
+
+# ----- output of each command -----
+
+
+def show_fleet(fleet: policy_pb2.Fleet) -> str:
+    mtu = fleet.guest_jumbo_mtu if fleet.jumbo else fleet.default_mtu
+    return f"fleet jumbo: {'on' if fleet.jumbo else 'off'} (jumbo instances get MTU {mtu})"
+
+
+def show_instances(instances) -> str:
+    rows = [[i.id, "on" if i.jumbo else "off", i.effective_mtu, ", ".join(i.addresses)] for i in instances]
+    return table(["instance", "jumbo", "mtu", "addresses"], rows)
+
+
+def show_flows(flows) -> str:
+    if not flows:
+        return "no flows on the merge path"
+    origin = {policy_pb2.FLOW_ORIGIN_ELEPHANT: "elephant", policy_pb2.FLOW_ORIGIN_OPERATOR: "operator"}
+    rows = [
+        [
+            format_flow(f.flow),
+            origin.get(f.origin, "?"),
+            f"{f.idle_timeout_s}s",
+            "yes" if f.on_nic else "no",
+            time.strftime("%H:%M:%S", time.localtime(f.onloaded_at)),
+        ]
+        for f in flows
+    ]
+    return table(["flow", "origin", "idle", "on nic", "since"], rows)
+
+
+def show_stats(stats: policy_pb2.Stats) -> str:
+    out = []
+    ports = [
+        [p.port, p.role, human_count(p.ingress.packets), human_count(p.ingress.bytes), human_count(p.egress.packets), human_count(p.egress.bytes)]
+        for p in stats.ports
+    ]
+    out.append(table(["port", "role", "rx pkts", "rx bytes", "tx pkts", "tx bytes"], ports))
+    total = stats.merge_path.packets + stats.bypass.packets
+    share = 100.0 * stats.merge_path.packets / total if total else 0.0
+    out.append("")
+    out.append(f"merge path: {human_count(stats.merge_path.packets)} packets ({share:.1f}% of steerable), bypass: {human_count(stats.bypass.packets)} packets")
+    out.append(f"ICMP errors generated: {stats.icmp_generated}   digests: {stats.digests_received} received, {stats.digests_shed} shed")
+    drops = [[d.reason, d.code, d.count.packets] for d in stats.drops if d.count.packets]
+    out.append("")
+    out.append(table(["drop reason", "code", "packets"], drops) if drops else "no drops")
+    nic = stats.nic
+    out.append("")
+    if nic.reachable:
+        out.append(
+            f"SmartNIC: {human_count(nic.packets_in)} in, {human_count(nic.packets_out)} out, "
+            f"{human_count(nic.merged_packets)} merged, yield {100 * nic.conversion_yield:.1f}%, {human_count(nic.segments_out)} split segments"
+        )
+    else:
+        out.append("SmartNIC: unreachable (flows bypass the merge path)")
+    return "\n".join(out)
+
+
+def show_event(event: policy_pb2.Event) -> str:
+    stamp = time.strftime("%H:%M:%S", time.localtime(event.time))
+    kind = policy_pb2.EventKind.Name(event.kind).removeprefix("EVENT_KIND_").lower()
+    parts = [stamp, kind]
+    if event.HasField("flow"):
+        parts.append(format_flow(event.flow))
+    if event.estimated_bytes:
+        parts.append(f"~{human_count(event.estimated_bytes)}B")
+    if event.detail:
+        parts.append(event.detail)
+    return "  ".join(parts)
+
+
+# ----- commands -----
+
+
+def run_command(args, stub: policy_pb2_grpc.PolicyStub, emit: Callable[[object, str], None]) -> None:
+    t = args.timeout
+    if args.area == "fleet":
+        if args.action == "show":
+            fleet = stub.GetFleet(policy_pb2.GetFleetRequest(), timeout=t)
+        else:
+            fleet = stub.SetFleet(policy_pb2.SetFleetRequest(jumbo=args.state == "on"), timeout=t)
+        emit(fleet, show_fleet(fleet))
+    elif args.area == "instance":
+        if args.action == "list":
+            resp = stub.ListInstances(policy_pb2.ListInstancesRequest(), timeout=t)
+            emit(resp, show_instances(resp.instances))
+        elif args.action == "show":
+            inst = stub.GetInstance(policy_pb2.GetInstanceRequest(id=args.id), timeout=t)
+            emit(inst, show_instances([inst]))
+        else:
+            inst = stub.SetInstanceJumbo(policy_pb2.SetInstanceJumboRequest(id=args.id, jumbo=args.state == "on"), timeout=t)
+            emit(inst, f"instance {inst.id}: jumbo {'on' if inst.jumbo else 'off'}, effective MTU {inst.effective_mtu}")
+    elif args.area == "flows":
+        if args.action == "list":
+            resp = stub.ListFlows(policy_pb2.ListFlowsRequest(), timeout=t)
+            emit(resp, show_flows(resp.flows))
+        elif args.action == "onload":
+            flow = stub.OnloadFlow(policy_pb2.OnloadFlowRequest(flow=flow_from_args(args), idle_timeout_s=args.idle), timeout=t)
+            emit(flow, f"onloaded {format_flow(flow.flow)} (idle timeout {flow.idle_timeout_s}s)")
+        else:
+            resp = stub.OffloadFlow(policy_pb2.OffloadFlowRequest(flow=flow_from_args(args)), timeout=t)
+            emit(resp, f"offloaded {format_flow(flow_from_args(args))}")
+    elif args.area == "stats":
+        stats = stub.GetStats(policy_pb2.GetStatsRequest(), timeout=t)
+        emit(stats, show_stats(stats))
+    elif args.area == "watch":
+        deadline = None if args.duration is None else args.duration
+        seen = 0
+        stream = stub.Watch(policy_pb2.WatchRequest(), timeout=deadline)
+        try:
+            for event in stream:
+                emit(event, show_event(event))
+                seen += 1
+                if args.count and seen >= args.count:
+                    stream.cancel()
+                    break
+        except grpc.RpcError as err:
+            if err.code() not in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
+                raise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="jumbogatectl", description="Operate a jumbogate border through its controller.")
+    parser.add_argument(
+        "--controller",
+        default=os.environ.get("JUMBOGATE_CONTROLLER", DEFAULT_CONTROLLER),
+        help="controller API address (default: %(default)s, or $JUMBOGATE_CONTROLLER)",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for an answer (default: %(default)s)")
+    areas = parser.add_subparsers(dest="area", required=True, metavar="{fleet,instance,flows,stats,watch}")
+
+    fleet = areas.add_parser("fleet", help="the fleet jumbo flag").add_subparsers(dest="action", required=True)
+    fleet.add_parser("show", help="show the fleet flag")
+    jumbo = fleet.add_parser("jumbo", help="turn the fleet flag on or off")
+    jumbo.add_argument("state", choices=["on", "off"])
+
+    inst = areas.add_parser("instance", help="instances and their jumbo flags").add_subparsers(dest="action", required=True)
+    inst.add_parser("list", help="all instances with their effective MTU")
+    show = inst.add_parser("show", help="one instance")
+    show.add_argument("id")
+    ijumbo = inst.add_parser("jumbo", help="turn an instance's jumbo flag on or off")
+    ijumbo.add_argument("id")
+    ijumbo.add_argument("state", choices=["on", "off"])
+
+    flows = areas.add_parser("flows", help="flows on the merge path").add_subparsers(dest="action", required=True)
+    flows.add_parser("list", help="flows on the merge path")
+    for name, helptext in (("onload", "put a flow on the merge path"), ("offload", "take a flow off the merge path")):
+        p = flows.add_parser(name, help=helptext)
+        p.add_argument("src", help="source ADDRESS:PORT ([ADDRESS]:PORT for IPv6)")
+        p.add_argument("dst", help="destination ADDRESS:PORT")
+        p.add_argument("--proto", choices=["tcp", "udp"], default="tcp")
+        if name == "onload":
+            p.add_argument("--idle", type=int, default=0, help="idle timeout in seconds (default: the controller's)")
+
+    areas.add_parser("stats", help="ports, drop reasons, merge-path share, SmartNIC yield")
+    watch = areas.add_parser("watch", help="stream events as they happen")
+    watch.add_argument("--count", type=int, default=0, help="stop after this many events")
+    watch.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+
+    def emit(msg, text: str) -> None:
+        print(to_json(msg) if args.json else text, flush=True)
+
+    try:
+        with grpc.insecure_channel(args.controller) as channel:
+            run_command(args, policy_pb2_grpc.PolicyStub(channel), emit)
+    except UsageError as err:
+        print(f"jumbogatectl: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except grpc.RpcError as err:
+        code, what = _STATUS_EXIT.get(err.code(), (EXIT_ERROR, err.code().name.lower()))
+        detail = err.details() or ""
+        if code == EXIT_UNREACHABLE:
+            detail = f"no answer from {args.controller} (is jumbogate-controller running? set --controller or $JUMBOGATE_CONTROLLER)"
+        print(f"jumbogatectl: {what}: {detail}", file=sys.stderr)
+        return code
+    except KeyboardInterrupt:
+        return EXIT_OK
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""The controller: keeps the switch and the SmartNIC in step with the policy.
+
+Three loops run side by side:
+- the switch programmer (per P4Runtime connection): reconciles the switch's
+  tables with the desired state on connect and after every policy change;
+- the digest and idle-timeout listeners: elephants reported by the switch's
+  sketch are onloaded, expired merge flows are removed;
+- the SmartNIC link (`nic.NicLink`): configuration, flow mirroring, outages.
+The operator API (`server.PolicyService`) changes the policy state; the loops
+wake on every change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+
+import finsy as fy
+from finsy.proto import p4r
+
+from . import p4, translate
+from .config import RackConfig
+from .nic import NicLink
+from .p4 import names
+from .reconcile import plan
+from .server import PolicyService, serve
+from .state import EventKind, FlowOrigin, PolicyError, PolicyState
+from .v1 import policy_pb2
+
+LOG = logging.getLogger("jumbogate.controller")
+
+# Elephant digests are batched through a bounded queue: a storm of digests
+# must not grow the controller's memory or starve the API. What does not fit
+# is counted as shed (the flow will be reported again next epoch).
+DIGEST_QUEUE_SIZE = 4096
+DIGEST_BATCH = 256
+# Even without changes, re-read the switch now and then: it catches entries
+# someone else changed behind our back.
+RESYNC_INTERVAL_S = 5.0
+
+
+class Controller:
+    def __init__(self, config: RackConfig, pipeline: Path, *, listen: str | None = None):
+        self.config = config
+        self.pipeline = pipeline
+        self.listen = listen or config.controller_listen
+        self.state = PolicyState.from_config(config)
+        self.nic = NicLink(config, self.state)
+        self.digests_received = 0
+        self.digests_shed = 0
+        self.reconciles = 0
+        self.last_plan = None
+        self._digest_queue: asyncio.Queue = asyncio.Queue(DIGEST_QUEUE_SIZE)
+        self._switch: fy.Switch | None = None
+        self._switch_ready = False
+        self.service = PolicyService(self.state, self.stats, self.nic.has_flow)
+
+    # ----- top level -----
+
+    def make_switch(self) -> fy.Switch:
+        options = fy.SwitchOptions(
+            p4info=self.pipeline / "jumbogate.p4info.txtpb",
+            p4blob=self.pipeline / "jumbogate.json",
+            device_id=self.config.switch.device_id,
+            initial_election_id=self.config.switch.election_id,
+            ready_handler=self._on_ready,
+        )
+        switch = fy.Switch("border", self.config.switch.p4runtime, options)
+        switch.ee.on(fy.SwitchEvent.CHANNEL_DOWN, self._on_down)
+        return switch
+
+    async def run(self) -> None:
+        server = await serve(self.service, self.listen)
+        LOG.info("operator API on %s; switch %s; SmartNIC %s", self.listen, self.config.switch.p4runtime, self.config.smartnic_control)
+        self._switch = self.make_switch()
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(self.nic.run())
+                tasks.create_task(self._digest_worker())
+                tasks.create_task(self._switch.run())
+        finally:
+            await server.stop(grace=0.5)
+
+    # ----- switch connection -----
+
+    def _on_down(self, switch: fy.Switch) -> None:
+        if self._switch_ready:
+            self._switch_ready = False
+            self.state.note(EventKind.SWITCH_DISCONNECTED, detail=f"lost P4Runtime connection to {switch.address}")
+
+    async def _on_ready(self, switch: fy.Switch) -> None:
+        """Called by finsy on every (re)connect, once we are primary and the pipeline is in place."""
+        self._switch_ready = True
+        self.state.note(EventKind.SWITCH_CONNECTED, detail=f"connected to {switch.address}")
+        await self._adopt_merge_flows(switch)
+        switch.create_task(self._program_loop(switch))
+        switch.create_task(self._read_digests(switch))
+        switch.create_task(self._read_idle_timeouts(switch))
+
+    async def _adopt_merge_flows(self, switch: fy.Switch) -> None:
+        """After a controller restart, keep the merge flows the switch still holds instead of cutting them."""
+        async for entry in switch.read(fy.P4TableEntry(names.MERGE_FLOWS)):
+            flow = translate.merge_flow_tuple(entry)
+            if flow not in self.state.flows and self.state.merge_eligible(flow):
+                with contextlib.suppress(PolicyError):
+                    self.state.onload(flow, FlowOrigin.ADOPTED, entry.idle_timeout_ns // 1_000_000_000)
+
+    async def _program_loop(self, switch: fy.Switch) -> None:
+        seen = -1
+        while True:
+            if seen != self.state.version:
+                seen = self.state.version
+            await self.reconcile(switch)
+            await self.state.wait_for_change(seen, timeout=RESYNC_INTERVAL_S)
+
+    async def read_actual(self, switch: fy.Switch) -> list[p4r.Entity]:
+        """Everything reconciliation manages, as the switch holds it now."""
+        schema = switch.p4info
+        queries: list = [fy.P4TableEntry(), fy.P4ActionProfileMember(), fy.P4ActionProfileGroup()]
+        queries += [fy.P4TableEntry(name, is_default_action=True) for name in translate.MANAGED_DEFAULTS]
+        queries += translate.meter_queries(self.state)
+        actual = []
+        for query in queries:
+            async for entity in switch.read(query):
+                actual.append(entity.encode(schema))
+        return actual
+
+    async def reconcile(self, switch: fy.Switch) -> None:
+        schema = switch.p4info
+        desired = translate.desired_entities(self.state, nic_up=self.nic.up)
+        encoded = [entity.encode(schema) for entity in desired]
+        result = plan(encoded, await self.read_actual(switch))
+        self.reconciles += 1
+        self.last_plan = result
+        if result.empty:
+            return
+        LOG.info("reconcile: %s", result.summary())
+        for batch in result.batches():
+            await switch._write_request(batch, strict=True, warn_only=False)  # noqa: SLF001 - finsy has no public batch-of-protobuf write
+
+    # ----- digests and idle timeouts -----
+
+    async def _read_digests(self, switch: fy.Switch) -> None:
+        await switch.write([translate.digest_config()], warn_only=True)
+        async for digest_list in switch.read_digests(names.ELEPHANT_DIGEST):
+            # Ack first: the switch suppresses repeats of an unacked list.
+            await switch.write([digest_list.ack()])
+            for item in digest_list:
+                self.digests_received += 1
+                try:
+                    self._digest_queue.put_nowait(item)
+                except asyncio.QueueFull:
+                    self.digests_shed += 1
+
+    async def _digest_worker(self) -> None:
+        while True:
+            batch = [await self._digest_queue.get()]
+            while len(batch) < DIGEST_BATCH and not self._digest_queue.empty():
+                batch.append(self._digest_queue.get_nowait())
+            for item in batch:
+                report = p4.entries.decode_elephant_digest(item)
+                flow, estimate = translate.from_dataplane_flow(report.flow), report.estimated_bytes
+                if flow in self.state.flows or not self.state.merge_eligible(flow):
+                    continue
+                self.state.note(EventKind.ELEPHANT_DETECTED, flow=flow, estimated_bytes=estimate)
+                with contextlib.suppress(PolicyError):
+                    self.state.onload(flow, FlowOrigin.ELEPHANT)
+
+    async def _read_idle_timeouts(self, switch: fy.Switch) -> None:
+        async for notification in switch.read_idle_timeouts():
+            for entry in notification:
+                if entry.table_id == names.MERGE_FLOWS:
+                    self.state.offload(translate.merge_flow_tuple(entry), expired=True)
+
+    # ----- statistics -----
+
+    async def stats(self) -> policy_pb2.Stats:
+        stats = policy_pb2.Stats(digests_received=self.digests_received, digests_shed=self.digests_shed)
+        switch = self._switch
+        if switch is not None and self._switch_ready:
+            fill_switch_stats(stats, await p4.stats.read_stats(switch), self.config, len(self.state.flows))
+        nic = await self.nic.stats()
+        if nic is not None:
+            stats.nic.CopyFrom(
+                policy_pb2.NicSummary(
+                    reachable=True,
+                    packets_in=nic.packets_in,
+                    packets_out=nic.packets_out,
+                    merged_packets=nic.merged_packets,
+                    conversion_yield=nic.conversion_yield,
+                    segments_out=nic.split_segments_out,
+                )
+            )
+        return stats
+
+
+def _count(value: p4.stats.PacketsBytes) -> policy_pb2.PacketByteCount:
+    return policy_pb2.PacketByteCount(packets=value.packets, bytes=value.bytes)
+
+
+def fill_switch_stats(out: policy_pb2.Stats, dp: p4.stats.DataplaneStats, config: RackConfig, merge_flows: int) -> None:
+    """Copy data-plane counters into the API's statistics message."""
+    zero = p4.stats.PacketsBytes()
+    for port in config.ports:
+        out.ports.append(
+            policy_pb2.PortStats(
+                port=port.port, role=port.role, ingress=_count(dp.port_rx.get(port.port, zero)), egress=_count(dp.port_tx.get(port.port, zero))
+            )
+        )
+    for reason in p4.DropReason:
+        if reason.value == 0:
+            continue
+        out.drops.append(policy_pb2.DropReasonStats(reason=reason.name, code=reason.value, count=_count(dp.drops.get(reason, zero))))
+    out.merge_path.CopyFrom(_count(dp.paths.get(p4.Path.MERGE, zero)))
+    out.bypass.CopyFrom(_count(dp.paths.get(p4.Path.BYPASS, zero)))
+    out.icmp_generated = sum(v.packets for v in dp.icmp_signals.values())
+    out.tables.append(policy_pb2.TableStats(table=names.MERGE_FLOWS, entries=merge_flows))

@@ -1,0 +1,69 @@
+"""jumbogate-controller: the long-running controller process."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from .config import ConfigError, load_config
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jumbogate-controller",
+        description="Program a jumbogate switch over P4Runtime, drive its SmartNIC, and serve the operator API.",
+    )
+    parser.add_argument("--config", required=True, type=Path, help="rack config (rack.yaml)")
+    parser.add_argument("--pipeline", type=Path, help="directory with jumbogate.json and jumbogate.p4info.txtpb (default: switch.pipeline in the config)")
+    parser.add_argument("--listen", help="operator API address (default: controller.listen in the config)")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    # finsy logs every reconnect attempt at INFO; keep our own lines readable.
+    logging.getLogger("finsy").setLevel(max(logging.WARNING, logging.getLevelName(args.log_level)))
+    try:
+        config = load_config(args.config)
+    except ConfigError as err:
+        print(f"jumbogate-controller: {err}", file=sys.stderr)
+        return 2
+    pipeline = args.pipeline or (Path(config.switch.pipeline) if config.switch.pipeline else None)
+    if pipeline is None:
+        print("jumbogate-controller: no pipeline: pass --pipeline or set switch.pipeline in the config (output of 'make p4')", file=sys.stderr)
+        return 2
+    missing = [p for p in (pipeline / "jumbogate.json", pipeline / "jumbogate.p4info.txtpb") if not p.exists()]
+    if missing:
+        print(f"jumbogate-controller: pipeline file missing: {', '.join(map(str, missing))} (run 'make p4')", file=sys.stderr)
+        return 2
+
+    from .controller import Controller
+
+    controller = Controller(config, pipeline, listen=args.listen)
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
+        try:
+            await controller.run()
+        except asyncio.CancelledError:
+            logging.getLogger("jumbogate").info("stopping")
+
+    try:
+        asyncio.run(run())
+    except OSError as err:
+        print(f"jumbogate-controller: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

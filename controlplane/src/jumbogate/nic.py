@@ -1,0 +1,134 @@
+"""The controller's side of the SmartNIC: keeps jumbogate-nic configured and in step.
+
+A `NicLink` polls the SmartNIC's identity. When it appears, or reappears with
+a new boot id (it restarted and starts empty), the link pushes the MTUs, the
+delay model and the path MTUs, then mirrors the onloaded flows. When it stops
+answering, the link reports it down so the switch programmer removes the
+merge-path entries: traffic bypasses the SmartNIC instead of black-holing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import grpc
+
+from .config import RackConfig
+from .state import EventKind, FiveTuple, PolicyState
+from .v1 import common_pb2, nic_pb2, nic_pb2_grpc
+
+LOG = logging.getLogger("jumbogate.nic")
+
+
+def _flow_pb(flow: FiveTuple) -> nic_pb2.NicFlowRequest:
+    return nic_pb2.NicFlowRequest(
+        flow=common_pb2.FiveTuple(src_ip=str(flow.src_ip), dst_ip=str(flow.dst_ip), protocol=flow.protocol, src_port=flow.src_port, dst_port=flow.dst_port)
+    )
+
+
+def nic_config(config: RackConfig) -> nic_pb2.NicConfig:
+    """What the rack config says the SmartNIC should run with (zero fields keep the SmartNIC's defaults)."""
+    return nic_pb2.NicConfig(internal_mtu=config.mtu.guest_jumbo, default_path_mtu=config.mtu.default_external)
+
+
+@dataclass
+class NicStatus:
+    reachable: bool = False
+    boot_id: int = 0
+    # Flows the SmartNIC has been told about since its current boot.
+    flows: frozenset[FiveTuple] = frozenset()
+
+
+class NicLink:
+    def __init__(self, config: RackConfig, state: PolicyState, *, poll_interval: float = 0.25, rpc_timeout: float = 1.0):
+        self.config = config
+        self.state = state
+        self.address = config.smartnic_control
+        self.poll_interval = poll_interval
+        self.rpc_timeout = rpc_timeout
+        self.status = NicStatus()
+        self._channel: grpc.aio.Channel | None = None
+        self._stub: nic_pb2_grpc.NicStub | None = None
+
+    @property
+    def up(self) -> bool:
+        return self.status.reachable
+
+    def has_flow(self, flow: FiveTuple) -> bool:
+        return self.status.reachable and flow in self.status.flows
+
+    async def _call(self, method: str, request):
+        assert self._stub is not None
+        return await getattr(self._stub, method)(request, timeout=self.rpc_timeout)
+
+    async def run(self) -> None:
+        """Poll forever: notice (re)starts and outages, keep flows mirrored."""
+        self._channel = grpc.aio.insecure_channel(self.address)
+        self._stub = nic_pb2_grpc.NicStub(self._channel)
+        seen_version = -1
+        try:
+            while True:
+                await self._poll_once()
+                if self.status.reachable and seen_version != self.state.version:
+                    seen_version = self.state.version
+                    await self._sync_flows()
+                await self.state.wait_for_change(seen_version, timeout=self.poll_interval)
+        finally:
+            await self._channel.close()
+
+    async def _poll_once(self) -> None:
+        try:
+            info = await self._call("GetInfo", nic_pb2.GetInfoRequest())
+        except grpc.aio.AioRpcError as err:
+            if self.status.reachable:
+                LOG.warning("SmartNIC at %s stopped answering (%s): flows bypass the merge path", self.address, err.code().name)
+                self.status = NicStatus()
+                self.state.note(EventKind.NIC_DOWN, detail=f"SmartNIC {self.address} unreachable")
+                self.state.touch()
+            return
+        if self.status.reachable and info.boot_id == self.status.boot_id:
+            return
+        restarted = self.status.boot_id != 0
+        try:
+            await self._push_configuration()
+        except grpc.aio.AioRpcError as err:
+            LOG.warning("SmartNIC at %s answered but refused its configuration: %s", self.address, err.details())
+            return
+        self.status = NicStatus(reachable=True, boot_id=info.boot_id)
+        LOG.info("SmartNIC at %s is up (boot %x%s)", self.address, info.boot_id, ", restarted" if restarted else "")
+        self.state.note(EventKind.NIC_UP, detail=f"SmartNIC {self.address} up{' after restart' if restarted else ''}")
+        await self._sync_flows()
+        self.state.touch()
+
+    async def _push_configuration(self) -> None:
+        await self._call("Configure", nic_config(self.config))
+        wanted = {str(p.prefix): p.mtu for p in self.config.path_mtus}
+        present = await self._call("ListPathMtus", nic_pb2.ListPathMtusRequest())
+        for entry in present.entries:
+            if entry.prefix.cidr not in wanted:
+                await self._call("DeletePathMtu", nic_pb2.DeletePathMtuRequest(prefix=entry.prefix))
+        for cidr, mtu in wanted.items():
+            await self._call("SetPathMtu", nic_pb2.SetPathMtuRequest(prefix=common_pb2.Prefix(cidr=cidr), mtu=mtu))
+
+    async def _sync_flows(self) -> None:
+        """Make the SmartNIC's flow set equal the policy's merge flows."""
+        wanted = frozenset(self.state.flows)
+        have = self.status.flows
+        try:
+            for flow in sorted(wanted - have):
+                await self._call("OnloadFlow", _flow_pb(flow))
+            for flow in sorted(have - wanted):
+                await self._call("OffloadFlow", _flow_pb(flow))
+        except grpc.aio.AioRpcError as err:
+            LOG.warning("SmartNIC flow sync failed: %s", err.details())
+            return
+        self.status.flows = wanted
+
+    async def stats(self) -> nic_pb2.NicStats | None:
+        if not self.status.reachable:
+            return None
+        try:
+            return await self._call("GetStats", nic_pb2.GetNicStatsRequest())
+        except grpc.aio.AioRpcError:
+            return None

@@ -1,0 +1,156 @@
+"""The operator API (proto/jumbogate/v1/policy.proto), served over gRPC.
+
+Answers come from the controller's policy state; changes are applied to the
+switch and the SmartNIC by the controller's programmers, which wake on every
+change (well within a second). While the switch is disconnected, changes are
+kept and applied on reconnect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import grpc
+
+from .state import Event, EventKind, FiveTuple, FlowOrigin, MergeFlow, PolicyError, PolicyState
+from .v1 import common_pb2, policy_pb2, policy_pb2_grpc
+
+StatsProvider = Callable[[], Awaitable[policy_pb2.Stats]]
+
+_EVENT_KINDS = {kind: getattr(policy_pb2, f"EVENT_KIND_{kind.name}") for kind in EventKind}
+_ORIGINS = {
+    FlowOrigin.ELEPHANT: policy_pb2.FLOW_ORIGIN_ELEPHANT,
+    FlowOrigin.OPERATOR: policy_pb2.FLOW_ORIGIN_OPERATOR,
+    FlowOrigin.ADOPTED: policy_pb2.FLOW_ORIGIN_ELEPHANT,
+}
+
+
+def five_tuple_to_pb(flow: FiveTuple) -> common_pb2.FiveTuple:
+    return common_pb2.FiveTuple(src_ip=str(flow.src_ip), dst_ip=str(flow.dst_ip), protocol=flow.protocol, src_port=flow.src_port, dst_port=flow.dst_port)
+
+
+def five_tuple_from_pb(msg: common_pb2.FiveTuple) -> FiveTuple:
+    return FiveTuple.parse(msg.src_ip, msg.dst_ip, msg.protocol, msg.src_port, msg.dst_port)
+
+
+class PolicyService(policy_pb2_grpc.PolicyServicer):
+    def __init__(self, state: PolicyState, stats: StatsProvider, nic_has_flow: Callable[[FiveTuple], bool] = lambda _flow: False):
+        self.state = state
+        self._stats = stats
+        self._nic_has_flow = nic_has_flow
+
+    # ----- helpers -----
+
+    def _fleet(self) -> policy_pb2.Fleet:
+        mtu = self.state.config.mtu
+        return policy_pb2.Fleet(jumbo=self.state.fleet_jumbo, guest_jumbo_mtu=mtu.guest_jumbo, default_mtu=mtu.default_external)
+
+    def _instance(self, instance_id: str) -> policy_pb2.Instance:
+        instance = self.state.require_instance(instance_id)
+        return policy_pb2.Instance(
+            id=instance.id,
+            addresses=[str(a) for a in instance.addresses],
+            jumbo=self.state.instance_jumbo[instance.id],
+            effective_mtu=self.state.effective_mtu(instance.id),
+        )
+
+    def _flow(self, record: MergeFlow) -> policy_pb2.MergeFlow:
+        return policy_pb2.MergeFlow(
+            flow=five_tuple_to_pb(record.flow),
+            origin=_ORIGINS[record.origin],
+            idle_timeout_s=record.idle_timeout_s,
+            onloaded_at=record.onloaded_at,
+            on_nic=self._nic_has_flow(record.flow),
+        )
+
+    def event_to_pb(self, event: Event) -> policy_pb2.Event:
+        msg = policy_pb2.Event(kind=_EVENT_KINDS[event.kind], time=event.time, estimated_bytes=event.estimated_bytes, detail=event.detail)
+        if event.flow is not None:
+            msg.flow.CopyFrom(five_tuple_to_pb(event.flow))
+        if event.instance_id is not None:
+            msg.instance.CopyFrom(self._instance(event.instance_id))
+        if event.fleet_jumbo is not None:
+            msg.fleet.CopyFrom(self._fleet())
+        return msg
+
+    @staticmethod
+    async def _abort(context: grpc.aio.ServicerContext, err: PolicyError):
+        await context.abort(getattr(grpc.StatusCode, err.code), err.message)
+
+    # ----- RPCs -----
+
+    async def GetFleet(self, request, context):
+        return self._fleet()
+
+    async def SetFleet(self, request, context):
+        self.state.set_fleet(request.jumbo)
+        return self._fleet()
+
+    async def ListInstances(self, request, context):
+        return policy_pb2.ListInstancesResponse(instances=[self._instance(i) for i in self.state.instance_ids()])
+
+    async def GetInstance(self, request, context):
+        try:
+            return self._instance(request.id)
+        except PolicyError as err:
+            await self._abort(context, err)
+
+    async def SetInstanceJumbo(self, request, context):
+        try:
+            self.state.set_instance_jumbo(request.id, request.jumbo)
+            return self._instance(request.id)
+        except PolicyError as err:
+            await self._abort(context, err)
+
+    async def OnloadFlow(self, request, context):
+        try:
+            if not request.HasField("flow"):
+                raise PolicyError("INVALID_ARGUMENT", "flow is required")
+            record = self.state.onload(five_tuple_from_pb(request.flow), FlowOrigin.OPERATOR, request.idle_timeout_s)
+            return self._flow(record)
+        except PolicyError as err:
+            await self._abort(context, err)
+
+    async def OffloadFlow(self, request, context):
+        try:
+            if not request.HasField("flow"):
+                raise PolicyError("INVALID_ARGUMENT", "flow is required")
+            self.state.offload(five_tuple_from_pb(request.flow))
+            return policy_pb2.OffloadFlowResponse()
+        except PolicyError as err:
+            await self._abort(context, err)
+
+    async def ListFlows(self, request, context):
+        return policy_pb2.ListFlowsResponse(flows=[self._flow(r) for r in sorted(self.state.flows.values(), key=lambda r: r.flow)])
+
+    async def GetStats(self, request, context):
+        return await self._stats()
+
+    async def Watch(self, request, context):
+        queue = self.state.events.subscribe()
+        try:
+            while True:
+                event = await queue.get()
+                yield self.event_to_pb(event)
+        finally:
+            self.state.events.unsubscribe(queue)
+
+
+async def serve(service: PolicyService, address: str) -> grpc.aio.Server:
+    """Start serving on `address`; fail with a clear message if it is taken."""
+    server = grpc.aio.server()
+    policy_pb2_grpc.add_PolicyServicer_to_server(service, server)
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as err:
+        raise OSError(f"cannot listen on {address}: {err}") from None
+    if port == 0:
+        raise OSError(f"cannot listen on {address}: address in use or not available")
+    await server.start()
+    return server
+
+
+async def stop(server: grpc.aio.Server) -> None:
+    await server.stop(grace=0.5)
+    await asyncio.sleep(0)

@@ -1,0 +1,260 @@
+"""The controller's runtime policy: fleet and instance flags, merge flows, events.
+
+The rack config gives the starting point; the operator API changes it at run
+time. This module holds the rules (Oxide's fleet rule, merge eligibility) so
+that the API, the CLI and the switch programming all see one truth. It knows
+nothing about P4Runtime or gRPC transport.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import time
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+from .config import IPAddress, RackConfig
+
+TCP = 6
+UDP = 17
+
+
+class PolicyError(Exception):
+    """A request the policy refuses; `code` names the gRPC status it maps to."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def invalid(message: str) -> PolicyError:
+    return PolicyError("INVALID_ARGUMENT", message)
+
+
+@dataclass(frozen=True, order=True)
+class FiveTuple:
+    src_ip: IPAddress
+    dst_ip: IPAddress
+    protocol: int
+    src_port: int
+    dst_port: int
+
+    @classmethod
+    def parse(cls, src_ip: str, dst_ip: str, protocol: int, src_port: int, dst_port: int) -> FiveTuple:
+        """Build from untrusted input, raising INVALID_ARGUMENT with the reason."""
+        try:
+            src = ipaddress.ip_address(src_ip)
+        except ValueError:
+            raise invalid(f"src_ip {src_ip!r} is not an IPv4 or IPv6 address") from None
+        try:
+            dst = ipaddress.ip_address(dst_ip)
+        except ValueError:
+            raise invalid(f"dst_ip {dst_ip!r} is not an IPv4 or IPv6 address") from None
+        if src.version != dst.version:
+            raise invalid(f"src_ip {src} and dst_ip {dst} are of different IP versions")
+        if protocol not in (TCP, UDP):
+            raise invalid(f"protocol {protocol} is neither TCP (6) nor UDP (17)")
+        for name, port in (("src_port", src_port), ("dst_port", dst_port)):
+            if not 0 < port < 65536:
+                raise invalid(f"{name} {port} is outside 1..65535")
+        return cls(src, dst, protocol, src_port, dst_port)
+
+    def __str__(self) -> str:
+        proto = {TCP: "tcp", UDP: "udp"}.get(self.protocol, str(self.protocol))
+        fmt = (lambda a, p: f"[{a}]:{p}") if self.src_ip.version == 6 else (lambda a, p: f"{a}:{p}")
+        return f"{proto} {fmt(self.src_ip, self.src_port)} -> {fmt(self.dst_ip, self.dst_port)}"
+
+
+class FlowOrigin(Enum):
+    ELEPHANT = "elephant"
+    OPERATOR = "operator"
+    # Found on the switch after a controller restart and kept.
+    ADOPTED = "adopted"
+
+
+@dataclass(frozen=True)
+class MergeFlow:
+    flow: FiveTuple
+    origin: FlowOrigin
+    idle_timeout_s: int
+    onloaded_at: float
+
+
+class EventKind(Enum):
+    ELEPHANT_DETECTED = "elephant_detected"
+    FLOW_ONLOADED = "flow_onloaded"
+    FLOW_EXPIRED = "flow_expired"
+    FLOW_OFFLOADED = "flow_offloaded"
+    SWITCH_CONNECTED = "switch_connected"
+    SWITCH_DISCONNECTED = "switch_disconnected"
+    NIC_UP = "nic_up"
+    NIC_DOWN = "nic_down"
+    FLEET_CHANGED = "fleet_changed"
+    INSTANCE_CHANGED = "instance_changed"
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: EventKind
+    time: float
+    flow: FiveTuple | None = None
+    instance_id: str | None = None
+    fleet_jumbo: bool | None = None
+    estimated_bytes: int = 0
+    detail: str = ""
+
+
+class EventBus:
+    """Fan-out of events to watchers; a slow watcher loses its oldest events, never blocks the controller."""
+
+    def __init__(self, queue_size: int = 1024):
+        self._queues: set[asyncio.Queue[Event]] = set()
+        self._queue_size = queue_size
+        self.history: list[Event] = []
+
+    def publish(self, event: Event) -> None:
+        self.history.append(event)
+        del self.history[:-256]
+        for queue in self._queues:
+            if queue.full():
+                queue.get_nowait()
+            queue.put_nowait(event)
+
+    def subscribe(self) -> asyncio.Queue[Event]:
+        queue: asyncio.Queue[Event] = asyncio.Queue(self._queue_size)
+        self._queues.add(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[Event]) -> None:
+        self._queues.discard(queue)
+
+
+@dataclass
+class PolicyState:
+    """Fleet flag, instance flags and merge flows, with the rules that bind them."""
+
+    config: RackConfig
+    events: EventBus = field(default_factory=EventBus)
+    fleet_jumbo: bool = False
+    instance_jumbo: dict[str, bool] = field(default_factory=dict)
+    flows: dict[FiveTuple, MergeFlow] = field(default_factory=dict)
+    # Bumped on every change; waiters (the switch and SmartNIC programmers) wake on it.
+    version: int = 0
+    _waiters: set[asyncio.Future] = field(default_factory=set)
+
+    @classmethod
+    def from_config(cls, config: RackConfig) -> PolicyState:
+        return cls(
+            config=config,
+            fleet_jumbo=config.fleet_jumbo,
+            instance_jumbo={inst.id: inst.jumbo for inst in config.instances},
+        )
+
+    # ----- queries -----
+
+    def instance_ids(self) -> list[str]:
+        return [inst.id for inst in self.config.instances]
+
+    def require_instance(self, instance_id: str):
+        instance = self.config.instance(instance_id)
+        if instance is None:
+            raise PolicyError("NOT_FOUND", f"no instance {instance_id!r} (known: {', '.join(self.instance_ids()) or 'none'})")
+        return instance
+
+    def effective_mtu(self, instance_id: str) -> int:
+        instance = self.require_instance(instance_id)
+        return self.config.effective_mtu(replace(instance, jumbo=self.instance_jumbo[instance_id]), self.fleet_jumbo)
+
+    def instance_for_address(self, address: IPAddress):
+        return next((inst for inst in self.config.instances if address in inst.addresses), None)
+
+    def jumbo_enabled(self, address: IPAddress) -> bool:
+        instance = self.instance_for_address(address)
+        return instance is not None and self.fleet_jumbo and self.instance_jumbo[instance.id]
+
+    def merge_eligible(self, flow: FiveTuple) -> bool:
+        """Only TCP toward a jumbo-enabled instance may take the merge path."""
+        return flow.protocol == TCP and self.jumbo_enabled(flow.dst_ip)
+
+    # ----- changes -----
+
+    def _bump(self) -> None:
+        self.version += 1
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(self.version)
+        self._waiters.clear()
+
+    async def wait_for_change(self, seen_version: int, timeout: float | None = None) -> int:
+        """Wait until the version moves past `seen_version` (or the timeout passes); return the version."""
+        if self.version != seen_version:
+            return self.version
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.add(waiter)
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), timeout)
+        except TimeoutError:
+            self._waiters.discard(waiter)
+        return self.version
+
+    def _publish(self, kind: EventKind, **fields) -> None:
+        self.events.publish(Event(kind=kind, time=time.time(), **fields))
+
+    def set_fleet(self, on: bool) -> None:
+        if on == self.fleet_jumbo:
+            return
+        self.fleet_jumbo = on
+        self._publish(EventKind.FLEET_CHANGED, fleet_jumbo=on, detail=f"fleet jumbo {'on' if on else 'off'}")
+        self._drop_ineligible_flows("fleet jumbo turned off")
+        self._bump()
+
+    def set_instance_jumbo(self, instance_id: str, on: bool) -> None:
+        self.require_instance(instance_id)
+        if on and not self.fleet_jumbo:
+            # Oxide's rule: the fleet flag gates every instance flag.
+            raise PolicyError("FAILED_PRECONDITION", f"cannot enable jumbo on instance {instance_id!r} while the fleet jumbo flag is off")
+        if self.instance_jumbo[instance_id] == on:
+            return
+        self.instance_jumbo[instance_id] = on
+        self._publish(EventKind.INSTANCE_CHANGED, instance_id=instance_id, detail=f"instance {instance_id} jumbo {'on' if on else 'off'}")
+        self._drop_ineligible_flows(f"instance {instance_id} jumbo turned off")
+        self._bump()
+
+    def _drop_ineligible_flows(self, why: str) -> None:
+        for flow in [f for f in self.flows if not self.merge_eligible(f)]:
+            del self.flows[flow]
+            self._publish(EventKind.FLOW_OFFLOADED, flow=flow, detail=why)
+
+    def onload(self, flow: FiveTuple, origin: FlowOrigin, idle_timeout_s: int = 0) -> MergeFlow:
+        if not self.merge_eligible(flow):
+            raise PolicyError(
+                "FAILED_PRECONDITION",
+                f"{flow} is not merge-eligible: only TCP toward a jumbo-enabled instance may take the merge path",
+            )
+        existing = self.flows.get(flow)
+        if existing is not None:
+            return existing
+        record = MergeFlow(flow, origin, idle_timeout_s or self.config.elephant.idle_timeout_s, time.time())
+        self.flows[flow] = record
+        self._publish(EventKind.FLOW_ONLOADED, flow=flow, detail=f"onloaded ({origin.value})")
+        self._bump()
+        return record
+
+    def offload(self, flow: FiveTuple, *, expired: bool = False) -> None:
+        if flow not in self.flows:
+            if expired:
+                return
+            raise PolicyError("NOT_FOUND", f"{flow} is not on the merge path")
+        del self.flows[flow]
+        self._publish(EventKind.FLOW_EXPIRED if expired else EventKind.FLOW_OFFLOADED, flow=flow)
+        self._bump()
+
+    def note(self, kind: EventKind, **fields) -> None:
+        """Publish an event that changes no policy (connections, detections)."""
+        self._publish(kind, **fields)
+
+    def touch(self) -> None:
+        """Mark the desired state changed without a policy change (e.g. the SmartNIC came or went)."""
+        self._bump()

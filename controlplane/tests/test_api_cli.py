@@ -1,0 +1,168 @@
+"""The operator API served over real gRPC, driven through jumbogatectl.
+
+The controller here has no switch or SmartNIC connected: the API answers from
+its policy state, which is what it must do during an outage too.
+"""
+
+import asyncio
+import json
+import socket
+import threading
+from pathlib import Path
+
+import grpc
+import pytest
+
+from jumbogate import cli
+from jumbogate.config import load_config
+from jumbogate.controller import Controller
+from jumbogate.server import serve
+from jumbogate.v1 import common_pb2, policy_pb2, policy_pb2_grpc
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "rack.example.yaml"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServerThread:
+    """A controller's operator API on its own event loop, as in the daemon."""
+
+    def __init__(self):
+        self.address = f"127.0.0.1:{free_port()}"
+        self.controller = Controller(load_config(EXAMPLE), Path("unused"), listen=self.address)
+        self.loop = asyncio.new_event_loop()
+        self.started = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        asyncio.set_event_loop(self.loop)
+        self.server = self.loop.run_until_complete(serve(self.controller.service, self.address))
+        self.started.set()
+        self.loop.run_forever()
+
+    def __enter__(self):
+        self.thread.start()
+        assert self.started.wait(10)
+        return self
+
+    def __exit__(self, *exc):
+        asyncio.run_coroutine_threadsafe(self.server.stop(0), self.loop).result(5)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+@pytest.fixture
+def api():
+    with ServerThread() as server:
+        yield server
+
+
+def ctl(api, capsys, *args: str) -> tuple[int, str, str]:
+    code = cli.main(["--controller", api.address, *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_fleet_rule_through_the_api(api, capsys):
+    code, out, _ = ctl(api, capsys, "fleet", "jumbo", "off")
+    assert code == 0 and "fleet jumbo: off" in out
+    code, out, _ = ctl(api, capsys, "--json", "instance", "list")
+    assert code == 0
+    instances = json.loads(out)["instances"]
+    assert {i["id"]: i["effective_mtu"] for i in instances} == {"web-1": 1500, "legacy-1": 1500}
+
+    code, _, err = ctl(api, capsys, "instance", "jumbo", "legacy-1", "on")
+    assert code == cli.EXIT_REFUSED and "fleet jumbo flag is off" in err
+    assert api.controller.state.instance_jumbo["legacy-1"] is False
+
+    assert ctl(api, capsys, "fleet", "jumbo", "on")[0] == 0
+    code, out, _ = ctl(api, capsys, "instance", "jumbo", "legacy-1", "on")
+    assert code == 0 and "effective MTU 8500" in out
+    code, out, _ = ctl(api, capsys, "instance", "show", "web-1")
+    assert "8500" in out and "10.10.0.10" in out
+
+
+def test_unknown_instance_is_not_found(api, capsys):
+    code, _, err = ctl(api, capsys, "instance", "show", "ghost")
+    assert code == cli.EXIT_NOT_FOUND and "ghost" in err
+
+
+def test_flows_onload_list_offload(api, capsys):
+    code, out, _ = ctl(api, capsys, "flows", "onload", "203.0.113.7:40000", "10.10.0.10:5201", "--idle", "30")
+    assert code == 0 and "idle timeout 30s" in out
+    code, out, _ = ctl(api, capsys, "--json", "flows", "list")
+    flows = json.loads(out)["flows"]
+    assert len(flows) == 1 and flows[0]["flow"]["dst_port"] == 5201 and flows[0]["origin"] == "FLOW_ORIGIN_OPERATOR"
+    assert flows[0]["on_nic"] is False, "no SmartNIC is connected"
+    assert ctl(api, capsys, "flows", "offload", "203.0.113.7:40000", "10.10.0.10:5201")[0] == 0
+    code, _, err = ctl(api, capsys, "flows", "offload", "203.0.113.7:40000", "10.10.0.10:5201")
+    assert code == cli.EXIT_NOT_FOUND
+
+
+def test_ineligible_and_malformed_flows_are_refused(api, capsys):
+    code, _, err = ctl(api, capsys, "flows", "onload", "203.0.113.7:40000", "10.10.0.20:80")
+    assert code == cli.EXIT_REFUSED and "not merge-eligible" in err
+    code, _, err = ctl(api, capsys, "flows", "onload", "203.0.113.7:40000", "nonsense:80")
+    assert code == cli.EXIT_USAGE and "dst_ip" in err
+    code, _, err = ctl(api, capsys, "flows", "onload", "203.0.113.7", "10.10.0.10:80")
+    assert code == cli.EXIT_USAGE and "ADDRESS:PORT" in err
+
+
+def test_ipv6_flow_syntax(api, capsys):
+    code, out, _ = ctl(api, capsys, "flows", "onload", "[2001:db8::7]:40000", "[fd00:10::10]:5201")
+    assert code == 0 and "[fd00:10::10]:5201" in out
+
+
+def test_stats_without_switch_or_nic(api, capsys):
+    code, out, _ = ctl(api, capsys, "stats")
+    assert code == 0 and "SmartNIC: unreachable" in out and "no drops" in out
+
+
+def test_watch_streams_policy_events(api, capsys):
+    with grpc.insecure_channel(api.address) as channel:
+        stub = policy_pb2_grpc.PolicyStub(channel)
+        stream = stub.Watch(policy_pb2.WatchRequest(), timeout=10)
+        # The stream is open once the server has subscribed.
+        stub.SetFleet(policy_pb2.SetFleetRequest(jumbo=False), timeout=5)
+        first = next(stream)
+        stream.cancel()
+    assert first.kind == policy_pb2.EVENT_KIND_FLEET_CHANGED and first.fleet.jumbo is False
+
+
+def test_watch_cli_stops_after_count(api, capsys):
+    def flip():
+        import time
+
+        time.sleep(0.5)
+        with grpc.insecure_channel(api.address) as channel:
+            policy_pb2_grpc.PolicyStub(channel).OnloadFlow(
+                policy_pb2.OnloadFlowRequest(flow=common_pb2.FiveTuple(src_ip="203.0.113.9", dst_ip="10.10.0.10", protocol=6, src_port=1000, dst_port=5201)),
+                timeout=5,
+            )
+
+    threading.Thread(target=flip, daemon=True).start()
+    code, out, _ = ctl(api, capsys, "watch", "--count", "1", "--duration", "10")
+    assert code == 0 and "flow_onloaded" in out and "203.0.113.9:1000" in out
+
+
+def test_unreachable_controller_says_so(capsys):
+    code = cli.main(["--controller", f"127.0.0.1:{free_port()}", "--timeout", "1", "fleet", "show"])
+    _, err = capsys.readouterr()
+    assert code == cli.EXIT_UNREACHABLE and "is jumbogate-controller running" in err
+
+
+def test_listen_address_in_use_is_reported():
+    async def go():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen()
+            address = f"127.0.0.1:{s.getsockname()[1]}"
+            controller = Controller(load_config(EXAMPLE), Path("unused"), listen=address)
+            with pytest.raises(OSError, match="cannot listen on"):
+                await serve(controller.service, address)
+
+    asyncio.run(go())

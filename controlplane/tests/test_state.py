@@ -1,0 +1,110 @@
+"""Runtime policy rules: the fleet rule, effective MTUs, merge eligibility, events."""
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from jumbogate.config import load_config
+from jumbogate.state import EventKind, FiveTuple, FlowOrigin, PolicyError, PolicyState
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "rack.example.yaml"
+
+
+@pytest.fixture
+def state() -> PolicyState:
+    return PolicyState.from_config(load_config(EXAMPLE))
+
+
+def to_web(dport: int = 5201, proto: int = 6) -> FiveTuple:
+    return FiveTuple.parse("203.0.113.7", "10.10.0.10", proto, 40000, dport)
+
+
+def test_effective_mtu_follows_fleet_and_instance(state):
+    assert state.effective_mtu("web-1") == 8500
+    assert state.effective_mtu("legacy-1") == 1500
+    state.set_fleet(False)
+    assert state.effective_mtu("web-1") == 1500
+    state.set_fleet(True)
+    assert state.effective_mtu("web-1") == 8500, "the instance keeps its own flag while the fleet is off"
+
+
+def test_instance_jumbo_with_fleet_off_fails_and_changes_nothing(state):
+    state.set_fleet(False)
+    version = state.version
+    with pytest.raises(PolicyError) as info:
+        state.set_instance_jumbo("legacy-1", True)
+    assert info.value.code == "FAILED_PRECONDITION"
+    assert state.instance_jumbo["legacy-1"] is False and state.version == version
+
+
+def test_unknown_instance_is_not_found(state):
+    with pytest.raises(PolicyError) as info:
+        state.set_instance_jumbo("nope", True)
+    assert info.value.code == "NOT_FOUND" and "web-1" in info.value.message
+
+
+def test_only_tcp_to_jumbo_instances_is_eligible(state):
+    assert state.merge_eligible(to_web())
+    assert not state.merge_eligible(to_web(proto=17))
+    assert not state.merge_eligible(FiveTuple.parse("203.0.113.7", "10.10.0.20", 6, 40000, 80))
+    assert not state.merge_eligible(FiveTuple.parse("10.10.0.10", "203.0.113.7", 6, 5201, 40000))
+    with pytest.raises(PolicyError) as info:
+        state.onload(to_web(proto=17), FlowOrigin.OPERATOR)
+    assert info.value.code == "FAILED_PRECONDITION"
+
+
+def test_fleet_off_offloads_every_flow(state):
+    state.onload(to_web(5201), FlowOrigin.ELEPHANT)
+    state.onload(to_web(5202), FlowOrigin.OPERATOR)
+    queue = state.events.subscribe()
+    state.set_fleet(False)
+    assert state.flows == {}
+    kinds = [queue.get_nowait().kind for _ in range(queue.qsize())]
+    assert kinds == [EventKind.FLEET_CHANGED, EventKind.FLOW_OFFLOADED, EventKind.FLOW_OFFLOADED]
+
+
+def test_onload_is_idempotent_and_uses_the_default_timeout(state):
+    first = state.onload(to_web(), FlowOrigin.ELEPHANT)
+    again = state.onload(to_web(), FlowOrigin.OPERATOR)
+    assert first is again and first.idle_timeout_s == 10
+
+
+def test_offload_unknown_flow_is_not_found_but_expiry_is_quiet(state):
+    with pytest.raises(PolicyError) as info:
+        state.offload(to_web())
+    assert info.value.code == "NOT_FOUND"
+    state.offload(to_web(), expired=True)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("1.2.3", "10.10.0.10", 6, 1, 2), "src_ip"),
+        (("1.2.3.4", "fd00::1", 6, 1, 2), "different IP versions"),
+        (("1.2.3.4", "10.10.0.10", 1, 1, 2), "protocol 1"),
+        (("1.2.3.4", "10.10.0.10", 6, 0, 2), "src_port 0"),
+        (("1.2.3.4", "10.10.0.10", 6, 1, 70000), "dst_port 70000"),
+    ],
+)
+def test_five_tuple_validation(args, message):
+    with pytest.raises(PolicyError) as info:
+        FiveTuple.parse(*args)
+    assert info.value.code == "INVALID_ARGUMENT" and message in info.value.message
+
+
+async def test_waiters_wake_on_change_and_time_out_otherwise(state):
+    version = state.version
+    assert await state.wait_for_change(version, timeout=0.05) == version
+    waiter = asyncio.create_task(state.wait_for_change(version, timeout=5))
+    await asyncio.sleep(0)
+    state.set_fleet(False)
+    assert await asyncio.wait_for(waiter, 1) == version + 1
+
+
+def test_slow_watcher_loses_oldest_events_only(state):
+    state.events._queue_size = 2
+    queue = state.events.subscribe()
+    for port in (5201, 5202, 5203):
+        state.onload(to_web(port), FlowOrigin.OPERATOR)
+    assert [queue.get_nowait().flow.dst_port for _ in range(2)] == [5202, 5203]

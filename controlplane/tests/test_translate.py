@@ -1,0 +1,124 @@
+"""Rack config + policy -> switch entities, and the reconciliation plan over them."""
+
+import subprocess
+from pathlib import Path
+
+import finsy as fy
+import pytest
+import yaml
+
+from jumbogate import translate
+from jumbogate.config import load_config, parse_config
+from jumbogate.p4 import PortRole, names
+from jumbogate.reconcile import plan
+from jumbogate.state import FiveTuple, FlowOrigin, PolicyState
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "controlplane" / "rack.example.yaml"
+
+
+@pytest.fixture
+def state() -> PolicyState:
+    return PolicyState.from_config(load_config(EXAMPLE))
+
+
+def tables(entities, table: str) -> list[fy.P4TableEntry]:
+    return [e for e in entities if isinstance(e, fy.P4TableEntry) and e.table_id == table]
+
+
+def default_action(entities, table: str) -> fy.P4TableAction:
+    (entry,) = tables(entities, table)
+    assert entry.is_default_action
+    return entry.action
+
+
+FLOW = FiveTuple.parse("203.0.113.7", "10.10.0.10", 6, 40000, 5201)
+
+
+def test_port_roles_skip_the_cpu_port(state):
+    roles = {e.match["ingress_port"]: e.action.args["role"] for e in tables(translate.desired_entities(state, nic_up=True), names.PORT_ROLES)}
+    assert roles == {1: PortRole.EXTERNAL, 2: PortRole.EXTERNAL, 3: PortRole.INTERNAL, 4: PortRole.INTERNAL, 5: PortRole.NIC}
+
+
+def test_instances_and_fleet_follow_the_policy(state):
+    entities = translate.desired_entities(state, nic_up=True)
+    assert default_action(entities, names.FLEET_POLICY).args["enabled"] == 1
+    v4 = {str(e.match["instance_addr"]): e.action.args["enabled"] for e in tables(entities, names.INSTANCES_V4)}
+    v6 = {str(e.match["instance_addr"]): e.action.args["enabled"] for e in tables(entities, names.INSTANCES_V6)}
+    assert v4 == {"10.10.0.10": 1, "10.10.0.20": 0} and v6 == {"fd00:10::10": 1, "fd00:10::20": 0}
+    state.set_fleet(False)
+    assert default_action(translate.desired_entities(state, nic_up=True), names.FLEET_POLICY).args["enabled"] == 0
+
+
+def test_routes_get_one_ecmp_group_each_with_weights_as_repeated_members(state):
+    entities = translate.desired_entities(state, nic_up=True)
+    routes = tables(entities, names.ROUTES_V4) + tables(entities, names.ROUTES_V6)
+    assert len(routes) == len(state.config.routes)
+    groups = [e for e in entities if isinstance(e, fy.P4ActionProfileGroup)]
+    members = [e for e in entities if isinstance(e, fy.P4ActionProfileMember)]
+    default_group = next(g for g in groups if g.group_id == 1)
+    assert len(default_group.members) == 2
+    assert len(members) == sum(len(r.next_hops) for r in state.config.routes)
+
+
+def test_weighted_next_hop_is_repeated():
+    cfg_text = EXAMPLE.read_text().replace('dst_mac: "02:00:00:00:a0:01"}', 'dst_mac: "02:00:00:00:a0:01", weight: 3}', 1)
+    state = PolicyState.from_config(parse_config(yaml.safe_load(cfg_text), "rack.yaml"))
+    group = next(e for e in translate.desired_entities(state, nic_up=True) if isinstance(e, fy.P4ActionProfileGroup) and e.group_id == 1)
+    assert len(group.members) == 4
+
+
+def test_path_mtus_include_defaults_for_both_families(state):
+    entities = translate.desired_entities(state, nic_up=True)
+    v4 = {str(e.match["dst_addr"]): e.action.args["mtu"] for e in tables(entities, names.PATH_MTU_V4)}
+    v6 = {str(e.match["dst_addr"]): e.action.args["mtu"] for e in tables(entities, names.PATH_MTU_V6)}
+    assert v4 == {"198.51.100.0/24": 1400, "0.0.0.0/0": 1500}
+    assert v6 == {"::/0": 1500}
+
+
+def test_nic_down_removes_every_merge_path_entry(state):
+    state.onload(FLOW, FlowOrigin.ELEPHANT)
+    up = translate.desired_entities(state, nic_up=True)
+    assert default_action(up, names.NIC_PORT).args["port"] == 5
+    assert len(tables(up, names.MERGE_FLOWS)) == 1 and len(tables(up, names.MERGE_SERVICES)) == 1
+    down = translate.desired_entities(state, nic_up=False)
+    assert default_action(down, names.NIC_PORT).name == names.NO_NIC_PORT
+    assert tables(down, names.MERGE_FLOWS) == [] and tables(down, names.MERGE_SERVICES) == []
+
+
+def test_merge_flow_round_trips_through_its_table_entry(state):
+    state.onload(FLOW, FlowOrigin.OPERATOR, idle_timeout_s=7)
+    (entry,) = tables(translate.desired_entities(state, nic_up=True), names.MERGE_FLOWS)
+    assert entry.idle_timeout_ns == 7_000_000_000
+    assert translate.merge_flow_tuple(entry) == FLOW
+    v6 = FiveTuple.parse("2001:db8::7", "fd00:10::10", 6, 1, 2)
+    assert translate.merge_flow_tuple(translate.p4.entries.merge_flow(translate.to_dataplane_flow(v6))) == v6
+
+
+def test_desired_state_is_deterministic(state):
+    assert translate.desired_entities(state, nic_up=True) == translate.desired_entities(state, nic_up=True)
+
+
+def compiled_p4info() -> Path:
+    out = ROOT / "build" / "p4" / "depth512"
+    p4info = out / "jumbogate.p4info.txtpb"
+    if not p4info.exists():
+        if subprocess.run(["bash", str(ROOT / "p4src" / "compile.sh"), "512", str(out)], capture_output=True).returncode != 0:
+            pytest.fail("p4c is on PATH but the P4 program did not compile; run 'make p4'")
+    return p4info
+
+
+@pytest.mark.bmv2
+def test_every_entity_encodes_against_the_compiled_p4info_and_reconciles_to_nothing(state):
+    schema = fy.P4Schema(compiled_p4info())
+    state.onload(FLOW, FlowOrigin.ELEPHANT)
+    encoded = [e.encode(schema) for e in translate.desired_entities(state, nic_up=True)]
+    first = plan(encoded, [])
+    assert not first.deletes and first.inserts
+    # Once written, the same desired state plans nothing; a fleet flip plans exactly one modify.
+    assert plan(encoded, encoded).empty
+    state.set_fleet(False)
+    changed = [e.encode(schema) for e in translate.desired_entities(state, nic_up=True)]
+    result = plan(changed, encoded)
+    # The fleet default entry changes; instances keep their own flags; the flow leaves the merge path.
+    assert (len(result.modifies), len(result.deletes), len(result.inserts)) == (1, 1, 0), result.summary()
