@@ -126,27 +126,45 @@ def test_watch_streams_policy_events(api, capsys):
     with grpc.insecure_channel(api.address) as channel:
         stub = policy_pb2_grpc.PolicyStub(channel)
         stream = stub.Watch(policy_pb2.WatchRequest(), timeout=10)
-        # The stream is open once the server has subscribed.
-        stub.SetFleet(policy_pb2.SetFleetRequest(jumbo=False), timeout=5)
+        stop = threading.Event()
+
+        def flip_until_seen():
+            # The server subscribes when the stream starts, which the client
+            # cannot observe: keep changing the fleet flag until one is seen.
+            jumbo = False
+            while not stop.wait(0.2):
+                stub.SetFleet(policy_pb2.SetFleetRequest(jumbo=jumbo), timeout=5)
+                jumbo = not jumbo
+
+        flipper = threading.Thread(target=flip_until_seen, daemon=True)
+        flipper.start()
         first = next(stream)
+        stop.set()
+        flipper.join(5)
         stream.cancel()
     assert first.kind == policy_pb2.EVENT_KIND_FLEET_CHANGED and first.fleet.jumbo is False
 
 
 def test_watch_cli_stops_after_count(api, capsys):
-    def flip():
-        import time
+    stop = threading.Event()
 
-        time.sleep(0.5)
+    def onload_until_stopped():
         with grpc.insecure_channel(api.address) as channel:
-            policy_pb2_grpc.PolicyStub(channel).OnloadFlow(
-                policy_pb2.OnloadFlowRequest(flow=common_pb2.FiveTuple(src_ip="203.0.113.9", dst_ip="10.10.0.10", protocol=6, src_port=1000, dst_port=5201)),
-                timeout=5,
-            )
+            stub = policy_pb2_grpc.PolicyStub(channel)
+            port = 1000
+            while not stop.wait(0.2):
+                flow = common_pb2.FiveTuple(src_ip="203.0.113.9", dst_ip="10.10.0.10", protocol=6, src_port=port, dst_port=5201)
+                stub.OnloadFlow(policy_pb2.OnloadFlowRequest(flow=flow), timeout=5)
+                port += 1
 
-    threading.Thread(target=flip, daemon=True).start()
-    code, out, _ = ctl(api, capsys, "watch", "--count", "1", "--duration", "10")
-    assert code == 0 and "flow_onloaded" in out and "203.0.113.9:1000" in out
+    thread = threading.Thread(target=onload_until_stopped, daemon=True)
+    thread.start()
+    try:
+        code, out, _ = ctl(api, capsys, "watch", "--count", "1", "--duration", "10")
+    finally:
+        stop.set()
+        thread.join(5)
+    assert code == 0 and out.count("\n") == 1 and "flow_onloaded" in out and "203.0.113.9:" in out
 
 
 def test_unreachable_controller_says_so(capsys):

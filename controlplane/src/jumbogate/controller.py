@@ -50,8 +50,7 @@ class Controller:
         self.nic = NicLink(config, self.state)
         self.digests_received = 0
         self.digests_shed = 0
-        self.reconciles = 0
-        self.last_plan = None
+        self.reconcile_totals = policy_pb2.ReconcileTotals()
         self._digest_queue: asyncio.Queue = asyncio.Queue(DIGEST_QUEUE_SIZE)
         self._switch: fy.Switch | None = None
         self._switch_ready = False
@@ -91,7 +90,12 @@ class Controller:
             self.state.note(EventKind.SWITCH_DISCONNECTED, detail=f"lost P4Runtime connection to {switch.address}")
 
     async def _on_ready(self, switch: fy.Switch) -> None:
-        """Called by finsy on every (re)connect, once we are primary and the pipeline is in place."""
+        """Called by finsy on every (re)connect and role change, once the pipeline is in place."""
+        if not switch.is_primary:
+            # Another controller with a higher election id owns the switch: a
+            # backup reads nothing and writes nothing until it is promoted.
+            LOG.warning("connected to %s as backup (primary election id %s); waiting", switch.address, switch.primary_id)
+            return
         self._switch_ready = True
         self.state.note(EventKind.SWITCH_CONNECTED, detail=f"connected to {switch.address}")
         await self._adopt_merge_flows(switch)
@@ -132,13 +136,17 @@ class Controller:
         desired = translate.desired_entities(self.state, nic_up=self.nic.up)
         encoded = [entity.encode(schema) for entity in desired]
         result = plan(encoded, await self.read_actual(switch))
-        self.reconciles += 1
-        self.last_plan = result
+        totals = self.reconcile_totals
+        totals.runs += 1
+        totals.unchanged_last = result.unchanged
         if result.empty:
             return
         LOG.info("reconcile: %s", result.summary())
         for batch in result.batches():
-            await switch._write_request(batch, strict=True, warn_only=False)  # noqa: SLF001 - finsy has no public batch-of-protobuf write
+            await switch._write_request(batch, strict=True, warn_only=False)  # finsy has no public write of ready-made Update protobufs
+        totals.inserted += len(result.inserts)
+        totals.modified += len(result.modifies)
+        totals.deleted += len(result.deletes)
 
     # ----- digests and idle timeouts -----
 
@@ -177,7 +185,12 @@ class Controller:
     # ----- statistics -----
 
     async def stats(self) -> policy_pb2.Stats:
-        stats = policy_pb2.Stats(digests_received=self.digests_received, digests_shed=self.digests_shed)
+        stats = policy_pb2.Stats(
+            digests_received=self.digests_received,
+            digests_shed=self.digests_shed,
+            switch_connected=self._switch_ready,
+            reconcile=self.reconcile_totals,
+        )
         switch = self._switch
         if switch is not None and self._switch_ready:
             fill_switch_stats(stats, await p4.stats.read_stats(switch), self.config, len(self.state.flows))

@@ -1,0 +1,185 @@
+"""Building blocks for running jumbogate's real parts on one machine.
+
+Veth pairs, network namespaces, a BMv2 switch and helper processes, each as
+a context manager that cleans up after itself even when a test fails. Used by
+the integration tests and the emulated rack; needs root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+BUILD = REPO / "build"
+# The P4 program as `make p4` compiles it.
+PIPELINE_512 = BUILD / "p4" / "depth512"
+
+
+class LabError(RuntimeError):
+    pass
+
+
+def sh(*args: str, check: bool = True, netns: str | None = None, capture: bool = True) -> str:
+    """Run a command (inside `netns` if given); raise LabError with its output on failure."""
+    cmd = (["ip", "netns", "exec", netns] if netns else []) + list(args)
+    proc = subprocess.run(cmd, capture_output=capture, text=True)
+    if check and proc.returncode != 0:
+        raise LabError(f"{' '.join(cmd)} failed ({proc.returncode}): {(proc.stderr or proc.stdout or '').strip()}")
+    return proc.stdout if capture else ""
+
+
+def free_tcp_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_tcp(address: str, timeout: float, *, process: subprocess.Popen | None = None) -> None:
+    """Poll until something accepts TCP connections on host:port (no fixed sleeps)."""
+    host, _, port = address.rpartition(":")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise LabError(f"process {process.args[0]} exited with {process.returncode} before {address} answered")
+        with contextlib.suppress(OSError), socket.create_connection((host, int(port)), timeout=0.2):
+            return
+        time.sleep(0.05)
+    raise LabError(f"nothing answered on {address} within {timeout:.0f}s")
+
+
+def quiet_interface(dev: str, mtu: int, netns: str | None = None) -> None:
+    """Set the MTU, turn offloads off and IPv6 autoconfiguration chatter off, bring it up.
+
+    Offloads must be off on every interface a software switch forwards TCP
+    through: with TSO/GSO/checksum offload the kernel hands out packets with
+    partial checksums or oversized segments that BMv2 then forwards as-is.
+    """
+    sh("sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1", netns=netns, check=False)
+    sh("ip", "link", "set", dev, "mtu", str(mtu), netns=netns)
+    sh("ethtool", "-K", dev, "tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off", netns=netns, check=False)
+    sh("ip", "link", "set", dev, "up", netns=netns)
+
+
+@dataclass
+class VethPair:
+    a: str
+    b: str
+    mtu: int = 9500
+
+    def create(self) -> VethPair:
+        sh("ip", "link", "add", self.a, "type", "veth", "peer", "name", self.b)
+        for dev in (self.a, self.b):
+            quiet_interface(dev, self.mtu)
+        return self
+
+    def delete(self) -> None:
+        sh("ip", "link", "del", self.a, check=False)
+
+    def mac(self, side: str) -> str:
+        return Path(f"/sys/class/net/{side}/address").read_text().strip()
+
+
+@contextlib.contextmanager
+def veth_pairs(prefix: str, count: int, mtu: int = 9500) -> Iterator[list[VethPair]]:
+    """`count` pairs named {prefix}s{i} (switch side) and {prefix}h{i} (host side), removed on exit."""
+    pairs: list[VethPair] = []
+    try:
+        for i in range(count):
+            pairs.append(VethPair(f"{prefix}s{i}", f"{prefix}h{i}", mtu).create())
+        yield pairs
+    finally:
+        for pair in pairs:
+            pair.delete()
+
+
+@contextlib.contextmanager
+def netns(name: str) -> Iterator[str]:
+    sh("ip", "netns", "add", name)
+    try:
+        sh("ip", "link", "set", "lo", "up", netns=name)
+        yield name
+    finally:
+        sh("ip", "netns", "pids", name, check=False)
+        for pid in sh("ip", "netns", "pids", name, check=False).split():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+        sh("ip", "netns", "del", name, check=False)
+
+
+@dataclass
+class Process:
+    """A helper process with its log in a file; stopped with SIGTERM, then SIGKILL."""
+
+    args: Sequence[str]
+    log: Path
+    netns: str | None = None
+    popen: subprocess.Popen | None = field(default=None, repr=False)
+
+    def start(self) -> Process:
+        cmd = (["ip", "netns", "exec", self.netns] if self.netns else []) + [str(a) for a in self.args]
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as out:
+            self.popen = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def stop(self, timeout: float = 10.0, sig: int = signal.SIGTERM) -> int | None:
+        if self.popen is None:
+            return None
+        if self.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, sig)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait(5)
+        return self.popen.returncode
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+def missing_p4_tools() -> list[str]:
+    return [tool for tool in ("p4c", "simple_switch_grpc") if shutil.which(tool) is None]
+
+
+@dataclass
+class Bmv2:
+    """simple_switch_grpc with no program loaded (the controller pushes it), on the given ports."""
+
+    ports: dict[int, str]
+    log: Path
+    grpc_address: str = ""
+    cpu_port: int = 255
+    device_id: int = 1
+    process: Process | None = None
+
+    def start(self, timeout: float = 30.0) -> Bmv2:
+        if not self.grpc_address:
+            self.grpc_address = f"127.0.0.1:{free_tcp_port()}"
+        args = ["simple_switch_grpc", "--no-p4", "--device-id", str(self.device_id)]
+        for number, dev in sorted(self.ports.items()):
+            args += ["-i", f"{number}@{dev}"]
+        # --cpu-port must be given explicitly or packet-in/out is disabled.
+        args += ["--", "--grpc-server-addr", self.grpc_address, "--cpu-port", str(self.cpu_port)]
+        self.process = Process(args, self.log).start()
+        wait_for_tcp(self.grpc_address, timeout, process=self.process.popen)
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()
