@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
-# make demo: the emulated rack is not built yet (tracked by its own issue).
-echo "make demo: the emulated rack does not exist yet; see the emulation issue" >&2
-exit 1
+# make demo: a scripted session on the emulated rack; report and plots under results/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exec env PYTHONPATH=mininet .venv/bin/python -m emulation.demo "$@"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
-# make run: the emulated rack is not built yet (tracked by its own issue).
-echo "make run: the emulated rack does not exist yet; see the emulation issue" >&2
-exit 1
+# make run: the emulated rack (Mininet + BMv2 + jumbogate-nic + jumbogate-controller) with a Mininet CLI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exec env PYTHONPATH=mininet .venv/bin/python -m emulation.run "$@"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
-# make stop: the emulated rack is not built yet (tracked by its own issue).
-echo "make stop: the emulated rack does not exist yet; see the emulation issue" >&2
-exit 1
+# make stop: tear the emulated rack down, also after a crash (see mininet/emulation/cleanup.py).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exec env PYTHONPATH=mininet .venv/bin/python -m emulation.stop "$@"

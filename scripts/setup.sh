@@ -13,7 +13,7 @@ DEB_PACKAGES=(
   dpdk dpdk-dev libdpdk-dev libpcap-dev libnuma-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   python3 python3-venv python3-dev
-  mininet iproute2 ethtool iperf3 tshark tcpdump bridge-utils procps psmisc
+  mininet iproute2 iputils-ping ethtool iperf3 tshark tcpdump bridge-utils procps psmisc
 )
 
 missing=()

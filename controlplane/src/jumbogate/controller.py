@@ -119,23 +119,11 @@ class Controller:
             await self.reconcile(switch)
             await self.state.wait_for_change(seen, timeout=RESYNC_INTERVAL_S)
 
-    async def read_actual(self, switch: fy.Switch) -> list[p4r.Entity]:
-        """Everything reconciliation manages, as the switch holds it now."""
-        schema = switch.p4info
-        queries: list = [fy.P4TableEntry(), fy.P4ActionProfileMember(), fy.P4ActionProfileGroup()]
-        queries += [fy.P4TableEntry(name, is_default_action=True) for name in translate.MANAGED_DEFAULTS]
-        queries += translate.meter_queries(self.state)
-        actual = []
-        for query in queries:
-            async for entity in switch.read(query):
-                actual.append(entity.encode(schema))
-        return actual
-
     async def reconcile(self, switch: fy.Switch) -> None:
         schema = switch.p4info
         desired = translate.desired_entities(self.state, nic_up=self.nic.up)
         encoded = [entity.encode(schema) for entity in desired]
-        result = plan(encoded, await self.read_actual(switch))
+        result = plan(encoded, await read_managed(switch, self.state))
         totals = self.reconcile_totals
         totals.runs += 1
         totals.unchanged_last = result.unchanged
@@ -207,6 +195,15 @@ class Controller:
                 )
             )
         return stats
+
+
+async def read_managed(switch: fy.Switch, state: PolicyState) -> list[p4r.Entity]:
+    """Everything reconciliation manages, as the switch holds it now."""
+    schema = switch.p4info
+    queries: list = [fy.P4TableEntry(), fy.P4ActionProfileMember(), fy.P4ActionProfileGroup()]
+    queries += [fy.P4TableEntry(name, is_default_action=True) for name in translate.MANAGED_DEFAULTS]
+    queries += translate.meter_queries(state)
+    return [entity.encode(schema) async for entity in switch.read(queries)]
 
 
 def _count(value: p4.stats.PacketsBytes) -> policy_pb2.PacketByteCount:

@@ -1,0 +1,1 @@
+"""The emulated rack: Mininet hosts and routers, BMv2, the SmartNIC program and the controller on one machine."""

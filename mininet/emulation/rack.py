@@ -1,0 +1,324 @@
+"""Bring the emulated rack up and down: Mininet, BMv2, jumbogate-nic, jumbogate-controller.
+
+    with Rack() as rack:          # or rack.up() ... rack.down()
+        rack.host("ext1").cmd(...)
+
+up() fails with a StartError that names the part and its log; down() always
+runs the crash-proof sweep after Mininet's own stop, so a failed start
+leaves nothing behind either.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+
+from mininet.log import setLogLevel
+from mininet.net import Mininet
+from mininet.node import Host, Switch
+
+from . import cleanup, plan, procs
+from .bmv2 import Bmv2Switch, QuietBridge
+
+RACK_CONFIG = procs.REPO / "mininet" / "rack.yaml"
+PIPELINE = procs.REPO / "build" / "p4" / "depth512"
+NIC_BINARY = procs.REPO / "build" / "smartnic" / "app" / "jumbogate-nic"
+VENV_BIN = procs.REPO / ".venv" / "bin"
+CONTROLLER = VENV_BIN / "jumbogate-controller"
+JUMBOGATECTL = VENV_BIN / "jumbogatectl"
+
+NIC_START_TIMEOUT_S = 30.0
+CONTROLLER_START_TIMEOUT_S = 30.0
+# From the controller answering to the first packet forwarded end to end:
+# pipeline push, table writes, SmartNIC configuration.
+FORWARDING_TIMEOUT_S = 60.0
+
+# Software switching hands the kernel packets whose checksums were left to a
+# NIC that does not exist, and segmentation offloads would hide the packet
+# sizes the demo is about: every interface on the path gets them all off.
+OFFLOADS_OFF = ("rx", "tx", "sg", "tso", "gso", "gro")
+
+
+@dataclass(frozen=True)
+class Parts:
+    """Which parts to start; the smoke test brings up the topology alone."""
+
+    switch: bool = True
+    nic: bool = True
+    controller: bool = True
+
+
+class PassiveSwitch(Switch):
+    """Holds the border's interfaces without forwarding: for bringing up the topology without BMv2."""
+
+    def start(self, _controllers) -> None:
+        pass
+
+
+def missing_prerequisites(parts: Parts = Parts()) -> list[str]:
+    """What `make run` needs that is not there, as sentences saying how to get it."""
+    missing = []
+    if not procs.is_root():
+        missing.append("run as root (Mininet creates namespaces and veths)")
+    if parts.switch and shutil.which("simple_switch_grpc") is None:
+        missing.append("simple_switch_grpc is not on PATH (see README, 'Getting p4c and BMv2')")
+    if parts.controller and not (PIPELINE / "jumbogate.json").exists():
+        missing.append(f"no compiled P4 program in {PIPELINE.relative_to(procs.REPO)} (run 'make p4')")
+    if parts.nic and not NIC_BINARY.exists():
+        missing.append(f"no {NIC_BINARY.relative_to(procs.REPO)} (run 'make smartnic')")
+    if parts.controller and not CONTROLLER.exists():
+        missing.append("no .venv/bin/jumbogate-controller (run 'make setup')")
+    for tool in ("ethtool", "iperf3", "tcpdump"):
+        if shutil.which(tool) is None:
+            missing.append(f"{tool} is not installed (run 'make setup')")
+    return missing
+
+
+class Rack:
+    def __init__(self, parts: Parts = Parts(), *, verbose: bool = False):
+        self.parts = parts
+        self.verbose = verbose
+        self.net: Mininet | None = None
+        self.nic_process: subprocess.Popen | None = None
+        self.controller_process: subprocess.Popen | None = None
+
+    # ----- access -----
+
+    def host(self, name: str) -> Host:
+        assert self.net is not None, "the rack is not up"
+        return self.net.get(name)
+
+    @property
+    def switch(self) -> Switch:
+        return self.host(plan.SWITCH)
+
+    def ctl(self, *args: str, json_output: bool = False, check: bool = True, timeout: float = 20.0) -> subprocess.CompletedProcess:
+        """Run jumbogatectl against the emulation's controller."""
+        argv = [str(JUMBOGATECTL), "--controller", plan.CONTROLLER_ADDRESS] + (["--json"] if json_output else []) + list(args)
+        return subprocess.run(argv, capture_output=True, text=True, check=check, timeout=timeout)
+
+    # ----- up -----
+
+    def __enter__(self) -> Rack:
+        try:
+            self.up()
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.down()
+
+    def up(self) -> None:
+        setLogLevel("info" if self.verbose else "warning")
+        left = cleanup.find_leftovers()
+        if left:
+            print(f"emulation: a previous run left {left.describe()}; cleaning up first")
+            cleanup.sweep()
+        procs.update_state(started_at=time.time(), processes={}, namespaces={})
+        self.net = self._build()
+        self.net.build()
+        self._record_namespaces()
+        self._configure_links()
+        self._configure_hosts()
+        # Starts BMv2 (Bmv2Switch.start waits for its gRPC server) and the bridge.
+        self.net.start()
+        if self.parts.nic:
+            self._start_nic()
+        if self.parts.controller:
+            self._start_controller()
+            self.wait_forwarding()
+
+    def _build(self) -> Mininet:
+        net = Mininet(controller=None, build=False, autoSetMacs=False, autoStaticArp=False)
+        if self.parts.switch:
+            border = net.addSwitch(
+                plan.SWITCH,
+                cls=Bmv2Switch,
+                dpid="1",
+                grpc_address=plan.P4RUNTIME_ADDRESS,
+                thrift_port=plan.THRIFT_PORT,
+                device_id=plan.DEVICE_ID,
+                cpu_port=plan.CPU_PORT,
+            )
+        else:
+            border = net.addSwitch(plan.SWITCH, cls=PassiveSwitch, dpid="1")
+        lan = net.addSwitch(plan.BRIDGE, cls=QuietBridge, dpid="2")
+        for port in plan.SWITCH_PORTS:
+            peer = net.addHost(port.peer, ip=None)
+            net.addLink(border, peer, port1=port.number, port2=0, addr1=port.mac, addr2=port.peer_mac)
+        for number, router in enumerate(plan.ROUTERS, start=1):
+            net.addLink(net.get(router.host), lan, port1=1, port2=number)
+        for number, ext in enumerate(plan.EXTERNAL_HOSTS, start=len(plan.ROUTERS) + 1):
+            net.addLink(net.addHost(ext.host, ip=None), lan, port1=0, port2=number, addr1=ext.mac)
+        mgmt = net.addHost(plan.MGMT_NODE, ip=None, inNamespace=False)
+        net.addLink(net.get(plan.NIC_HOST), mgmt, port1=1, port2=0)
+        return net
+
+    def _record_namespaces(self) -> None:
+        namespaces = {h.name: cleanup.netns_of(h.pid) for h in self.net.hosts if h.inNamespace}
+        procs.update_state(namespaces=namespaces)
+
+    def _configure_links(self) -> None:
+        """MTUs and offloads on both ends of every link, the switch's and bridge's ends in the root namespace."""
+        root = self.host(plan.MGMT_NODE)
+        for port in plan.SWITCH_PORTS:
+            set_link(root, port.intf, plan.MTU_SWITCH_SIDE, ipv6=False)
+            set_link(self.host(port.peer), port.peer_intf, port.mtu)
+        for node in [r.host for r in plan.ROUTERS] + [e.host for e in plan.EXTERNAL_HOSTS]:
+            for intf in self.host(node).intfList():
+                if intf.link is not None and plan.BRIDGE in (intf.link.intf1.node.name, intf.link.intf2.node.name):
+                    set_link(self.host(node), intf.name, plan.MTU_EXTERNAL)
+                    other = intf.link.intf2 if intf.link.intf1 is intf else intf.link.intf1
+                    set_link(root, other.name, plan.MTU_EXTERNAL, ipv6=False)
+        set_link(self.host(plan.NIC_HOST), f"{plan.NIC_HOST}-eth1", plan.MTU_EXTERNAL)
+        set_link(root, f"{plan.MGMT_NODE}-eth0", plan.MTU_EXTERNAL)
+
+    def _configure_hosts(self) -> None:
+        for router in plan.ROUTERS:
+            configure_router(self.host(router.host), router)
+        for ext in plan.EXTERNAL_HOSTS:
+            configure_external(self.host(ext.host), ext)
+        for instance in plan.INSTANCES:
+            configure_instance(self.host(instance.host), instance)
+        nic = self.host(plan.NIC_HOST)
+        host_sysctls(nic)
+        # The SmartNIC's data port carries no IP of its own: DPDK reads it raw.
+        nic.cmd(f"ip addr flush dev {plan.NIC_INTF}; sysctl -qw net.ipv6.conf.{plan.NIC_INTF}.disable_ipv6=1")
+        add_addresses(nic, f"{plan.NIC_HOST}-eth1", plan.MGMT_NIC)
+        add_addresses(self.host(plan.MGMT_NODE), f"{plan.MGMT_NODE}-eth0", plan.MGMT_ROOT)
+
+    # ----- processes -----
+
+    def nic_command(self) -> list[str]:
+        eal = [
+            "--no-huge",
+            "--no-pci",
+            "-m",
+            "512",
+            f"--file-prefix={plan.NIC_FILE_PREFIX}",
+            f"--vdev=net_af_packet0,iface={plan.NIC_INTF},blocksz=12288,framesz=12288,framecnt=2048",
+        ]
+        # Inbound and outbound both arrive on the one NIC port; the program
+        # tells them apart by whether the destination is inside the rack.
+        options = [
+            "--grpc",
+            plan.NIC_CONTROL_ADDRESS,
+            "--port-mtu",
+            str(plan.MTU_UNDERLAY),
+            "--internal-prefix",
+            plan.RACK_PREFIX.v4,
+            "--internal-prefix",
+            plan.RACK_PREFIX.v6,
+        ]
+        return [str(NIC_BINARY), *eal, "--", *options]
+
+    def _start_nic(self) -> None:
+        nic = self.host(plan.NIC_HOST)
+        marker = f"--file-prefix={plan.NIC_FILE_PREFIX}"
+        self.nic_process = procs.start_grpc_service(
+            "nic", "jumbogate-nic", self.nic_command(), marker, plan.NIC_CONTROL_ADDRESS, timeout=NIC_START_TIMEOUT_S, popen=nic.popen
+        )
+
+    def _start_controller(self) -> None:
+        argv = [str(CONTROLLER), "--config", str(RACK_CONFIG.relative_to(procs.REPO)), "--pipeline", str(PIPELINE.relative_to(procs.REPO))]
+        self.controller_process = procs.start_grpc_service(
+            "controller", "jumbogate-controller operator API", argv, "mininet/rack.yaml", plan.CONTROLLER_ADDRESS, timeout=CONTROLLER_START_TIMEOUT_S
+        )
+
+    def wait_forwarding(self) -> None:
+        """Until every external host reaches every instance over IPv4 and IPv6 (the switch is programmed)."""
+        pairs = [(ext.host, inst.address.ip4) for ext in plan.EXTERNAL_HOSTS for inst in plan.INSTANCES]
+        pairs += [(ext.host, inst.address.ip6) for ext in plan.EXTERNAL_HOSTS for inst in plan.INSTANCES]
+        pending = list(pairs)
+
+        def reached() -> bool:
+            pending[:] = [(src, dst) for src, dst in pending if self.host(src).cmd(f"ping -c1 -W1 {dst} >/dev/null 2>&1; echo $?").strip() != "0"]
+            return not pending
+
+        procs.wait_until("forwarding through the border", reached, timeout=FORWARDING_TIMEOUT_S, proc=self.controller_process, role="controller")
+
+    # ----- down -----
+
+    def down(self) -> None:
+        procs.stop_process(self.controller_process)
+        procs.stop_process(self.nic_process)
+        if self.net is not None:
+            try:
+                self.net.stop()
+            except Exception as err:  # noqa: BLE001 - the sweep below still has to run
+                print(f"emulation: Mininet stop failed ({err}); sweeping")
+            self.net = None
+        cleanup.sweep()
+
+
+# ----- host configuration, shared by every kind of node -----
+
+
+def set_link(node: Host, intf: str, mtu: int, *, ipv6: bool = True) -> None:
+    node.cmd(f"ip link set {intf} mtu {mtu}")
+    node.cmd(f"ethtool -K {intf} {' '.join(f'{o} off' for o in OFFLOADS_OFF)} >/dev/null 2>&1")
+    if not ipv6:
+        # The switch's and bridge's ends carry no addresses: without IPv6 the
+        # root namespace does not send router solicitations and MLD reports into the rack.
+        node.cmd(f"sysctl -qw net.ipv6.conf.{intf}.disable_ipv6=1")
+
+
+def host_sysctls(node: Host, *, forwarding: bool = False) -> None:
+    settings = {
+        # Addresses are static: no duplicate address detection delaying them, no autoconfiguration.
+        "net.ipv6.conf.all.accept_dad": 0,
+        "net.ipv6.conf.default.accept_dad": 0,
+        "net.ipv6.conf.all.accept_ra": 0,
+        "net.ipv6.conf.default.accept_ra": 0,
+        "net.ipv4.conf.all.rp_filter": 0,
+        "net.ipv4.conf.default.rp_filter": 0,
+        "net.ipv4.ip_forward": int(forwarding),
+        "net.ipv6.conf.all.forwarding": int(forwarding),
+        # Hash multipath routes on the 5-tuple, as the switch's ECMP does.
+        "net.ipv4.fib_multipath_hash_policy": 1,
+        "net.ipv6.fib_multipath_hash_policy": 1,
+    }
+    node.cmd("; ".join(f"sysctl -qw {key}={value}" for key, value in settings.items()))
+
+
+def add_addresses(node: Host, intf: str, address: plan.Address) -> None:
+    node.cmd(f"ip addr flush dev {intf}")
+    node.cmd(f"ip addr add {address.v4} dev {intf}")
+    node.cmd(f"ip -6 addr add {address.v6} dev {intf} nodad")
+
+
+def permanent_neighbour(node: Host, intf: str, address: plan.Address, mac: str) -> None:
+    node.cmd(f"ip neigh replace {address.ip4} lladdr {mac} dev {intf} nud permanent")
+    node.cmd(f"ip -6 neigh replace {address.ip6} lladdr {mac} dev {intf} nud permanent")
+
+
+def configure_router(node: Host, router: plan.Router) -> None:
+    host_sysctls(node, forwarding=True)
+    uplink, lan = f"{router.host}-eth0", f"{router.host}-eth1"
+    add_addresses(node, uplink, router.uplink)
+    add_addresses(node, lan, router.lan)
+    permanent_neighbour(node, uplink, router.border, router.port.mac)
+    node.cmd(f"ip route add {plan.RACK_PREFIX.v4} via {router.border.ip4} dev {uplink}")
+    node.cmd(f"ip -6 route add {plan.RACK_PREFIX.v6} via {router.border.ip6} dev {uplink}")
+
+
+def configure_external(node: Host, ext: plan.ExternalHost) -> None:
+    host_sysctls(node)
+    intf = f"{ext.host}-eth0"
+    add_addresses(node, intf, ext.address)
+    # Both routers, hashed per flow: inbound traffic uses both uplinks too.
+    node.cmd("ip route add default " + " ".join(f"nexthop via {r.lan.ip4} dev {intf}" for r in plan.ROUTERS))
+    node.cmd("ip -6 route add default " + " ".join(f"nexthop via {r.lan.ip6} dev {intf}" for r in plan.ROUTERS))
+
+
+def configure_instance(node: Host, instance: plan.Instance) -> None:
+    host_sysctls(node)
+    intf = f"{instance.host}-eth0"
+    add_addresses(node, intf, instance.address)
+    permanent_neighbour(node, intf, instance.gateway, plan.switch_port(instance.host).mac)
+    node.cmd(f"ip route add default via {instance.gateway.ip4} dev {intf}")
+    node.cmd(f"ip -6 route add default via {instance.gateway.ip6} dev {intf}")

@@ -1,0 +1,77 @@
+"""`make run`: bring up the emulated rack, say where everything listens, leave a Mininet CLI."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from mininet.cli import CLI
+
+from . import plan, procs
+from .rack import JUMBOGATECTL, Parts, Rack, missing_prerequisites
+
+
+def banner() -> str:
+    ctl = f"{JUMBOGATECTL.relative_to(procs.REPO)} --controller {plan.CONTROLLER_ADDRESS}"
+    logs = procs.LOG_DIR.relative_to(procs.REPO)
+    lines = [
+        "",
+        "jumbogate: the emulated rack is up",
+        f"  switch      BMv2 simple_switch_grpc '{plan.SWITCH}': P4Runtime {plan.P4RUNTIME_ADDRESS} (device {plan.DEVICE_ID}),"
+        f" thrift {plan.THRIFT_PORT}, CPU port {plan.CPU_PORT}; log {logs}/bmv2.log",
+    ]
+    for port in plan.SWITCH_PORTS:
+        lines.append(f"              port {port.number} {port.intf:<12} {port.role:<8} -> {port.peer} ({port.peer_intf}, MTU {port.mtu})")
+    lines += [
+        f"  SmartNIC    jumbogate-nic in namespace '{plan.NIC_HOST}' on {plan.NIC_INTF} (af_packet), control {plan.NIC_CONTROL_ADDRESS}; log {logs}/nic.log",
+        f"  controller  jumbogate-controller, operator API {plan.CONTROLLER_ADDRESS}, config mininet/rack.yaml; log {logs}/controller.log",
+        "  hosts",
+    ]
+    for router in plan.ROUTERS:
+        lines.append(f"              {router.host:<8} upstream router   {router.lan.ip4:<14} {router.lan.ip6} (uplink {router.uplink.ip4})")
+    for ext in plan.EXTERNAL_HOSTS:
+        lines.append(f"              {ext.host:<8} external host     {ext.address.ip4:<14} {ext.address.ip6} (MTU {plan.MTU_EXTERNAL})")
+    for inst in plan.INSTANCES:
+        kind = "jumbo instance" if inst.jumbo else "1500 instance"
+        lines.append(f"              {inst.host:<8} {kind:<17} {inst.address.ip4:<14} {inst.address.ip6} (MTU {inst.mtu})")
+    lines += [
+        "",
+        "From another shell (repository root):",
+        f"  {ctl} stats",
+        f"  {ctl} instance list",
+        f"  {ctl} fleet jumbo off        # and 'on'; 'instance jumbo jumbo1 off'",
+        f"  {ctl} flows list             # flows on the merge path; 'watch' follows events",
+        "In this CLI:",
+        f"  jumbo1 iperf3 -s -D && ext1 iperf3 -c {plan.JUMBO.address.ip4} -P 4 -t 5",
+        f"  jumbo1 ip route get {plan.EXTERNAL_HOSTS[0].address.ip4}   # shows a learned path MTU after an ICMP signal",
+        "Leave with 'exit' or Ctrl-D: everything is torn down. 'make stop' does the same from another shell, also after a crash.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make run", description=__doc__)
+    parser.add_argument("--verbose", action="store_true", help="Mininet's own progress lines")
+    args = parser.parse_args(argv)
+    missing = missing_prerequisites(Parts())
+    if missing:
+        print("make run: cannot start the emulated rack:\n  " + "\n  ".join(missing), file=sys.stderr)
+        return 1
+    rack = Rack(verbose=args.verbose)
+    try:
+        print("make run: starting Mininet, BMv2, jumbogate-nic and jumbogate-controller ...", flush=True)
+        rack.up()
+        print(banner(), flush=True)
+        CLI(rack.net)
+    except procs.StartError as err:
+        print(f"make run: {err}", file=sys.stderr)
+        return 1
+    finally:
+        print("make run: tearing down ...", flush=True)
+        rack.down()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
