@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Checksums without reading payload twice. A TCP segment whose checksum is
+ * known good tells us the ones' complement sum of its payload for free:
+ * it is what remains after removing the pseudo-header and header sums
+ * from 0xffff. Merged packets then get their checksum from those sums.
+ */
+#include "internal.h"
+
+uint16_t jg_csum_mbuf_range(const struct rte_mbuf *m, uint32_t off,
+			    uint32_t len)
+{
+	uint32_t sum = 0;
+	uint32_t done = 0;
+
+	/* Walk to the first mbuf that holds byte off. */
+	while (m != NULL && off >= m->data_len) {
+		off -= m->data_len;
+		m = m->next;
+	}
+	while (m != NULL && len > 0) {
+		uint32_t take = RTE_MIN(len, (uint32_t)m->data_len - off);
+		uint16_t part = rte_raw_cksum(
+			rte_pktmbuf_mtod_offset(m, const uint8_t *, off), take);
+
+		/* Bytes that start at an odd position of the range land in
+		 * the other half of each 16-bit word. */
+		sum += (done & 1) ? jg_csum_swap(part) : part;
+		done += take;
+		len -= take;
+		off = 0;
+		m = m->next;
+	}
+	return jg_csum_fold(sum);
+}
+
+uint16_t jg_csum_pseudo(const uint8_t *l3, const struct jg_parsed *p,
+			uint32_t l4_length)
+{
+	uint32_t sum;
+
+	if (p->ip_version == 4) {
+		const struct rte_ipv4_hdr *ip = (const void *)l3;
+
+		sum = rte_raw_cksum(&ip->src_addr, 8);
+		sum += rte_cpu_to_be_16((uint16_t)p->l4_protocol);
+		sum += rte_cpu_to_be_16((uint16_t)l4_length);
+	} else {
+		const struct rte_ipv6_hdr *ip = (const void *)l3;
+
+		sum = rte_raw_cksum(ip->src_addr, 32);
+		sum += rte_cpu_to_be_16((uint16_t)(l4_length >> 16));
+		sum += rte_cpu_to_be_16((uint16_t)l4_length);
+		sum += rte_cpu_to_be_16((uint16_t)p->l4_protocol);
+	}
+	return jg_csum_fold(sum);
+}
+
+uint16_t jg_csum_l4_header(const uint8_t *l4, uint16_t l4_len,
+			   uint16_t checksum_offset)
+{
+	uint16_t whole = rte_raw_cksum(l4, l4_len);
+	uint16_t field = *(const uint16_t *)(l4 + checksum_offset);
+
+	return jg_csum_sub(whole, field);
+}
+
+bool jg_l4_checksum_verify(const struct rte_mbuf *m, const struct jg_parsed *p,
+			   uint16_t *payload_sum)
+{
+	const uint8_t *l3 = jg_l3(m, p);
+	const uint8_t *l4 = jg_l4(m, p);
+	uint32_t l4_length = p->l4_len + p->payload_length;
+	uint16_t payload =
+		jg_csum_mbuf_range(m, jg_header_length(p), p->payload_length);
+	uint16_t total =
+		jg_csum_add(jg_csum_add(jg_csum_pseudo(l3, p, l4_length),
+					rte_raw_cksum(l4, p->l4_len)),
+			    payload);
+
+	*payload_sum = payload;
+	return total == 0xffff;
+}
+
+uint16_t jg_payload_sum_from_header(const struct rte_mbuf *m,
+				    const struct jg_parsed *p)
+{
+	const uint8_t *l3 = jg_l3(m, p);
+	const uint8_t *l4 = jg_l4(m, p);
+	uint32_t l4_length = p->l4_len + p->payload_length;
+	uint16_t known = jg_csum_add(jg_csum_pseudo(l3, p, l4_length),
+				     rte_raw_cksum(l4, p->l4_len));
+
+	return jg_csum_sub(0xffff, known);
+}
+
+void jg_finish_ipv4_header(struct rte_mbuf *m, const struct jg_parsed *p,
+			   enum jg_checksum_mode mode)
+{
+	struct rte_ipv4_hdr *ip = jg_l3(m, p);
+
+	ip->hdr_checksum = 0;
+	if (mode == JG_CHECKSUM_SOFTWARE)
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+	else
+		m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM;
+}

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * How long an incomplete run may wait for the segments that would fill it.
+ *
+ * Waiting costs latency for every byte already held; not waiting sends a
+ * short packet. For a flow that keeps sending, arrivals look like a Poisson
+ * process with the flow's mean inter-arrival time s, so the time for the k
+ * missing segments to arrive is Gamma(k, s). Waiting up to its 0.95
+ * quantile (the Estimated Time of Merge) completes the run with 95%
+ * probability and never waits for traffic that is not coming. Slow flows
+ * would wait too long for little gain, and flows that already merge well
+ * within bursts gain nothing, so neither waits at all.
+ *
+ * Deadlines sit in a timer wheel of 1024 slots of 1.024 us; within the
+ * current slot the exact deadline is compared, so a flow is released by
+ * the first timer pass at or after its deadline, never before.
+ */
+#include <math.h>
+
+#include "internal.h"
+
+/* P(Gamma(k, 1) <= x) for integer k: 1 - e^-x * sum_{n<k} x^n / n!. */
+static double erlang_cdf(unsigned int k, double x)
+{
+	double term = 1.0, sum = 1.0;
+
+	for (unsigned int n = 1; n < k; n++) {
+		term *= x / n;
+		sum += term;
+	}
+	return 1.0 - exp(-x) * sum;
+}
+
+static double erlang_quantile(unsigned int k, double probability)
+{
+	double low = 0.0, high = k + 20.0 * sqrt((double)k) + 50.0;
+
+	for (int i = 0; i < 100; i++) {
+		double middle = (low + high) / 2;
+
+		if (erlang_cdf(k, middle) < probability)
+			low = middle;
+		else
+			high = middle;
+	}
+	return (low + high) / 2;
+}
+
+void jg_delay_model_init(struct jg_engine *e)
+{
+	const struct jg_delay_model *model = &e->config.delay;
+
+	e->etm_quantile[0] = 0.0f;
+	for (unsigned int k = 1; k <= JG_ETM_MAX_SHAPE; k++)
+		e->etm_quantile[k] = (float)erlang_quantile(k, model->quantile);
+	/* 1 Gbps is 125 bytes per microsecond. */
+	e->rate_threshold_bytes_per_us =
+		(uint32_t)(model->rate_threshold_gbps * 125.0);
+	e->yield_threshold_permille =
+		(uint16_t)(model->yield_threshold * 1000.0);
+	e->max_delay_ns = model->max_delay_us * 1000u;
+	for (unsigned int i = 0; i < JG_WHEEL_SLOTS; i++)
+		e->wheel[i] = JG_INDEX_NONE;
+	e->burst_list = JG_INDEX_NONE;
+	e->next_slot = UINT64_MAX; /* set by the first call */
+}
+
+void jg_flow_observe_arrival(struct jg_flow *f, uint32_t payload,
+			     uint64_t now_ns)
+{
+	uint32_t now_us = (uint32_t)(now_ns / 1000);
+	uint32_t elapsed;
+
+	f->mean_payload =
+		f->mean_payload == 0
+			? (uint16_t)payload
+			: (uint16_t)((7u * f->mean_payload + payload) / 8u);
+	if (f->rate_window_bytes == 0 && !(f->flags & JG_FLOW_RATE_VALID) &&
+	    f->rate_window_start_us == 0)
+		f->rate_window_start_us = now_us;
+	f->rate_window_bytes += payload;
+	elapsed = now_us - f->rate_window_start_us;
+	/* A window of at least 4 us spans several bursts (each burst shares
+	 * one timestamp) yet learns a fast flow within a few dozen
+	 * segments. */
+	if (elapsed >= 4) {
+		uint32_t sample = f->rate_window_bytes / elapsed;
+
+		f->rate_bytes_per_us =
+			(f->flags & JG_FLOW_RATE_VALID)
+				? (3u * f->rate_bytes_per_us + sample) / 4u
+				: sample;
+		f->flags |= JG_FLOW_RATE_VALID;
+		f->rate_window_start_us = now_us;
+		f->rate_window_bytes = 0;
+	}
+}
+
+uint32_t jg_flow_wait_budget(const struct jg_engine *e, const struct jg_flow *f,
+			     uint32_t run_payload, uint32_t run_capacity)
+{
+	uint32_t missing, segments, mean = RTE_MAX(f->mean_payload, 1u);
+	double interarrival_ns, budget;
+
+	if (!(f->flags & JG_FLOW_RATE_VALID) ||
+	    f->rate_bytes_per_us < e->rate_threshold_bytes_per_us ||
+	    f->rate_bytes_per_us == 0 ||
+	    f->yield_permille >= e->yield_threshold_permille ||
+	    run_payload >= run_capacity)
+		return 0;
+	missing = run_capacity - run_payload;
+	segments = RTE_MIN((missing + mean - 1) / mean, JG_ETM_MAX_SHAPE);
+	interarrival_ns = (double)mean * 1000.0 / f->rate_bytes_per_us;
+	budget = e->etm_quantile[segments] * interarrival_ns;
+	return budget >= e->max_delay_ns ? e->max_delay_ns : (uint32_t)budget;
+}
+
+static uint32_t *list_head(struct jg_engine *e, uint16_t list)
+{
+	return list == JG_TIMER_BURST ? &e->burst_list : &e->wheel[list];
+}
+
+void jg_timer_unlink(struct jg_engine *e, struct jg_flow *f)
+{
+	if (f->timer_list == JG_TIMER_NONE)
+		return;
+	if (f->timer_prev == JG_INDEX_NONE)
+		*list_head(e, f->timer_list) = f->timer_next;
+	else
+		e->flows[f->timer_prev].timer_next = f->timer_next;
+	if (f->timer_next != JG_INDEX_NONE)
+		e->flows[f->timer_next].timer_prev = f->timer_prev;
+	f->timer_list = JG_TIMER_NONE;
+	f->timer_prev = f->timer_next = JG_INDEX_NONE;
+}
+
+static void link_flow(struct jg_engine *e, struct jg_flow *f, uint16_t list)
+{
+	uint32_t *head = list_head(e, list);
+	uint32_t index = jg_flow_index(e, f);
+
+	f->timer_list = list;
+	f->timer_prev = JG_INDEX_NONE;
+	f->timer_next = *head;
+	if (*head != JG_INDEX_NONE)
+		e->flows[*head].timer_prev = index;
+	*head = index;
+}
+
+void jg_timer_schedule(struct jg_engine *e, struct jg_flow *f,
+		       uint64_t deadline_ns)
+{
+	uint64_t slot = deadline_ns >> JG_WHEEL_SLOT_SHIFT;
+
+	jg_timer_unlink(e, f);
+	if (e->next_slot == UINT64_MAX)
+		e->next_slot = e->now_ns >> JG_WHEEL_SLOT_SHIFT;
+	/* A deadline inside a slot already passed is due now. */
+	if (deadline_ns <= e->now_ns || slot < e->next_slot) {
+		link_flow(e, f, JG_TIMER_BURST);
+		return;
+	}
+	f->deadline_ns = (uint32_t)deadline_ns;
+	link_flow(e, f, (uint16_t)(slot % JG_WHEEL_SLOTS));
+}
+
+static void release_flow_list(struct jg_engine *e, uint16_t list,
+			      uint32_t now_ns, bool check_deadline)
+{
+	uint32_t index = *list_head(e, list);
+
+	while (index != JG_INDEX_NONE) {
+		struct jg_flow *f = &e->flows[index];
+		uint32_t next = f->timer_next;
+
+		if (!check_deadline ||
+		    (int32_t)(f->deadline_ns - now_ns) <= 0) {
+			jg_timer_unlink(e, f);
+			if (check_deadline)
+				e->stats.merge.deadline_flushes++;
+			jg_flow_release_all(e, f);
+		}
+		index = next;
+	}
+}
+
+void jg_timer_expire(struct jg_engine *e, uint64_t now_ns)
+{
+	uint64_t now_slot = now_ns >> JG_WHEEL_SLOT_SHIFT;
+	uint64_t slot;
+
+	if (e->next_slot == UINT64_MAX || now_slot < e->next_slot) {
+		if (e->next_slot == UINT64_MAX)
+			e->next_slot = now_slot;
+		return;
+	}
+	/* After a long pause every position is visited once. */
+	slot = now_slot - e->next_slot >= JG_WHEEL_SLOTS
+		       ? now_slot - JG_WHEEL_SLOTS + 1
+		       : e->next_slot;
+	for (; slot <= now_slot; slot++)
+		release_flow_list(e, (uint16_t)(slot % JG_WHEEL_SLOTS),
+				  (uint32_t)now_ns, true);
+	/* The current slot may hold deadlines later in this slot. */
+	e->next_slot = now_slot;
+}
+
+void jg_timer_release_burst_list(struct jg_engine *e)
+{
+	release_flow_list(e, JG_TIMER_BURST, 0, false);
+}
+
+void jg_record_delay(struct jg_engine *e, uint64_t delay_ns)
+{
+	uint64_t delay_us = delay_ns / 1000;
+	unsigned int bucket = 0;
+
+	if (delay_us > 0)
+		bucket = RTE_MIN(64u - (unsigned int)__builtin_clzll(delay_us),
+				 JG_DELAY_HISTOGRAM_BUCKETS - 1);
+	e->stats.merge.delay_histogram_us[bucket]++;
+	e->stats.merge.delay_sum_ns += delay_ns;
+}

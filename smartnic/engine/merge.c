@@ -1,0 +1,878 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Merge: TCP segments of one flow become packets of up to the internal MTU.
+ *
+ * A flow holds up to JG_MAX_RUNS_PER_FLOW "runs", each a contiguous piece
+ * of the byte stream that is already one valid packet: the headers of its
+ * first segment followed by the payload of every segment in it, as an mbuf
+ * chain. Keeping several runs lets a late segment join the runs on both
+ * of its sides, so arrival A, C, B still yields one packet A+B+C.
+ *
+ * Runs are filled to the byte: when a segment does not fit, its first
+ * bytes complete the run and the rest starts the next run behind a copied
+ * header (the payload is shared through an indirect mbuf, not copied).
+ * That is what lets 1448-byte segments fill 8500-byte packets exactly.
+ *
+ * The rules that keep the stream intact follow Linux GRO
+ * (net/ipv4/tcp_offload.c, net/ipv4/af_inet.c, net/ipv6/ip6_offload.c)
+ * and are at least as strict:
+ *  - a segment joins a run only if every header field but length, IP ID,
+ *    checksum, sequence number and the PSH/FIN/CWR flags is identical
+ *    (L2 header, addresses, ports, TOS/traffic class, ECN, TTL/hop limit,
+ *    DF, flow label, IPv6 extension headers, ACK number, window, TCP
+ *    options including timestamps, remaining flags);
+ *  - the IPv4 ID must increase by one per segment, or stay fixed when DF
+ *    is set (decided by the second segment, as Linux does);
+ *  - CWR only on the first segment of a packet; PSH, FIN or a segment
+ *    shorter than the run's MSS ends the run; a segment longer than the
+ *    run's MSS does not join it;
+ *  - SYN, RST, URG, zero payload, IPv4 options, fragments, IPv6 routing
+ *    headers, bad or unknown checksums and overlapping data are passed
+ *    through, after releasing what their flow holds so order is kept.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+/* ------------------------------------------------------------------ */
+/* Ready queue and accounting                                          */
+
+void jg_ready_push(struct jg_engine *e, struct rte_mbuf *m)
+{
+	if (e->ready_tail - e->ready_head > e->ready_mask) {
+		e->stats.drops[JG_DROP_READY_QUEUE_FULL]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	e->ready[e->ready_tail++ & e->ready_mask] = m;
+}
+
+uint16_t jg_ready_drain(struct jg_engine *e, struct rte_mbuf **out,
+			uint16_t out_cap)
+{
+	uint16_t count = 0;
+
+	while (count < out_cap && e->ready_head != e->ready_tail)
+		out[count++] = e->ready[e->ready_head++ & e->ready_mask];
+	return count;
+}
+
+static bool ready_queue_full(const struct jg_engine *e)
+{
+	return e->ready_tail - e->ready_head > e->ready_mask;
+}
+
+/* Hand a packet that carries `segments` inputs to the ready queue. */
+static void release_packet(struct jg_engine *e, struct rte_mbuf *m,
+			   uint16_t segments)
+{
+	struct jg_merge_stats *s = &e->stats.merge;
+
+	if (ready_queue_full(e)) {
+		s->dropped += segments;
+		e->stats.drops[JG_DROP_READY_QUEUE_FULL]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	s->segments_out += segments;
+	s->packets_out++;
+	s->bytes_out += m->pkt_len;
+	jg_ready_push(e, m);
+}
+
+static void pass_through(struct jg_engine *e, struct rte_mbuf *m)
+{
+	e->stats.merge.passed_through++;
+	jg_record_delay(e, 0);
+	release_packet(e, m, 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* Runs                                                                */
+
+/* Header lengths of a held packet live in the mbuf's offload fields. */
+static inline uint16_t held_header_length(const struct rte_mbuf *m)
+{
+	return (uint16_t)(m->l2_len + m->l3_len + m->l4_len);
+}
+
+static inline uint32_t run_payload(const struct rte_mbuf *head)
+{
+	return head->pkt_len - held_header_length(head);
+}
+
+static inline uint32_t run_end(const struct jg_engine *e, struct rte_mbuf *head)
+{
+	return jg_meta(e, head)->seq + run_payload(head);
+}
+
+static inline uint32_t run_capacity(const struct jg_engine *e,
+				    const struct rte_mbuf *head)
+{
+	return e->config.internal_mtu - head->l3_len - head->l4_len;
+}
+
+static void held_parsed(const struct rte_mbuf *head, struct jg_parsed *p)
+{
+	const uint8_t *l3 =
+		rte_pktmbuf_mtod_offset(head, const uint8_t *, head->l2_len);
+
+	memset(p, 0, sizeof(*p));
+	p->l2_len = head->l2_len;
+	p->l3_len = head->l3_len;
+	p->l4_len = head->l4_len;
+	p->ip_version = l3[0] >> 4;
+	p->l4_protocol = IPPROTO_TCP;
+	p->payload_length = run_payload(head);
+}
+
+static inline struct rte_tcp_hdr *held_tcp(const struct rte_mbuf *head)
+{
+	return rte_pktmbuf_mtod_offset(head, struct rte_tcp_hdr *,
+				       head->l2_len + head->l3_len);
+}
+
+/* Rewrite lengths and checksums of a run that is no longer one untouched
+ * input segment. */
+static void finish_headers(struct jg_engine *e, struct rte_mbuf *head)
+{
+	struct jg_run_meta *meta = jg_meta(e, head);
+	struct jg_parsed p;
+	uint8_t *l3;
+	struct rte_tcp_hdr *th = held_tcp(head);
+	uint32_t l4_length;
+	uint16_t pseudo;
+
+	held_parsed(head, &p);
+	l3 = jg_l3(head, &p);
+	l4_length = p.l4_len + p.payload_length;
+	jg_set_ip_length(l3, &p, p.payload_length);
+	head->ol_flags = 0;
+	if (p.ip_version == 4)
+		jg_finish_ipv4_header(head, &p, e->config.checksum_mode);
+	else if (e->config.checksum_mode == JG_CHECKSUM_OFFLOAD)
+		head->ol_flags |= RTE_MBUF_F_TX_IPV6;
+	pseudo = jg_csum_pseudo(l3, &p, l4_length);
+	if (e->config.checksum_mode == JG_CHECKSUM_OFFLOAD) {
+		th->cksum = pseudo;
+		head->ol_flags |= RTE_MBUF_F_TX_TCP_CKSUM;
+	} else {
+		th->cksum = 0;
+		th->cksum = jg_csum_finish(pseudo, rte_raw_cksum(th, p.l4_len),
+					   meta->payload_sum);
+	}
+}
+
+static void record_segment_delays(struct jg_engine *e, struct rte_mbuf *head)
+{
+	uint32_t now = (uint32_t)e->now_ns;
+
+	for (struct rte_mbuf *m = head; m != NULL; m = m->next) {
+		const struct jg_run_meta *meta = jg_meta(e, m);
+
+		if (meta->segment_start)
+			jg_record_delay(e, (uint32_t)(now - meta->arrival_ns));
+	}
+}
+
+/* Take the first run of a flow and make it a packet. */
+static void emit_first_run(struct jg_engine *e, struct jg_flow *f)
+{
+	struct rte_mbuf *head = f->runs;
+	struct jg_run_meta *meta = jg_meta(e, head);
+	uint32_t payload = run_payload(head);
+	uint32_t ip_length = head->l3_len + head->l4_len + payload;
+	bool full = ip_length >= e->full_packet_ip_length;
+
+	f->runs = meta->next_run;
+	f->run_count--;
+	if (!(f->flags & JG_FLOW_RELEASED_VALID) ||
+	    jg_seq_before(f->released_end, meta->seq + payload)) {
+		f->released_end = meta->seq + payload;
+		f->flags |= JG_FLOW_RELEASED_VALID;
+	}
+	f->held_segments = (uint16_t)(f->held_segments - meta->segments);
+	e->held_segments -= meta->segments;
+
+	if (meta->flags & JG_RUN_MODIFIED) {
+		finish_headers(e, head);
+		e->stats.merge.merged_packets++;
+	} else {
+		e->stats.merge.passed_through++;
+	}
+	if (full)
+		e->stats.merge.tcp_payload_full += payload;
+	/* Smoothed share of full packets; a flow that already merges well
+	 * has no reason to wait. */
+	f->yield_permille =
+		(uint16_t)((7u * f->yield_permille + (full ? 1000u : 0u)) / 8u);
+	record_segment_delays(e, head);
+	release_packet(e, head, meta->segments);
+}
+
+void jg_flow_release_all(struct jg_engine *e, struct jg_flow *f)
+{
+	while (f->runs != NULL)
+		emit_first_run(e, f);
+	jg_timer_unlink(e, f);
+}
+
+/* Release closed runs from the front; runs behind a hole wait for it. */
+static bool emit_closed_front(struct jg_engine *e, struct jg_flow *f)
+{
+	bool emitted = false;
+
+	while (f->runs != NULL &&
+	       (jg_meta(e, f->runs)->flags & JG_RUN_CLOSED)) {
+		emit_first_run(e, f);
+		emitted = true;
+	}
+	return emitted;
+}
+
+/* Deadline: the oldest held run's arrival plus what the flow may wait. */
+static void schedule_flow(struct jg_engine *e, struct jg_flow *f)
+{
+	uint32_t now = (uint32_t)e->now_ns, oldest_age = 0, budget;
+	struct rte_mbuf *first = f->runs;
+
+	if (first == NULL) {
+		jg_timer_unlink(e, f);
+		return;
+	}
+	for (struct rte_mbuf *r = first; r != NULL; r = jg_meta(e, r)->next_run)
+		oldest_age =
+			RTE_MAX(oldest_age,
+				(uint32_t)(now - jg_meta(e, r)->arrival_ns));
+	budget = jg_flow_wait_budget(e, f, run_payload(first),
+				     run_capacity(e, first));
+	if (budget > 0 && f->timer_list == JG_TIMER_NONE)
+		e->stats.merge.delayed_flows++;
+	if (budget <= oldest_age)
+		jg_timer_schedule(e, f, e->now_ns);
+	else
+		jg_timer_schedule(e, f, e->now_ns + budget - oldest_age);
+}
+
+/* An input segment on its way into a run. */
+struct segment {
+	struct rte_mbuf *m;
+	struct jg_parsed p;
+	uint32_t seq;
+	uint16_t payload_sum;
+};
+
+/* Header bytes as laid out in a frame, for comparisons. */
+struct header_view {
+	const uint8_t *frame;
+	uint16_t l2_len, l3_len, l4_len;
+	uint8_t ip_version;
+};
+
+static void view_of_held(const struct rte_mbuf *head, struct header_view *v)
+{
+	v->frame = rte_pktmbuf_mtod(head, const uint8_t *);
+	v->l2_len = head->l2_len;
+	v->l3_len = head->l3_len;
+	v->l4_len = head->l4_len;
+	v->ip_version = v->frame[v->l2_len] >> 4;
+}
+
+/*
+ * May a packet whose headers are `later` follow a run whose first headers
+ * are `first` and that carries `segments` inputs? Returns the IPv4 ID mode
+ * the run then has (JG_RUN_ID_*; 0 for IPv6), or -1.
+ */
+static int may_follow(const struct header_view *first, uint8_t run_flags,
+		      uint16_t segments, const struct header_view *later)
+{
+	const uint8_t *a3, *b3;
+	const struct rte_tcp_hdr *a4, *b4;
+	int id_mode = 0;
+
+	if (first->l2_len != later->l2_len || first->l3_len != later->l3_len ||
+	    first->l4_len != later->l4_len ||
+	    first->ip_version != later->ip_version ||
+	    memcmp(first->frame, later->frame, first->l2_len) != 0)
+		return -1;
+	a3 = first->frame + first->l2_len;
+	b3 = later->frame + later->l2_len;
+	if (first->ip_version == 4) {
+		const struct rte_ipv4_hdr *a = (const void *)a3;
+		const struct rte_ipv4_hdr *b = (const void *)b3;
+		uint16_t a_id = rte_be_to_cpu_16(a->packet_id);
+		uint16_t b_id = rte_be_to_cpu_16(b->packet_id);
+		bool df = (b->fragment_offset &
+			   rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG)) != 0;
+
+		if (a->type_of_service != b->type_of_service ||
+		    a->time_to_live != b->time_to_live ||
+		    a->fragment_offset != b->fragment_offset ||
+		    a->next_proto_id != b->next_proto_id ||
+		    a->src_addr != b->src_addr || a->dst_addr != b->dst_addr)
+			return -1;
+		if (df && b_id == a_id)
+			id_mode = JG_RUN_ID_FIXED;
+		else if (b_id == (uint16_t)(a_id + segments))
+			id_mode = JG_RUN_ID_INCR;
+		else
+			return -1;
+		if ((run_flags & (JG_RUN_ID_FIXED | JG_RUN_ID_INCR)) != 0 &&
+		    !(run_flags & id_mode))
+			return -1;
+	} else {
+		const struct rte_ipv6_hdr *a = (const void *)a3;
+		const struct rte_ipv6_hdr *b = (const void *)b3;
+
+		/* Version, traffic class (ECN included) and flow label. */
+		if (a->vtc_flow != b->vtc_flow || a->proto != b->proto ||
+		    a->hop_limits != b->hop_limits ||
+		    memcmp(a->src_addr, b->src_addr, 32) != 0 ||
+		    memcmp(a3 + sizeof(*a), b3 + sizeof(*b),
+			   first->l3_len - sizeof(*a)) != 0)
+			return -1;
+	}
+	a4 = (const void *)(a3 + first->l3_len);
+	b4 = (const void *)(b3 + later->l3_len);
+	if (a4->src_port != b4->src_port || a4->dst_port != b4->dst_port ||
+	    a4->recv_ack != b4->recv_ack || a4->data_off != b4->data_off ||
+	    a4->rx_win != b4->rx_win ||
+	    ((a4->tcp_flags ^ b4->tcp_flags) &
+	     ~(JG_TCP_FLAG_PSH | JG_TCP_FLAG_FIN | JG_TCP_FLAG_CWR)) != 0 ||
+	    (b4->tcp_flags & JG_TCP_FLAG_CWR) != 0 ||
+	    memcmp(a4 + 1, b4 + 1, first->l4_len - sizeof(*a4)) != 0)
+		return -1;
+	return id_mode;
+}
+
+/* Remove the headers from the front of a run or segment so its payload
+ * can follow another run. A head left empty is freed, and the mark that
+ * an input segment starts here moves to the next mbuf. */
+static struct rte_mbuf *strip_headers(struct jg_engine *e, struct rte_mbuf *m,
+				      uint16_t header_length)
+{
+	const struct jg_run_meta *meta = jg_meta(e, m);
+	uint8_t segment_start = meta->segment_start;
+	uint32_t arrival = meta->arrival_ns;
+	struct rte_mbuf *rest = jg_mbuf_strip_front(m, header_length);
+
+	/* If the head mbuf went away, its mark moves to the new head. */
+	if (rest != m) {
+		jg_meta(e, rest)->segment_start = segment_start;
+		jg_meta(e, rest)->arrival_ns = arrival;
+	}
+	return rest;
+}
+
+static void add_payload_sum(struct jg_run_meta *run, uint32_t run_payload_now,
+			    uint16_t sum)
+{
+	run->payload_sum =
+		jg_csum_add(run->payload_sum,
+			    (run_payload_now & 1) ? jg_csum_swap(sum) : sum);
+}
+
+static void or_end_flags(struct rte_mbuf *head, uint8_t flags)
+{
+	held_tcp(head)->tcp_flags |=
+		flags & (JG_TCP_FLAG_PSH | JG_TCP_FLAG_FIN);
+}
+
+static bool ends_run(uint8_t tcp_flags)
+{
+	return (tcp_flags & (JG_TCP_FLAG_PSH | JG_TCP_FLAG_FIN)) != 0;
+}
+
+static void mark_not_segment_start(struct jg_engine *e, struct rte_mbuf *m)
+{
+	for (; m != NULL; m = m->next)
+		jg_meta(e, m)->segment_start = 0;
+}
+
+/* Make a segment (or a header + payload chain) the head of a new run. */
+static void init_run(struct jg_engine *e, struct rte_mbuf *head,
+		     const struct jg_parsed *p, uint32_t seq, uint16_t sum,
+		     uint16_t mss, uint8_t flags)
+{
+	struct jg_run_meta *meta = jg_meta(e, head);
+
+	head->l2_len = p->l2_len;
+	head->l3_len = p->l3_len;
+	head->l4_len = p->l4_len;
+	meta->next_run = NULL;
+	meta->last = rte_pktmbuf_lastseg(head);
+	meta->seq = seq;
+	meta->payload_sum = sum;
+	meta->segments = 1;
+	meta->mss = mss;
+	meta->flags = flags;
+	if (ends_run(held_tcp(head)->tcp_flags) ||
+	    head->nb_segs >= e->config.max_chain_segments)
+		meta->flags |= JG_RUN_CLOSED;
+}
+
+static void link_run_after(struct jg_engine *e, struct jg_flow *f,
+			   struct rte_mbuf *previous, struct rte_mbuf *run)
+{
+	if (previous == NULL) {
+		jg_meta(e, run)->next_run = f->runs;
+		f->runs = run;
+	} else {
+		jg_meta(e, run)->next_run = jg_meta(e, previous)->next_run;
+		jg_meta(e, previous)->next_run = run;
+	}
+	f->run_count++;
+}
+
+/*
+ * Append a segment to a run. If it does not fit, its first bytes fill the
+ * run and the rest becomes a new run linked after it, which is returned;
+ * otherwise the run itself is returned.
+ */
+static struct rte_mbuf *append_segment(struct jg_engine *e, struct jg_flow *f,
+				       struct rte_mbuf *run, int id_mode,
+				       struct segment *s)
+{
+	struct jg_run_meta *meta = jg_meta(e, run);
+	uint32_t have = run_payload(run), capacity = run_capacity(e, run);
+	uint32_t payload = s->p.payload_length;
+	uint16_t header_length = jg_header_length(&s->p);
+	uint8_t flags = s->p.tcp_flags;
+
+	meta->flags |= (uint8_t)(id_mode | JG_RUN_MODIFIED);
+	if (have + payload <= capacity) {
+		struct rte_mbuf *payload_chain =
+			strip_headers(e, s->m, header_length);
+
+		add_payload_sum(meta, have, s->payload_sum);
+		meta->last =
+			jg_mbuf_append_chain(run, meta->last, payload_chain);
+		meta->segments++;
+		or_end_flags(run, flags);
+		if (ends_run(flags) || payload < meta->mss ||
+		    have + payload == capacity ||
+		    run->nb_segs >= e->config.max_chain_segments)
+			meta->flags |= JG_RUN_CLOSED;
+		return run;
+	}
+
+	/* Fill the run to the byte, carry the rest in a new run. */
+	uint32_t room = capacity - have;
+	struct rte_mbuf *header = jg_mbuf_copy_headers(s->m, header_length,
+						       e->config.header_pool);
+	struct rte_mbuf *rest = NULL;
+
+	if (header != NULL)
+		rest = jg_mbuf_cut_tail(s->m, header_length + room,
+					e->config.header_pool);
+	if (rest == NULL) {
+		/* No mbuf for the split: close the run, start a new one. */
+		rte_pktmbuf_free(header);
+		meta->flags |= JG_RUN_CLOSED;
+		init_run(e, s->m, &s->p, s->seq, s->payload_sum, meta->mss, 0);
+		link_run_after(e, f, run, s->m);
+		return s->m;
+	}
+
+	uint16_t first_sum = 0, rest_sum = 0;
+
+	if (e->config.checksum_mode == JG_CHECKSUM_SOFTWARE) {
+		first_sum = jg_csum_mbuf_range(s->m, header_length, room);
+		rest_sum = jg_csum_sub(s->payload_sum, first_sum);
+		if (room & 1)
+			rest_sum = jg_csum_swap(rest_sum);
+	}
+	/* The first part completes the run; the segment ends elsewhere. */
+	jg_meta(e, s->m)->segment_start = 0;
+	struct rte_mbuf *first_part = strip_headers(e, s->m, header_length);
+
+	add_payload_sum(meta, have, first_sum);
+	meta->last = jg_mbuf_append_chain(run, meta->last, first_part);
+	meta->flags |= JG_RUN_CLOSED;
+
+	/* The rest: copied headers, sequence advanced, same flags. */
+	struct jg_run_meta *header_meta = jg_meta(e, header);
+	struct rte_tcp_hdr *th = rte_pktmbuf_mtod_offset(
+		header, struct rte_tcp_hdr *, s->p.l2_len + s->p.l3_len);
+	struct jg_parsed rest_parsed = s->p;
+
+	mark_not_segment_start(e, rest);
+	jg_mbuf_append_chain(header, header, rest);
+	th->sent_seq = rte_cpu_to_be_32(s->seq + room);
+	header_meta->segment_start = 1;
+	header_meta->arrival_ns = (uint32_t)e->now_ns;
+	rest_parsed.payload_length = payload - room;
+	init_run(e, header, &rest_parsed, s->seq + room, rest_sum, meta->mss,
+		 JG_RUN_MODIFIED);
+	/* A short segment still ends the stream of full ones. */
+	if (payload < meta->mss)
+		jg_meta(e, header)->flags |= JG_RUN_CLOSED;
+	link_run_after(e, f, run, header);
+	return header;
+}
+
+/* Join run `next` onto run `run` when they touch and may merge. */
+static void try_join_next(struct jg_engine *e, struct jg_flow *f,
+			  struct rte_mbuf *run)
+{
+	struct jg_run_meta *meta = jg_meta(e, run);
+	struct rte_mbuf *next = meta->next_run;
+	struct jg_run_meta *next_meta;
+	struct header_view first, later;
+	uint32_t have;
+	int id_mode;
+
+	if (next == NULL || (meta->flags & JG_RUN_CLOSED))
+		return;
+	next_meta = jg_meta(e, next);
+	have = run_payload(run);
+	if (run_end(e, run) != next_meta->seq || next_meta->mss > meta->mss ||
+	    have + run_payload(next) > run_capacity(e, run) ||
+	    run->nb_segs + next->nb_segs > e->config.max_chain_segments)
+		return;
+	view_of_held(run, &first);
+	view_of_held(next, &later);
+	id_mode = may_follow(&first, meta->flags, meta->segments, &later);
+	if (id_mode < 0)
+		return;
+	if (next_meta->segments > 1 &&
+	    (next_meta->flags & (JG_RUN_ID_FIXED | JG_RUN_ID_INCR)) !=
+		    (uint8_t)id_mode)
+		return;
+
+	uint8_t next_flags = held_tcp(next)->tcp_flags;
+	uint8_t next_run_flags = next_meta->flags;
+	uint16_t next_segments = next_meta->segments;
+	uint16_t next_sum = next_meta->payload_sum;
+	struct rte_mbuf *after = next_meta->next_run;
+	struct rte_mbuf *payload_chain =
+		strip_headers(e, next, held_header_length(next));
+
+	add_payload_sum(meta, have, next_sum);
+	meta->last = jg_mbuf_append_chain(run, meta->last, payload_chain);
+	meta->segments = (uint16_t)(meta->segments + next_segments);
+	meta->flags |= (uint8_t)(id_mode | JG_RUN_MODIFIED |
+				 (next_run_flags & JG_RUN_CLOSED));
+	if (have + run_payload(next) == run_capacity(e, run))
+		meta->flags |= JG_RUN_CLOSED;
+	or_end_flags(run, next_flags);
+	meta->next_run = after;
+	f->run_count--;
+}
+
+enum insert_result {
+	INSERTED,
+	OVERLAPS, /* pass the segment through */
+};
+
+static enum insert_result insert_segment(struct jg_engine *e, struct jg_flow *f,
+					 struct segment *s)
+{
+	struct rte_mbuf *previous = NULL, *next = f->runs, *run;
+	uint32_t end = s->seq + s->p.payload_length;
+	int id_mode = -1;
+
+	while (next != NULL && !jg_seq_before(s->seq, jg_meta(e, next)->seq)) {
+		previous = next;
+		next = jg_meta(e, next)->next_run;
+	}
+	/* Data before what already left is a retransmission (or arrived
+	 * after its hole was given up): it passes alone. */
+	if ((f->flags & JG_FLOW_RELEASED_VALID) &&
+	    jg_seq_before(s->seq, f->released_end))
+		return OVERLAPS;
+	if ((previous != NULL && jg_seq_before(s->seq, run_end(e, previous))) ||
+	    (next != NULL && jg_seq_before(jg_meta(e, next)->seq, end)))
+		return OVERLAPS;
+
+	if (previous != NULL && run_end(e, previous) == s->seq) {
+		struct jg_run_meta *meta = jg_meta(e, previous);
+		struct header_view first, later;
+
+		view_of_held(previous, &first);
+		later.frame = rte_pktmbuf_mtod(s->m, const uint8_t *);
+		later.l2_len = s->p.l2_len;
+		later.l3_len = s->p.l3_len;
+		later.l4_len = s->p.l4_len;
+		later.ip_version = s->p.ip_version;
+		if (!(meta->flags & JG_RUN_CLOSED) &&
+		    s->p.payload_length <= meta->mss &&
+		    previous->nb_segs + s->m->nb_segs <=
+			    e->config.max_chain_segments)
+			id_mode = may_follow(&first, meta->flags,
+					     meta->segments, &later);
+		if (id_mode < 0)
+			meta->flags |= JG_RUN_CLOSED; /* as Linux flushes */
+	}
+
+	if (id_mode >= 0) {
+		run = append_segment(e, f, previous, id_mode, s);
+	} else {
+		if (f->run_count >= JG_MAX_RUNS_PER_FLOW) {
+			/* Too many holes: give up on them, keep order. */
+			jg_flow_release_all(e, f);
+			previous = NULL;
+		}
+		init_run(e, s->m, &s->p, s->seq, s->payload_sum,
+			 (uint16_t)s->p.payload_length, 0);
+		link_run_after(e, f, previous, s->m);
+		run = s->m;
+	}
+	try_join_next(e, f, run);
+	f->held_segments++;
+	e->held_segments++;
+	return INSERTED;
+}
+
+/* ------------------------------------------------------------------ */
+/* Classification                                                      */
+
+static bool flow_may_merge(const struct jg_engine *e, const struct jg_flow *f)
+{
+	if (f->flags & JG_FLOW_OFFLOADED)
+		return false;
+	if (!(f->flags & JG_FLOW_ONLOADED) && !e->config.merge_unknown_flows)
+		return false;
+	return true;
+}
+
+static bool ipv4_header_good(const struct rte_mbuf *m,
+			     const struct jg_parsed *p)
+{
+	uint64_t status = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
+
+	if (p->ip_version != 4 || status == RTE_MBUF_F_RX_IP_CKSUM_GOOD)
+		return true;
+	if (status == RTE_MBUF_F_RX_IP_CKSUM_BAD)
+		return false;
+	return rte_raw_cksum(jg_l3(m, p), p->l3_len) == 0xffff;
+}
+
+/* Whether the TCP checksum is known good; fills the payload sum the
+ * merged checksum will need. */
+static bool tcp_checksum_good(const struct jg_engine *e,
+			      const struct rte_mbuf *m,
+			      const struct jg_parsed *p, uint16_t *payload_sum)
+{
+	uint64_t status = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+
+	*payload_sum = 0;
+	if (status == RTE_MBUF_F_RX_L4_CKSUM_GOOD) {
+		if (e->config.checksum_mode == JG_CHECKSUM_SOFTWARE)
+			*payload_sum = jg_payload_sum_from_header(m, p);
+		return true;
+	}
+	if (status == RTE_MBUF_F_RX_L4_CKSUM_BAD ||
+	    !e->config.verify_unknown_checksums)
+		return false;
+	return jg_l4_checksum_verify(m, p, payload_sum);
+}
+
+static bool mergeable_shape(const struct jg_parsed *p)
+{
+	return p->payload_length > 0 && !p->ipv4_has_options &&
+	       !p->is_fragment && !p->ipv6_routing &&
+	       !(p->tcp_flags &
+		 (JG_TCP_FLAG_SYN | JG_TCP_FLAG_RST | JG_TCP_FLAG_URG));
+}
+
+static void release_flow_then_pass(struct jg_engine *e, struct jg_flow *f,
+				   struct rte_mbuf *m)
+{
+	if (f != NULL && f->runs != NULL)
+		jg_flow_release_all(e, f);
+	pass_through(e, m);
+}
+
+static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
+{
+	struct jg_merge_stats *stats = &e->stats.merge;
+	struct segment s;
+	struct jg_flow_key key;
+	struct jg_flow *f;
+	uint64_t fingerprint;
+
+	stats->packets_in++;
+	stats->bytes_in += m->pkt_len;
+	if (!jg_parse(m, &s.p) || s.p.l4_protocol != IPPROTO_TCP) {
+		pass_through(e, m);
+		return;
+	}
+	if (!s.p.l4_complete) {
+		f = NULL;
+		if (s.p.fragment_shows_ports) {
+			jg_flow_key_from_packet(m, &s.p, &key);
+			jg_flow_key_hash(&key, &fingerprint);
+			f = jg_flow_find(e, fingerprint);
+		}
+		release_flow_then_pass(e, f, m);
+		return;
+	}
+	stats->tcp_payload_in += s.p.payload_length;
+	jg_flow_key_from_packet(m, &s.p, &key);
+	jg_flow_key_hash(&key, &fingerprint);
+
+	if (!mergeable_shape(&s.p)) {
+		f = jg_flow_find(e, fingerprint);
+		if (f != NULL && (s.p.tcp_flags & JG_TCP_FLAG_SYN))
+			f->external_mss =
+				jg_tcp_mss_option(jg_l4(m, &s.p), s.p.l4_len);
+		release_flow_then_pass(e, f, m);
+		return;
+	}
+	if (!ipv4_header_good(m, &s.p) ||
+	    !tcp_checksum_good(e, m, &s.p, &s.payload_sum)) {
+		stats->bad_checksum_passes++;
+		release_flow_then_pass(e, jg_flow_find(e, fingerprint), m);
+		return;
+	}
+	f = jg_flow_find_or_create(e, fingerprint);
+	if (f == NULL) {
+		pass_through(e, m);
+		return;
+	}
+	f->last_seen_coarse = (uint16_t)(e->now_ns >> 16);
+	if (!flow_may_merge(e, f)) {
+		release_flow_then_pass(e, f, m);
+		return;
+	}
+	if (f->internal_mss != 0 && f->internal_mss <= JG_LEGACY_MSS) {
+		stats->legacy_mss_passes++;
+		release_flow_then_pass(e, f, m);
+		return;
+	}
+	/* Drop Ethernet padding so the payload ends where IP says. */
+	uint32_t frame = s.p.l2_len + s.p.ip_length;
+
+	if (e->held_segments >= e->config.max_held_segments ||
+	    (m->pkt_len > frame &&
+	     rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - frame)) != 0)) {
+		release_flow_then_pass(e, f, m);
+		return;
+	}
+	jg_flow_observe_arrival(f, s.p.payload_length, e->now_ns);
+
+	struct jg_run_meta *meta = jg_meta(e, m);
+
+	s.m = m;
+	s.seq = rte_be_to_cpu_32(
+		((const struct rte_tcp_hdr *)jg_l4(m, &s.p))->sent_seq);
+	mark_not_segment_start(e, m->next);
+	meta->segment_start = 1;
+	meta->arrival_ns = (uint32_t)e->now_ns;
+
+	if (insert_segment(e, f, &s) == OVERLAPS) {
+		stats->overlap_passes++;
+		release_flow_then_pass(e, f, m);
+		return;
+	}
+	/* A flow keeps its deadline until its oldest run leaves. */
+	if (emit_closed_front(e, f) || f->timer_list == JG_TIMER_NONE)
+		schedule_flow(e, f);
+}
+
+/* ------------------------------------------------------------------ */
+/* API                                                                 */
+
+uint16_t jg_merge_burst(struct jg_engine *e, struct rte_mbuf **pkts,
+			uint16_t nb_pkts, uint64_t now_ns,
+			struct rte_mbuf **out, uint16_t out_cap)
+{
+	e->now_ns = now_ns;
+	for (uint16_t i = 0; i < nb_pkts; i++) {
+		if (i + 1 < nb_pkts)
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
+		merge_one(e, pkts[i]);
+	}
+	jg_timer_expire(e, now_ns);
+	jg_timer_release_burst_list(e);
+	return jg_ready_drain(e, out, out_cap);
+}
+
+uint16_t jg_merge_timer(struct jg_engine *e, uint64_t now_ns,
+			struct rte_mbuf **out, uint16_t out_cap)
+{
+	e->now_ns = now_ns;
+	jg_timer_expire(e, now_ns);
+	jg_timer_release_burst_list(e);
+	return jg_ready_drain(e, out, out_cap);
+}
+
+uint64_t jg_merge_next_deadline(const struct jg_engine *e)
+{
+	if (e->burst_list != JG_INDEX_NONE)
+		return e->now_ns;
+	if (e->next_slot == UINT64_MAX)
+		return UINT64_MAX;
+	for (uint64_t slot = e->next_slot; slot < e->next_slot + JG_WHEEL_SLOTS;
+	     slot++)
+		if (e->wheel[slot % JG_WHEEL_SLOTS] != JG_INDEX_NONE)
+			return slot << JG_WHEEL_SLOT_SHIFT;
+	return UINT64_MAX;
+}
+
+uint16_t jg_merge_flush_all(struct jg_engine *e, struct rte_mbuf **out,
+			    uint16_t out_cap)
+{
+	/* Every flow that holds runs is on a timer list. */
+	for (uint32_t slot = 0; slot < JG_WHEEL_SLOTS; slot++)
+		while (e->wheel[slot] != JG_INDEX_NONE)
+			jg_flow_release_all(e, &e->flows[e->wheel[slot]]);
+	jg_timer_release_burst_list(e);
+	return jg_ready_drain(e, out, out_cap);
+}
+
+static struct jg_flow *flow_of_key(struct jg_engine *e,
+				   const struct jg_flow_key *key, bool create)
+{
+	uint64_t fingerprint;
+
+	jg_flow_key_hash(key, &fingerprint);
+	return create ? jg_flow_find_or_create(e, fingerprint)
+		      : jg_flow_find(e, fingerprint);
+}
+
+int jg_flow_onload(struct jg_engine *e, const struct jg_flow_key *key)
+{
+	struct jg_flow *f = flow_of_key(e, key, true);
+
+	if (f == NULL)
+		return -ENOSPC;
+	f->flags =
+		(uint8_t)((f->flags & ~JG_FLOW_OFFLOADED) | JG_FLOW_ONLOADED);
+	return 0;
+}
+
+int jg_flow_offload(struct jg_engine *e, const struct jg_flow_key *key,
+		    struct rte_mbuf **out, uint16_t out_cap)
+{
+	struct jg_flow *f = flow_of_key(e, key, true);
+	struct rte_mbuf *pending[2 * JG_MAX_RUNS_PER_FLOW];
+	uint16_t count;
+
+	if (f == NULL)
+		return -ENOSPC;
+	if (f->run_count > out_cap)
+		return -ENOSPC;
+	f->flags =
+		(uint8_t)((f->flags & ~JG_FLOW_ONLOADED) | JG_FLOW_OFFLOADED);
+	/* Packets of other flows already queued stay queued; only this
+	 * flow's runs go to out. */
+	uint32_t queued_before = e->ready_tail;
+
+	jg_flow_release_all(e, f);
+	count = (uint16_t)(e->ready_tail - queued_before);
+	for (uint16_t i = 0; i < count; i++)
+		pending[i] = e->ready[(queued_before + i) & e->ready_mask];
+	e->ready_tail = queued_before;
+	memcpy(out, pending, count * sizeof(*out));
+	return count;
+}
+
+uint16_t jg_flow_internal_mss(struct jg_engine *e,
+			      const struct jg_flow_key *key)
+{
+	struct jg_flow *f = flow_of_key(e, key, false);
+
+	return f == NULL ? 0 : f->internal_mss;
+}

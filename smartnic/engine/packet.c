@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Header parsing. Everything the engine decides rests on this, so it
+ * trusts nothing: every length is checked against the bytes present. */
+#include <string.h>
+
+#include <rte_ether.h>
+
+#include "internal.h"
+
+#define IPV6_EXT_HOP_BY_HOP  0
+#define IPV6_EXT_ROUTING     43
+#define IPV6_EXT_FRAGMENT    44
+#define IPV6_EXT_DESTINATION 60
+#define IPV6_MAX_EXTENSIONS  4
+
+static bool parse_l2(const uint8_t *data, uint32_t available,
+		     struct jg_parsed *p, uint16_t *ethertype)
+{
+	uint16_t offset = sizeof(struct rte_ether_hdr);
+	uint16_t type;
+	int tags = 0;
+
+	if (available < offset)
+		return false;
+	type = rte_be_to_cpu_16(
+		((const struct rte_ether_hdr *)data)->ether_type);
+	while (type == RTE_ETHER_TYPE_VLAN || type == RTE_ETHER_TYPE_QINQ) {
+		if (++tags > 2 || available < offset + 4u)
+			return false;
+		type = rte_be_to_cpu_16(*(const uint16_t *)(data + offset + 2));
+		offset += 4;
+	}
+	p->l2_len = offset;
+	*ethertype = type;
+	return true;
+}
+
+static bool parse_ipv4(const uint8_t *l3, uint32_t available,
+		       struct jg_parsed *p)
+{
+	const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)l3;
+	uint16_t header_length, fragment;
+
+	if (available < sizeof(*ip) || (ip->version_ihl >> 4) != 4)
+		return false;
+	header_length = (ip->version_ihl & 0xf) * 4;
+	if (header_length < sizeof(*ip) || available < header_length)
+		return false;
+	p->ip_version = 4;
+	p->l3_len = header_length;
+	p->ip_length = rte_be_to_cpu_16(ip->total_length);
+	if (p->ip_length < header_length)
+		return false;
+	p->ipv4_has_options = header_length != sizeof(*ip);
+	fragment = rte_be_to_cpu_16(ip->fragment_offset);
+	p->is_fragment = (fragment & (RTE_IPV4_HDR_MF_FLAG |
+				      RTE_IPV4_HDR_OFFSET_MASK)) != 0;
+	p->fragment_shows_ports =
+		p->is_fragment && (fragment & RTE_IPV4_HDR_OFFSET_MASK) == 0;
+	p->l4_protocol = ip->next_proto_id;
+	return true;
+}
+
+static bool parse_ipv6(const uint8_t *l3, uint32_t available,
+		       struct jg_parsed *p)
+{
+	const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)l3;
+	uint32_t offset = sizeof(*ip);
+	uint8_t next;
+	int extensions = 0;
+
+	if (available < sizeof(*ip) || (l3[0] >> 4) != 6)
+		return false;
+	p->ip_version = 6;
+	p->ip_length = sizeof(*ip) + rte_be_to_cpu_16(ip->payload_len);
+	next = ip->proto;
+	for (;;) {
+		uint32_t length;
+
+		if (next != IPV6_EXT_HOP_BY_HOP && next != IPV6_EXT_ROUTING &&
+		    next != IPV6_EXT_DESTINATION && next != IPV6_EXT_FRAGMENT)
+			break;
+		if (++extensions > IPV6_MAX_EXTENSIONS ||
+		    available < offset + 8)
+			return false;
+		if (next == IPV6_EXT_FRAGMENT) {
+			/* Offset in the upper 13 bits of bytes 2-3. */
+			uint16_t fragment = (uint16_t)(l3[offset + 2] << 8 |
+						       l3[offset + 3]);
+
+			p->is_fragment = true;
+			p->fragment_shows_ports = (fragment & 0xfff8) == 0;
+			length = 8;
+		} else {
+			if (next == IPV6_EXT_ROUTING)
+				p->ipv6_routing = true;
+			length = (l3[offset + 1] + 1u) * 8;
+		}
+		next = l3[offset];
+		offset += length;
+		if (offset > available)
+			return false;
+	}
+	if (offset > p->ip_length || offset > 511)
+		return false;
+	p->l3_len = (uint16_t)offset;
+	p->l4_protocol = next;
+	return true;
+}
+
+static void parse_l4(const uint8_t *l4, uint32_t available, struct jg_parsed *p)
+{
+	uint32_t l4_bytes = p->ip_length - p->l3_len;
+
+	p->l4_complete = false;
+	p->l4_len = 0;
+	p->payload_length = l4_bytes;
+	if (p->is_fragment) {
+		p->fragment_shows_ports &= available >= 4 && l4_bytes >= 4;
+		return;
+	}
+	if (p->l4_protocol == IPPROTO_TCP) {
+		const struct rte_tcp_hdr *th = (const struct rte_tcp_hdr *)l4;
+		uint16_t header_length;
+
+		if (available < sizeof(*th) || l4_bytes < sizeof(*th))
+			return;
+		header_length = (th->data_off >> 4) * 4;
+		if (header_length < sizeof(*th) || header_length > available ||
+		    header_length > l4_bytes)
+			return;
+		p->l4_len = header_length;
+		p->tcp_flags = th->tcp_flags;
+	} else if (p->l4_protocol == IPPROTO_UDP) {
+		const struct rte_udp_hdr *uh = (const struct rte_udp_hdr *)l4;
+
+		if (available < sizeof(*uh) || l4_bytes < sizeof(*uh) ||
+		    rte_be_to_cpu_16(uh->dgram_len) != l4_bytes)
+			return;
+		p->l4_len = sizeof(*uh);
+	} else {
+		return;
+	}
+	p->payload_length = l4_bytes - p->l4_len;
+	p->l4_complete = true;
+}
+
+bool jg_parse(const struct rte_mbuf *m, struct jg_parsed *p)
+{
+	const uint8_t *data = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t available = rte_pktmbuf_data_len(m);
+	uint16_t ethertype;
+	bool ok;
+
+	memset(p, 0, sizeof(*p));
+	if (!parse_l2(data, available, p, &ethertype))
+		return false;
+	if (ethertype == RTE_ETHER_TYPE_IPV4)
+		ok = parse_ipv4(data + p->l2_len, available - p->l2_len, p);
+	else if (ethertype == RTE_ETHER_TYPE_IPV6)
+		ok = parse_ipv6(data + p->l2_len, available - p->l2_len, p);
+	else
+		ok = false;
+	/* The IP length may be shorter than the frame (Ethernet padding)
+	 * but never longer. */
+	if (!ok || p->l2_len + p->ip_length > rte_pktmbuf_pkt_len(m))
+		return false;
+	parse_l4(data + p->l2_len + p->l3_len,
+		 available - p->l2_len - p->l3_len, p);
+	return true;
+}
+
+void jg_flow_key_from_packet(const struct rte_mbuf *m,
+			     const struct jg_parsed *p, struct jg_flow_key *key)
+{
+	const uint8_t *l3 = jg_l3(m, p);
+	const uint16_t *ports = jg_l4(m, p);
+
+	memset(key, 0, sizeof(*key));
+	key->ip_version = p->ip_version;
+	key->protocol = p->l4_protocol;
+	key->src_port = ports[0];
+	key->dst_port = ports[1];
+	if (p->ip_version == 4) {
+		const struct rte_ipv4_hdr *ip = (const void *)l3;
+
+		key->src.v4 = ip->src_addr;
+		key->dst.v4 = ip->dst_addr;
+	} else {
+		const struct rte_ipv6_hdr *ip = (const void *)l3;
+
+		memcpy(key->src.v6, ip->src_addr, 16);
+		memcpy(key->dst.v6, ip->dst_addr, 16);
+	}
+}
+
+void jg_flow_key_reverse(const struct jg_flow_key *key,
+			 struct jg_flow_key *reversed)
+{
+	*reversed = *key;
+	reversed->src_port = key->dst_port;
+	reversed->dst_port = key->src_port;
+	reversed->src = key->dst;
+	reversed->dst = key->src;
+}
+
+uint16_t jg_tcp_mss_option(const struct rte_tcp_hdr *th, uint16_t l4_len)
+{
+	const uint8_t *option = (const uint8_t *)(th + 1);
+	const uint8_t *end = (const uint8_t *)th + l4_len;
+
+	while (option < end) {
+		uint8_t kind = option[0];
+
+		if (kind == 0) /* end of options */
+			break;
+		if (kind == 1) { /* no-operation */
+			option++;
+			continue;
+		}
+		if (option + 2 > end || option[1] < 2 ||
+		    option + option[1] > end)
+			break;
+		if (kind == 2 && option[1] == 4)
+			return (uint16_t)(option[2] << 8 | option[3]);
+		option += option[1];
+	}
+	return 0;
+}
+
+void jg_set_ip_length(uint8_t *l3, const struct jg_parsed *p,
+		      uint32_t payload_length)
+{
+	uint32_t l4_length = p->l4_len + payload_length;
+
+	if (p->ip_version == 4) {
+		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)l3;
+
+		ip->total_length =
+			rte_cpu_to_be_16((uint16_t)(p->l3_len + l4_length));
+	} else {
+		struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)l3;
+
+		ip->payload_len = rte_cpu_to_be_16(
+			(uint16_t)(p->l3_len - sizeof(*ip) + l4_length));
+	}
+}

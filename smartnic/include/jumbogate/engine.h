@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * jumbogate SmartNIC engine: the packet transformations at the border
+ * between the 1500-byte Internet and a rack that runs jumbo frames.
+ *
+ * The engine owns no port and performs no I/O. A DPDK program receives
+ * bursts of rte_mbuf, hands them to the engine together with the current
+ * time, and transmits whatever the engine returns. Keeping I/O outside
+ * lets the same code run under the conformance suite, the fuzzer and the
+ * benchmark, exactly as it runs on a NIC.
+ *
+ * Three transformations are offered:
+ *
+ *  - merge (Internet -> rack): consecutive segments of one TCP flow are
+ *    joined into packets as large as the internal MTU, so hosts in the
+ *    rack pay per-packet costs once per 8500 bytes instead of once per
+ *    1500. Merged packets are mbuf chains that reference the received
+ *    buffers; payload is never copied.
+ *  - split (rack -> Internet): TCP packets larger than the path MTU of
+ *    their destination are segmented in software, because the rack's
+ *    hosts send jumbo segments that the Internet cannot carry.
+ *  - caravan: UDP has no byte stream to re-cut, so several datagrams of
+ *    one flow travel together in one jumbo packet, marked by a DSCP code
+ *    point, and are unpacked unchanged on the way out.
+ *
+ * Threading: an engine is single-threaded. Run one engine per core (per
+ * RX queue); engines share nothing.
+ *
+ * Time: every call that can hold or release packets takes the current
+ * time in nanoseconds from any monotonic clock (TSC converted, or
+ * CLOCK_MONOTONIC). The engine never reads a clock itself, which makes
+ * its behaviour reproducible under test and benchmark.
+ *
+ * Accounting: every packet handed to the merge path is, at any moment,
+ * either released (returned, or waiting in the ready queue), held, or
+ * dropped:
+ *     merge.packets_in == merge.segments_out + merge.held_now
+ *                         + merge.dropped
+ * The conformance suite asserts this after every test.
+ */
+#ifndef JUMBOGATE_ENGINE_H
+#define JUMBOGATE_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rte_mbuf;
+struct rte_mempool;
+struct jg_engine;
+
+/** Largest internal MTU the engine accepts (an IPv4 total length). */
+#define JG_MAX_INTERNAL_MTU 65535u
+/** Default internal MTU: fits 9000-byte rack links with room for tunnels. */
+#define JG_DEFAULT_INTERNAL_MTU 8500u
+/** Default path MTU toward the Internet when no prefix rule matches. */
+#define JG_DEFAULT_PATH_MTU 1500u
+/** Number of buckets in the merge-delay histogram. */
+#define JG_DELAY_HISTOGRAM_BUCKETS 16u
+/** A flow may hold at most this many disjoint runs (holes between them). */
+#define JG_MAX_RUNS_PER_FLOW 4u
+/** Datagrams a caravan can carry; the count is one byte on the wire. */
+#define JG_CARAVAN_MAX_DATAGRAMS 255u
+
+/** How the checksums of packets the engine builds are produced. */
+enum jg_checksum_mode {
+	/** The engine writes final IPv4 header and TCP/UDP checksums. */
+	JG_CHECKSUM_SOFTWARE = 0,
+	/**
+	 * The engine writes the pseudo-header sum into the L4 checksum
+	 * field and sets RTE_MBUF_F_TX_IP_CKSUM / RTE_MBUF_F_TX_TCP_CKSUM
+	 * (or UDP) with l2_len/l3_len/l4_len, so the port computes them.
+	 */
+	JG_CHECKSUM_OFFLOAD = 1,
+};
+
+/**
+ * Adaptive delayed merging. A flow's incomplete tail may wait for the
+ * segments that would complete it, but only when waiting is likely to
+ * pay off: the flow must be fast (above rate_threshold_gbps) and not
+ * already well merged (below yield_threshold). The wait is the
+ * quantile-th quantile of a Gamma(k, s) distribution, the sum of k
+ * exponential inter-arrival times of the flow, where k is the number of
+ * segments still missing and s is the flow's mean inter-arrival time
+ * (packet size / rate). Slower flows are merged only within one burst.
+ * No packet ever waits longer than max_delay_us.
+ */
+struct jg_delay_model {
+	double rate_threshold_gbps; /**< default 1.0 */
+	double yield_threshold;	    /**< default 0.93 */
+	double quantile;	    /**< default 0.95 */
+	uint32_t max_delay_us;	    /**< default 64, at most 1000 */
+};
+
+struct jg_engine_config {
+	/** Largest IP packet (IPv4 total length / IPv6 40 + payload) built
+	 *  by merge and by caravan pack. Default 8500. */
+	uint32_t internal_mtu;
+	/** Capacity of the flow table (rounded up to a power of two, at
+	 *  least 64). Memory is allocated once at creation. Default 65536. */
+	uint32_t max_flows;
+	/** Most mbufs in one merged chain; a run reaching it is emitted,
+	 *  since NICs cap the descriptors of one TX packet. Default 16. */
+	uint16_t max_chain_segments;
+	/** Most input segments held across all flows; above it new
+	 *  segments pass through unmerged. Default 65536. */
+	uint32_t max_held_segments;
+	struct jg_delay_model delay;
+	enum jg_checksum_mode checksum_mode;
+	/** Verify TCP checksums in software when the port did not mark the
+	 *  packet as checked (RTE_MBUF_F_RX_L4_CKSUM_UNKNOWN). A segment
+	 *  whose checksum is unknown and unverified is never merged.
+	 *  Default true. */
+	bool verify_unknown_checksums;
+	/** Merge flows nobody onloaded explicitly. Default true: the switch
+	 *  steers only eligible traffic to the engine. */
+	bool merge_unknown_flows;
+	/** Path MTU used when no prefix matches. Default 1500. */
+	uint16_t default_path_mtu;
+	/** Capacity of the path-MTU tables. Defaults 1024 and 1024. */
+	uint32_t pmtu_max_rules_v4;
+	uint32_t pmtu_max_rules_v6;
+	/** DSCP that marks a caravan. Default 43 (pool 2, local use). */
+	uint8_t caravan_dscp;
+	/** Pool for the small mbufs the engine creates: copied headers and
+	 *  indirect mbufs that reference received payload. Required. */
+	struct rte_mempool *header_pool;
+	/** NUMA socket for engine memory; default SOCKET_ID_ANY (-1). */
+	int socket_id;
+	/** Unique name (DPDK objects such as LPM tables are named). */
+	const char *name;
+};
+
+/** Fill a config with the defaults documented above. */
+void jg_engine_config_init(struct jg_engine_config *config);
+
+/** Create an engine; returns NULL and sets rte_errno on failure.
+ *  Requires an initialised DPDK EAL (for the mbuf dynamic field and LPM). */
+struct jg_engine *jg_engine_create(const struct jg_engine_config *config);
+
+/** Free the engine and every packet it still holds. */
+void jg_engine_destroy(struct jg_engine *engine);
+
+/* ------------------------------------------------------------------ */
+/* Merge (inbound)                                                     */
+
+/**
+ * Process a burst of received packets. Mergeable TCP segments are
+ * absorbed into per-flow runs; everything else passes through in
+ * arrival order after whatever its flow held. Packets ready to transmit
+ * (pass-throughs, completed merged packets, and flows whose deadline is
+ * due at now_ns) are written to out, at most out_cap of them; any excess
+ * waits in the engine's ready queue and is returned first by the next
+ * call. Give out_cap >= nb_pkts + 64 to keep that queue empty.
+ * Ownership of every input mbuf passes to the engine.
+ */
+uint16_t jg_merge_burst(struct jg_engine *engine, struct rte_mbuf **pkts,
+			uint16_t nb_pkts, uint64_t now_ns,
+			struct rte_mbuf **out, uint16_t out_cap);
+
+/** Release held runs whose deadline is at or before now_ns. Call it when
+ *  a poll returns no packets so tails do not wait for the next burst. */
+uint16_t jg_merge_timer(struct jg_engine *engine, uint64_t now_ns,
+			struct rte_mbuf **out, uint16_t out_cap);
+
+/** Earliest deadline of any held run, or UINT64_MAX when nothing is held;
+ *  lets an idle program sleep exactly until it has work. */
+uint64_t jg_merge_next_deadline(const struct jg_engine *engine);
+
+/** Release everything held (shutdown, failover). Call repeatedly until
+ *  it returns 0 when out_cap is small. */
+uint16_t jg_merge_flush_all(struct jg_engine *engine, struct rte_mbuf **out,
+			    uint16_t out_cap);
+
+/* ------------------------------------------------------------------ */
+/* Per-flow control                                                    */
+
+/** A flow in the direction the engine merges: from src (Internet) to
+ *  dst (rack). Addresses and ports in network byte order. */
+struct jg_flow_key {
+	uint8_t ip_version; /**< 4 or 6 */
+	uint8_t protocol;   /**< IPPROTO_TCP (merge) or IPPROTO_UDP */
+	uint16_t src_port;
+	uint16_t dst_port;
+	union {
+		uint32_t v4;
+		uint8_t v6[16];
+	} src, dst;
+};
+
+/** Merge this flow even when merge_unknown_flows is false.
+ *  Returns 0, or -ENOSPC if the flow table cannot take it. */
+int jg_flow_onload(struct jg_engine *engine, const struct jg_flow_key *key);
+
+/**
+ * Stop merging this flow (the switch will now carry it directly). What
+ * the flow holds is released into out in sequence order. Returns the
+ * number of packets written, or -ENOSPC when out_cap is too small
+ * (nothing is released then; 2 * JG_MAX_RUNS_PER_FLOW suffices).
+ */
+int jg_flow_offload(struct jg_engine *engine, const struct jg_flow_key *key,
+		    struct rte_mbuf **out, uint16_t out_cap);
+
+/** MSS the internal endpoint of a flow advertised, 0 if unknown. Learned
+ *  from SYNs the split path sees going out. A flow whose internal
+ *  endpoint advertised at most 1460 is not merged: merging would send it
+ *  segments larger than it agreed to receive. */
+uint16_t jg_flow_internal_mss(struct jg_engine *engine,
+			      const struct jg_flow_key *key);
+
+/* ------------------------------------------------------------------ */
+/* Split (outbound)                                                    */
+
+/**
+ * Segment TCP packets larger than the path MTU of their destination.
+ * Other packets pass unchanged (a non-TCP packet above the path MTU is
+ * counted as oversize and passed; fragmenting it is not the engine's
+ * job). Segments are a copied header mbuf plus indirect mbufs that
+ * reference the original payload. Processing stops before an input
+ * whose segments would not fit in out; *consumed tells how many inputs
+ * were taken (never 0 when out_cap >= 64).
+ */
+uint16_t jg_split_burst(struct jg_engine *engine, struct rte_mbuf **pkts,
+			uint16_t nb_pkts, struct rte_mbuf **out,
+			uint16_t out_cap, uint16_t *consumed);
+
+/** A prefix of the path-MTU table (address in network byte order). */
+struct jg_prefix {
+	uint8_t ip_version; /**< 4 or 6 */
+	uint8_t depth;	    /**< prefix length */
+	union {
+		uint32_t v4;
+		uint8_t v6[16];
+	} addr;
+};
+
+/** Set the path MTU (576..65535) for a prefix. 0 or negative errno. */
+int jg_pmtu_set(struct jg_engine *engine, const struct jg_prefix *prefix,
+		uint16_t mtu);
+/** Remove a prefix; 0, or -ENOENT. */
+int jg_pmtu_delete(struct jg_engine *engine, const struct jg_prefix *prefix);
+/** Path MTU toward a destination (longest prefix match, else default). */
+uint16_t jg_pmtu_lookup_v4(const struct jg_engine *engine, uint32_t dst_be);
+uint16_t jg_pmtu_lookup_v6(const struct jg_engine *engine,
+			   const uint8_t dst[16]);
+
+/* ------------------------------------------------------------------ */
+/* UDP caravan                                                         */
+
+/*
+ * Wire format, inside an ordinary IPv4/IPv6 + UDP packet whose 5-tuple is
+ * the datagrams' and whose DSCP is the caravan code point:
+ *
+ *   struct jg_caravan_header, then count records, then the payloads
+ *   back to back in order.
+ *
+ * The records keep what differs between the datagrams (payload length,
+ * IPv4 ID, UDP checksum as sent), so unpacking rebuilds each datagram
+ * byte for byte; the header keeps the original TOS / traffic class
+ * that the caravan DSCP replaced.
+ */
+#define JG_CARAVAN_MAGIC   0x4a43u /* "JC" */
+#define JG_CARAVAN_VERSION 1u
+
+struct jg_caravan_header {
+	uint16_t magic;	      /**< JG_CARAVAN_MAGIC, network order */
+	uint8_t version;      /**< JG_CARAVAN_VERSION */
+	uint8_t count;	      /**< datagrams carried, >= 1 */
+	uint8_t original_tos; /**< TOS / traffic class of the datagrams */
+	uint8_t reserved;     /**< zero */
+} __attribute__((packed));
+
+struct jg_caravan_record {
+	uint16_t payload_length; /**< UDP payload bytes, network order */
+	uint16_t ipv4_id;	 /**< IPv4 ID as sent (0 for IPv6) */
+	uint16_t udp_checksum;	 /**< UDP checksum as sent */
+} __attribute__((packed));
+
+/**
+ * Pack consecutive UDP datagrams of the same flow (same addresses, ports,
+ * TTL, TOS, DF, flow label; no IP options or fragments) found in this
+ * burst into caravans of at most the internal MTU. A datagram that has
+ * no partner passes unchanged. Order within a flow is kept; *consumed
+ * as for jg_split_burst.
+ */
+uint16_t jg_caravan_pack(struct jg_engine *engine, struct rte_mbuf **pkts,
+			 uint16_t nb_pkts, struct rte_mbuf **out,
+			 uint16_t out_cap, uint16_t *consumed);
+
+/**
+ * Unpack caravans (UDP packets carrying the caravan DSCP) into the
+ * original datagrams; other packets pass unchanged. A malformed caravan
+ * is dropped and counted under its reason.
+ */
+uint16_t jg_caravan_unpack(struct jg_engine *engine, struct rte_mbuf **pkts,
+			   uint16_t nb_pkts, struct rte_mbuf **out,
+			   uint16_t out_cap, uint16_t *consumed);
+
+/* ------------------------------------------------------------------ */
+/* Statistics                                                          */
+
+#define JG_DROP_REASONS(X)                                                     \
+	X(JG_DROP_READY_QUEUE_FULL, "ready-queue-full")                        \
+	X(JG_DROP_NO_MBUF, "no-mbuf")                                          \
+	X(JG_DROP_CARAVAN_TRUNCATED, "caravan-truncated")                      \
+	X(JG_DROP_CARAVAN_BAD_MAGIC, "caravan-bad-magic")                      \
+	X(JG_DROP_CARAVAN_BAD_VERSION, "caravan-bad-version")                  \
+	X(JG_DROP_CARAVAN_BAD_COUNT, "caravan-bad-count")                      \
+	X(JG_DROP_CARAVAN_LENGTH_MISMATCH, "caravan-length-mismatch")          \
+	X(JG_DROP_CARAVAN_BAD_CHECKSUM, "caravan-bad-checksum")
+
+enum jg_drop_reason {
+#define JG_DROP_ENUM(name, text) name,
+	JG_DROP_REASONS(JG_DROP_ENUM)
+#undef JG_DROP_ENUM
+		JG_DROP_REASON_COUNT
+};
+
+/** Stable short name of a drop reason, for logs and metrics. */
+const char *jg_drop_reason_name(enum jg_drop_reason reason);
+
+struct jg_merge_stats {
+	uint64_t packets_in;	 /**< every packet given to merge */
+	uint64_t bytes_in;	 /**< their frame bytes */
+	uint64_t segments_out;	 /**< inputs released (merged or not), including
+				      those still in the ready queue */
+	uint64_t packets_out;	 /**< mbuf packets returned */
+	uint64_t bytes_out;	 /**< their frame bytes */
+	uint64_t merged_packets; /**< returned packets built of >1 input */
+	uint64_t passed_through; /**< inputs returned as they came */
+	uint64_t held_now;	 /**< inputs held in runs now */
+	uint64_t ready_now;	 /**< released packets not yet returned */
+	uint64_t dropped;	 /**< inputs dropped (see drops[]) */
+	uint64_t tcp_payload_in; /**< payload bytes of mergeable segments */
+	uint64_t tcp_payload_full; /**< of which left in packets >= 90% iMTU */
+	uint64_t flows_created;
+	uint64_t flows_evicted;	     /**< evictions that freed a slot */
+	uint64_t evictions_flushing; /**< evictions that released held runs */
+	uint64_t deadline_flushes;   /**< runs released by their deadline */
+	uint64_t delayed_flows;	     /**< runs that were allowed to wait */
+	uint64_t legacy_mss_passes;  /**< segments not merged: legacy MSS */
+	uint64_t bad_checksum_passes;
+	uint64_t overlap_passes; /**< retransmitted / overlapping segments */
+	/** Per input segment, time from arrival (now_ns of the call that
+	 *  took it) to the call that returned it. Bucket 0: < 1 us; bucket
+	 *  i: [2^(i-1), 2^i) us; the last bucket takes everything above. */
+	uint64_t delay_histogram_us[JG_DELAY_HISTOGRAM_BUCKETS];
+	uint64_t delay_sum_ns; /**< sum of those delays */
+};
+
+struct jg_split_stats {
+	uint64_t packets_in;
+	uint64_t packets_segmented; /**< inputs cut into segments */
+	uint64_t segments_out;	    /**< segments produced */
+	uint64_t passed_through;    /**< inputs that fit their path MTU */
+	uint64_t oversize_non_tcp;  /**< passed although above path MTU */
+	uint64_t dropped;
+	uint64_t mss_learned; /**< SYNs whose MSS option was recorded */
+};
+
+struct jg_caravan_stats {
+	uint64_t datagrams_packed;
+	uint64_t caravans_packed;
+	uint64_t caravans_unpacked;
+	uint64_t datagrams_unpacked;
+	uint64_t passed_through;
+	uint64_t dropped;
+};
+
+struct jg_stats {
+	struct jg_merge_stats merge;
+	struct jg_split_stats split;
+	struct jg_caravan_stats caravan;
+	uint64_t drops[JG_DROP_REASON_COUNT];
+	uint32_t flows_now;
+	uint32_t flow_capacity;
+	uint32_t flow_entry_bytes; /**< memory per flow-table entry */
+	uint64_t memory_bytes;	   /**< memory the engine allocated */
+};
+
+void jg_engine_get_stats(const struct jg_engine *engine,
+			 struct jg_stats *stats);
+
+/** Share of mergeable TCP payload that left in packets of at least 90%
+ *  of the internal MTU (0..1); 0 when no payload left yet. */
+double jg_stats_conversion_yield(const struct jg_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* JUMBOGATE_ENGINE_H */

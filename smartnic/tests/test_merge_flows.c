@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Merge across time and flows: reordering, sequence wrap, overlap and
+ * retransmission, the delay model and its global bound, MSS learning,
+ * onload/offload, and the flow table under pressure.
+ */
+#include <string.h>
+
+#include <rte_mbuf.h>
+
+#include "fixture.h"
+
+#define PAYLOAD 1000u
+
+static void id_for(struct pb_spec *spec, unsigned int index)
+{
+	spec->ip_id = (uint16_t)(100 + index);
+}
+
+/* Arrival A, C, B yields one packet A+B+C, in sequence order. */
+static void reorder_a_c_b(void)
+{
+	for (uint8_t version = 4; version <= 6; version += 2) {
+		struct fixture fx;
+		struct pb_spec base;
+		struct rte_mbuf *pkts[3];
+		const unsigned int order[3] = {0, 2, 1};
+
+		fixture_config(&fx);
+		fixture_start(&fx);
+		pb_defaults(&base, version);
+		for (unsigned int i = 0; i < 3; i++) {
+			id_for(&base, order[i]);
+			pkts[i] = fixture_segment(&base, order[i] * PAYLOAD,
+						  PAYLOAD);
+		}
+		fixture_merge(&fx, pkts, 3);
+		fixture_flush(&fx);
+		const uint32_t lengths[] = {3 * PAYLOAD};
+
+		fixture_expect_lengths(&fx, base.seq, lengths, 1);
+		fixture_finish(&fx);
+	}
+}
+
+/* With a hole that never fills, what is held leaves in sequence order. */
+static void hole_releases_in_order(void)
+{
+	struct fixture fx;
+	struct pb_spec base;
+	struct rte_mbuf *pkts[3];
+	const unsigned int order[3] = {3, 0, 1}; /* 2 is lost */
+	static uint8_t buffer[PB_MAX_FRAME];
+	struct pb_view first, second;
+
+	fixture_config(&fx);
+	fixture_start(&fx);
+	pb_defaults(&base, 4);
+	for (unsigned int i = 0; i < 3; i++) {
+		id_for(&base, order[i]);
+		pkts[i] = fixture_segment(&base, order[i] * PAYLOAD, PAYLOAD);
+	}
+	fixture_merge(&fx, pkts, 3);
+	fixture_flush(&fx);
+	CHECK_EQ(fx.out_count, 2);
+	if (fx.out_count == 2) {
+		CHECK(pb_check(fx.out[0], buffer, sizeof(buffer), &first) ==
+		      NULL);
+		CHECK_EQ(first.payload_length, 2 * PAYLOAD);
+		CHECK(pb_check(fx.out[1], buffer, sizeof(buffer), &second) ==
+		      NULL);
+		CHECK_EQ(second.seq, base.seq + 3 * PAYLOAD);
+		CHECK_EQ(first.seq, base.seq);
+	}
+	fixture_finish(&fx);
+}
+
+/* Sequence numbers wrap at 2^32 in the middle of a merged packet. */
+static void sequence_wraparound(void)
+{
+	struct fixture fx;
+	struct pb_spec base;
+	struct rte_mbuf *pkts[4];
+
+	fixture_config(&fx);
+	fixture_start(&fx);
+	pb_defaults(&base, 4);
+	base.seq = 0xffffffffu - 1500;
+	for (unsigned int i = 0; i < 4; i++) {
+		id_for(&base, i);
+		pkts[i] = fixture_segment(&base, i * PAYLOAD, PAYLOAD);
+	}
+	/* Reordered across the wrap too. */
+	struct rte_mbuf *swap = pkts[1];
+
+	pkts[1] = pkts[2];
+	pkts[2] = swap;
+	pkts[1]->ol_flags = 0;
+	fixture_merge(&fx, pkts, 4);
+	fixture_flush(&fx);
+	const uint32_t lengths[] = {4 * PAYLOAD};
+
+	fixture_expect_lengths(&fx, base.seq, lengths, 1);
+	fixture_finish(&fx);
+}
+
+/* Overlapping or duplicated data is passed through, never spliced. */
+static void overlap_and_duplicate(void)
+{
+	struct fixture fx;
+	struct pb_spec base;
+	struct rte_mbuf *pkts[4];
+	uint64_t total = 0;
+
+	fixture_config(&fx);
+	fixture_start(&fx);
+	pb_defaults(&base, 4);
+	id_for(&base, 0);
+	pkts[0] = fixture_segment(&base, 0, PAYLOAD);
+	id_for(&base, 1);
+	pkts[1] = fixture_segment(&base, PAYLOAD, PAYLOAD);
+	id_for(&base, 1);
+	pkts[2] = fixture_segment(&base, PAYLOAD, PAYLOAD); /* duplicate */
+	id_for(&base, 2);
+	pkts[3] = fixture_segment(&base, PAYLOAD + 500, PAYLOAD); /* overlap */
+	fixture_merge(&fx, pkts, 4);
+	fixture_flush(&fx);
+	/* Every output valid and carrying the right bytes; no output
+	 * contains any byte twice (each is at most one contiguous range). */
+	for (unsigned int i = 0; i < fx.out_count; i++) {
+		static uint8_t buffer[PB_MAX_FRAME];
+		struct pb_view view;
+
+		CHECK(pb_check(fx.out[i], buffer, sizeof(buffer), &view) ==
+		      NULL);
+		total += view.payload_length;
+		fixture_expect_packet(&fx, i, base.seq, view.payload_length);
+	}
+	CHECK_EQ(total, 4 * PAYLOAD);
+	CHECK_EQ(fx.out_count, 3);
+	struct jg_stats stats;
+
+	jg_engine_get_stats(fx.engine, &stats);
+	CHECK_EQ(stats.merge.overlap_passes, 2);
+	fixture_finish(&fx);
+}
+
+/* Drive a fast flow (one segment every 100 ns) so it qualifies for
+ * delayed merging, across bursts of one segment. */
+static void fast_flow(struct fixture *fx, struct pb_spec *base,
+		      unsigned int first, unsigned int count,
+		      uint32_t interval_ns)
+{
+	for (unsigned int i = first; i < first + count; i++) {
+		id_for(base, i);
+		fixture_merge_one(fx,
+				  fixture_segment(base, i * PAYLOAD, PAYLOAD));
+		fx->now_ns += interval_ns;
+	}
+}
+
+/* A fast flow waits across bursts and fills packets; a slow one is
+ * merged only within a burst. */
+static void delayed_merging_fast_vs_slow(void)
+{
+	struct fixture fx;
+	struct pb_spec base;
+	struct jg_stats stats;
+
+	fixture_config(&fx);
+	fixture_start(&fx);
+	pb_defaults(&base, 4);
+	/* 1000 bytes per 100 ns = 80 Gbps: above the 1 Gbps threshold. */
+	fast_flow(&fx, &base, 0, 1000, 100);
+	fixture_flush(&fx);
+	jg_engine_get_stats(fx.engine, &stats);
+	CHECK(stats.merge.delayed_flows > 0);
+	/* Most packets full: 8460 bytes. */
+	CHECK(jg_stats_conversion_yield(&stats) > 0.8);
+	fixture_finish(&fx);
+
+	fixture_config(&fx);
+	fixture_start(&fx);
+	pb_defaults(&base, 4);
+	/* 1000 bytes per 20 us = 400 Mbps: below the threshold. */
+	fast_flow(&fx, &base, 0, 50, 20000);
+	jg_engine_get_stats(fx.engine, &stats);
+	CHECK_EQ(stats.merge.held_now, 0);
+	CHECK_EQ(stats.merge.delayed_flows, 0);
+	CHECK_EQ(fx.out_count, 50);
+	fixture_finish(&fx);
+}
+
+/* No segment is held beyond the global bound, whatever the model says. */
+static void global_delay_bound(void)
+{
+	struct fixture fx;
+	struct pb_spec base;
+	struct jg_stats stats;
+
+	fixture_config(&fx);
+	fx.config.delay.max_delay_us = 10;
+	fx.config.delay.quantile = 0.999;
+	fixture_start(&fx);
+	pb_defaults(&base, 4);
+	fast_flow(&fx, &base, 0, 100, 100);
+	/* The flow stops; the tail waits at most 10 us. */
+	fx.now_ns += 10 * 1000;
+	fixture_timer(&fx);
+	jg_engine_get_stats(fx.engine, &stats);
+	CHECK_EQ(stats.merge.held_now, 0);
+	/* Histogram: nothing at or above 16 us. */
+	for (unsigned int b = 5; b < JG_DELAY_HISTOGRAM_BUCKETS; b++)
+		CHECK_EQ(stats.merge.delay_histogram_us[b], 0);
+	CHECK(jg_merge_next_deadline(fx.engine) == UINT64_MAX);
+	fixture_finish(&fx);
+}
+
+/* A timer call before the deadline releases nothing; after, it does. */
+static void timer_respects_deadline(void)
+{
+	struct fixture fx;
+	struct pb_spec base;
+	struct jg_stats stats;
+	uint64_t deadline;
+
+	fixture_config(&fx);
+	fx.config.delay.max_delay_us = 50;
+	fx.config.delay.yield_threshold = 2.0; /* always allowed to wait */
+	fixture_start(&fx);
+	pb_defaults(&base, 4);
+	fast_flow(&fx, &base, 0, 300, 100);
+	fast_flow(&fx, &base, 300, 1, 0); /* leaves a tail held */
+	jg_engine_get_stats(fx.engine, &stats);
+	CHECK(stats.merge.held_now > 0);
+	deadline = jg_merge_next_deadline(fx.engine);
+	CHECK(deadline != UINT64_MAX && deadline <= fx.now_ns + 50 * 1000);
+	fixture_timer(&fx);
+	jg_engine_get_stats(fx.engine, &stats);
+	CHECK(stats.merge.held_now > 0);
+	fx.now_ns = deadline + 1024;
+	fixture_timer(&fx);
+	jg_engine_get_stats(fx.engine, &stats);
+	CHECK_EQ(stats.merge.held_now, 0);
+	fixture_finish(&fx);
+}
+
+/* The SYN the rack side sends out carries its MSS; a legacy MSS means
+ * the flow must not be merged, a jumbo MSS means it may. */
+static void mss_learning(void)
+{
+	for (int legacy = 0; legacy <= 1; legacy++) {
+		struct fixture fx;
+		struct pb_spec base, syn;
+		struct rte_mbuf *out[4], *pkts[4];
+		uint16_t consumed, count;
+		uint16_t mss = legacy ? 1460 : 8960;
+
+		fixture_config(&fx);
+		fixture_start(&fx);
+		pb_defaults(&base, 4);
+		/* The rack host (dst of inbound) sends SYN-ACK outbound. */
+		pb_defaults(&syn, 4);
+		syn.src_v4 = base.dst_v4;
+		syn.dst_v4 = base.src_v4;
+		syn.src_port = base.dst_port;
+		syn.dst_port = base.src_port;
+		syn.tcp_flags = PB_TCP_SYN | PB_TCP_ACK;
+		syn.tcp_options[0] = 2;
+		syn.tcp_options[1] = 4;
+		syn.tcp_options[2] = (uint8_t)(mss >> 8);
+		syn.tcp_options[3] = (uint8_t)mss;
+		syn.tcp_options_length = 4;
+		pkts[0] = pb_build(fixture_pool, &syn);
+		count = jg_split_burst(fx.engine, pkts, 1, out, 4, &consumed);
+		CHECK_EQ(count, 1);
+		rte_pktmbuf_free_bulk(out, count);
+
+		struct jg_flow_key key = {.ip_version = 4, .protocol = 6};
+
+		key.src.v4 = rte_cpu_to_be_32(base.src_v4);
+		key.dst.v4 = rte_cpu_to_be_32(base.dst_v4);
+		key.src_port = rte_cpu_to_be_16(base.src_port);
+		key.dst_port = rte_cpu_to_be_16(base.dst_port);
+		CHECK_EQ(jg_flow_internal_mss(fx.engine, &key), mss);
+
+		for (unsigned int i = 0; i < 4; i++) {
+			id_for(&base, i);
+			pkts[i] = fixture_segment(&base, i * PAYLOAD, PAYLOAD);
+		}
+		fixture_merge(&fx, pkts, 4);
+		fixture_flush(&fx);
+		CHECK_EQ(fx.out_count, legacy ? 4 : 1);
+		fixture_finish(&fx);
+	}
+}
+
+static void key_of(const struct pb_spec *base, struct jg_flow_key *key)
+{
+	memset(key, 0, sizeof(*key));
+	key->ip_version = 4;
+	key->protocol = 6;
+	key->src.v4 = rte_cpu_to_be_32(base->src_v4);
+	key->dst.v4 = rte_cpu_to_be_32(base->dst_v4);
+	key->src_port = rte_cpu_to_be_16(base->src_port);
+	key->dst_port = rte_cpu_to_be_16(base->dst_port);
+}
+
+/* Offload releases what the flow holds and stops merging it; unknown
+ * flows are merged only when configured so; onload overrides that. */
+static void onload_offload(void)
+{
+	struct fixture fx;
+	struct pb_spec base;
+	struct jg_flow_key key;
+	struct rte_mbuf *out[8];
+	int released;
+
+	fixture_config(&fx);
+	fx.config.delay.rate_threshold_gbps = 0; /* everything may wait */
+	fixture_start(&fx);
+	pb_defaults(&base, 4);
+	key_of(&base, &key);
+	fast_flow(&fx, &base, 0, 3, 100);
+	released = jg_flow_offload(fx.engine, &key, out, 8);
+	CHECK(released >= 0);
+	for (int i = 0; i < released; i++)
+		fx.out[fx.out_count++] = out[i];
+	struct jg_stats stats;
+
+	jg_engine_get_stats(fx.engine, &stats);
+	CHECK_EQ(stats.merge.held_now, 0);
+	fixture_drop_outputs(&fx);
+	fast_flow(&fx, &base, 3, 4, 100);
+	CHECK_EQ(fx.out_count, 4); /* passed one by one */
+	fixture_finish(&fx);
+
+	fixture_config(&fx);
+	fx.config.merge_unknown_flows = false;
+	fixture_start(&fx);
+	pb_defaults(&base, 4);
+	key_of(&base, &key);
+	struct rte_mbuf *pkts[4];
+
+	for (unsigned int i = 0; i < 4; i++) {
+		id_for(&base, i);
+		pkts[i] = fixture_segment(&base, i * PAYLOAD, PAYLOAD);
+	}
+	fixture_merge(&fx, pkts, 4);
+	CHECK_EQ(fx.out_count, 4);
+	fixture_drop_outputs(&fx);
+	CHECK_EQ(jg_flow_onload(fx.engine, &key), 0);
+	for (unsigned int i = 4; i < 8; i++) {
+		id_for(&base, i);
+		pkts[i - 4] = fixture_segment(&base, i * PAYLOAD, PAYLOAD);
+	}
+	fixture_merge(&fx, pkts, 4);
+	fixture_flush(&fx);
+	CHECK_EQ(fx.out_count, 1);
+	fixture_finish(&fx);
+}
+
+/*
+ * A flood of one-packet flows, far beyond the table, mixed with one fast
+ * flow: memory stays fixed, the mice are evicted among themselves (and
+ * flushed when evicted), and the big flow keeps merging.
+ */
+static void mice_flood_eviction(void)
+{
+	struct fixture fx;
+	struct pb_spec base, mouse;
+	struct jg_stats stats;
+	uint64_t memory_before;
+	unsigned int next_segment = 0;
+
+	fixture_config(&fx);
+	fx.config.max_flows = 256;
+	fixture_start(&fx);
+	jg_engine_get_stats(fx.engine, &stats);
+	memory_before = stats.memory_bytes;
+	pb_defaults(&base, 4);
+	pb_defaults(&mouse, 4);
+	for (unsigned int round = 0; round < 400; round++) {
+		struct rte_mbuf *pkts[32];
+		unsigned int n = 0;
+
+		for (unsigned int k = 0; k < 24; k++) {
+			mouse.src_v4 = 0x0b000000u + round * 24 + k;
+			mouse.src_port = (uint16_t)(1024 + k);
+			pkts[n++] = fixture_segment(&mouse, 0, 100);
+		}
+		for (unsigned int k = 0; k < 8; k++) {
+			id_for(&base, next_segment);
+			pkts[n++] = fixture_segment(
+				&base, next_segment * PAYLOAD, PAYLOAD);
+			next_segment++;
+		}
+		fixture_merge(&fx, pkts, (uint16_t)n);
+		fx.now_ns += 800;
+		/* Keep memory use of the test bounded. */
+		if (fx.out_count > FIXTURE_MAX_OUT / 2)
+			fixture_drop_outputs(&fx);
+	}
+	fixture_flush(&fx);
+	jg_engine_get_stats(fx.engine, &stats);
+	CHECK_EQ(stats.memory_bytes, memory_before);
+	CHECK(stats.flows_now <= stats.flow_capacity);
+	CHECK(stats.merge.flows_evicted > 9000);
+	/* The big flow's payload: 3200 segments; most left full. */
+	CHECK(stats.merge.tcp_payload_full > 3200u * PAYLOAD * 8 / 10);
+	fixture_finish(&fx);
+}
+
+/* Eviction of a flow that holds data releases that data. */
+static void eviction_flushes_held(void)
+{
+	struct fixture fx;
+	struct pb_spec spec;
+	struct jg_stats stats;
+
+	fixture_config(&fx);
+	fx.config.max_flows = 16; /* two buckets of eight */
+	fx.config.delay.rate_threshold_gbps = 0;
+	fixture_start(&fx);
+	pb_defaults(&spec, 4);
+	/* Within one burst every flow holds its segment until the end of
+	 * the burst, so evictions during the burst must release them. */
+	struct rte_mbuf *pkts[64];
+
+	for (unsigned int i = 0; i < 64; i++) {
+		spec.src_port = (uint16_t)(2000 + i);
+		pkts[i] = fixture_segment(&spec, 0, PAYLOAD);
+	}
+	fixture_merge(&fx, pkts, 64);
+	jg_engine_get_stats(fx.engine, &stats);
+	CHECK(stats.merge.evictions_flushing > 0);
+	CHECK(stats.flows_now <= 16);
+	CHECK_EQ(stats.merge.packets_in,
+		 stats.merge.segments_out + stats.merge.held_now);
+	fixture_finish(&fx);
+}
+
+/* A too-small output array leaves packets in the ready queue; they come
+ * out on the next call and are never lost. */
+static void ready_queue_carries_over(void)
+{
+	struct fixture fx;
+	struct pb_spec spec;
+	struct rte_mbuf *pkts[16], *out[16];
+	uint16_t count, total = 0;
+
+	fixture_config(&fx);
+	fixture_start(&fx);
+	pb_defaults(&spec, 4);
+	spec.tcp_flags |= PB_TCP_PSH; /* each passes */
+	for (unsigned int i = 0; i < 16; i++) {
+		spec.src_port = (uint16_t)(3000 + i);
+		pkts[i] = fixture_segment(&spec, 0, PAYLOAD);
+	}
+	count = jg_merge_burst(fx.engine, pkts, 16, fx.now_ns, out, 5);
+	CHECK_EQ(count, 5);
+	total = count;
+	rte_pktmbuf_free_bulk(out, count);
+	while ((count = jg_merge_timer(fx.engine, fx.now_ns, out, 5)) > 0) {
+		total = (uint16_t)(total + count);
+		rte_pktmbuf_free_bulk(out, count);
+	}
+	CHECK_EQ(total, 16);
+	fixture_finish(&fx);
+}
+
+static void flow_entry_size(void)
+{
+	struct fixture fx;
+	struct jg_stats stats;
+
+	fixture_config(&fx);
+	fixture_start(&fx);
+	jg_engine_get_stats(fx.engine, &stats);
+	CHECK(stats.flow_entry_bytes <= 80);
+	CHECK(jg_drop_reason_name(JG_DROP_CARAVAN_BAD_MAGIC) != NULL &&
+	      strcmp(jg_drop_reason_name(JG_DROP_CARAVAN_BAD_MAGIC),
+		     "caravan-bad-magic") == 0);
+	fixture_finish(&fx);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct harness_case cases[] = {
+		HARNESS_CASE(reorder_a_c_b),
+		HARNESS_CASE(hole_releases_in_order),
+		HARNESS_CASE(sequence_wraparound),
+		HARNESS_CASE(overlap_and_duplicate),
+		HARNESS_CASE(delayed_merging_fast_vs_slow),
+		HARNESS_CASE(global_delay_bound),
+		HARNESS_CASE(timer_respects_deadline),
+		HARNESS_CASE(mss_learning),
+		HARNESS_CASE(onload_offload),
+		HARNESS_CASE(mice_flood_eviction),
+		HARNESS_CASE(eviction_flushes_held),
+		HARNESS_CASE(ready_queue_carries_over),
+		HARNESS_CASE(flow_entry_size),
+	};
+
+	return harness_main(argc, argv, "jg_test_merge_flows", cases,
+			    RTE_DIM(cases));
+}
