@@ -193,3 +193,134 @@ def test_switch_restart_converges(rig):
         time.sleep(0.3)
     log = rig.controller.output()
     assert "ALREADY_EXISTS" not in log and "Traceback" not in log
+
+
+# ----- with the real SmartNIC on the switch's nic port -----
+
+NIC_PORT = 5
+MERGE_SERVICE_PORT = 5201
+ELEPHANT_PORT = 7000
+
+
+def start_nic(rig: Rig, veths: list[lab.VethPair]) -> lab.Process:
+    binary = lab.BUILD / "smartnic" / "app" / "jumbogate-nic"
+    assert binary.exists(), "jumbogate-nic is not built: run 'make setup'"
+    rig.nic_generation = getattr(rig, "nic_generation", 0) + 1
+    nic = lab.Process(
+        [
+            binary,
+            "--no-huge",
+            "-m",
+            "512",
+            "--no-pci",
+            "--file-prefix",
+            f"jgc-nic-{rig.nic_generation}",
+            "-l",
+            "0-1",
+            f"--vdev=net_af_packet0,iface={veths[NIC_PORT - 1].b},blocksz=12288,framesz=12288,framecnt=512,qpairs=1",
+            "--",
+            "--grpc",
+            rig.config.smartnic_control,
+            "--internal-prefix",
+            "10.10.0.0/24",
+            "--internal-prefix",
+            "fd00:10::/64",
+            # Injected test traffic is slow: let every flow wait for its
+            # neighbours (up to 1 ms) so that merging is visible.
+            "--delay-rate-threshold-gbps",
+            "0",
+            "--delay-max-us",
+            "1000",
+        ],  # fmt: skip
+        rig.tmp / f"nic-{rig.nic_generation}.log",
+    ).start()
+    lab.wait_for_tcp(rig.config.smartnic_control, 30, process=nic.popen)
+    return nic
+
+
+def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def tcp_burst(dport: int, count: int, sport: int = 40000, payload: int = 1460):
+    """`count` in-order full-size segments of one external TCP flow toward web-1."""
+    from scapy.all import IP, TCP, Ether, Raw
+
+    return [
+        Ether(src="02:00:00:00:a0:01", dst="02:00:00:00:01:01")
+        / IP(src="203.0.113.7", dst="10.10.0.10", flags="DF", ttl=64)
+        / TCP(sport=sport, dport=dport, flags="A", seq=1000 + i * payload, ack=1, window=65535)
+        / Raw(bytes([i % 251]) * payload)
+        for i in range(count)
+    ]
+
+
+def send_and_capture(rig: Rig, veths: list[lab.VethPair], packets, *, dport: int) -> list[int]:
+    """Inject on external port 1 and return the IP lengths that reach web-1's port (3)."""
+    from scapy.all import IP, TCP, AsyncSniffer, sendp
+
+    sniffer = AsyncSniffer(iface=veths[2].b, lfilter=lambda p: TCP in p and p[TCP].dport == dport, store=True)
+    sniffer.start()
+    time.sleep(0.3)
+    sendp(packets, iface=veths[0].b, verbose=False)
+    time.sleep(1.5)
+    captured = sniffer.stop()
+    return [p[IP].len for p in captured]
+
+
+@pytest.fixture(scope="module")
+def nic_rig(rig):
+    veths = [lab.VethPair(f"jgcs{i}", f"jgch{i}") for i in range(len(PORTS))]
+    rig.nic = start_nic(rig, veths)
+    try:
+        wait_until(lambda: rig.stats()["nic"]["reachable"], 15, "the controller to see the SmartNIC")
+        wait_until(lambda: rig.desired_vs_switch(nic_up=True)[0].empty, 10, "steering entries on the switch")
+        yield rig, veths
+    finally:
+        rig.nic.stop()
+
+
+def test_merge_service_traffic_is_merged_by_the_smartnic(nic_rig):
+    rig, veths = nic_rig
+    sizes = send_and_capture(rig, veths, tcp_burst(MERGE_SERVICE_PORT, 24), dport=MERGE_SERVICE_PORT)
+    assert sum(s - 40 for s in sizes) == 24 * 1460, f"byte count changed: {sizes}"
+    assert max(sizes) > 1500, f"nothing was merged: {sizes}"
+
+
+def test_smartnic_outage_bypasses_and_restores(nic_rig):
+    rig, veths = nic_rig
+    rig.nic.stop(sig=9)
+    wait_until(lambda: not rig.stats()["nic"]["reachable"], 10, "the controller to notice the SmartNIC outage")
+    wait_until(lambda: rig.desired_vs_switch(nic_up=False)[0].empty, 5, "merge-path entries removed from the switch")
+    sizes = send_and_capture(rig, veths, tcp_burst(MERGE_SERVICE_PORT, 8, sport=40001), dport=MERGE_SERVICE_PORT)
+    assert sizes == [1500] * 8, f"during the outage traffic must bypass, whole and unmerged: {sizes}"
+
+    rig.nic = start_nic(rig, veths)
+    wait_until(lambda: rig.stats()["nic"]["reachable"], 15, "the controller to see the restarted SmartNIC")
+    wait_until(lambda: rig.desired_vs_switch(nic_up=True)[0].empty, 5, "merge-path entries restored")
+    sizes = send_and_capture(rig, veths, tcp_burst(MERGE_SERVICE_PORT, 24, sport=40002), dport=MERGE_SERVICE_PORT)
+    assert max(sizes) > 1500, f"merge path not restored: {sizes}"
+
+
+def test_elephant_is_onloaded_then_expires(nic_rig):
+    rig, veths = nic_rig
+    watch = subprocess.Popen([VENV_BIN / "jumbogatectl", "--controller", rig.api, "--json", "watch", "--duration", "40"], stdout=subprocess.PIPE, text=True)
+    try:
+        # 30 segments of 1500 bytes cross the 20000-byte threshold in one epoch.
+        send_and_capture(rig, veths, tcp_burst(ELEPHANT_PORT, 30, sport=41000), dport=ELEPHANT_PORT)
+        flows = wait_until(lambda: json.loads(rig.ctl("--json", "flows", "list").stdout).get("flows"), 10, "the elephant to be onloaded")
+        assert flows[0]["flow"]["dst_port"] == ELEPHANT_PORT and flows[0]["origin"] == "FLOW_ORIGIN_ELEPHANT"
+        wait_until(lambda: rig.desired_vs_switch(nic_up=True)[0].empty, 5, "the merge_flows entry on the switch")
+        # No more traffic: the switch reports the entry idle after 2 s.
+        wait_until(lambda: not json.loads(rig.ctl("--json", "flows", "list").stdout).get("flows"), 20, "the flow to expire")
+        wait_until(lambda: rig.desired_vs_switch(nic_up=True)[0].empty, 5, "the merge_flows entry removed")
+    finally:
+        watch.terminate()
+        events = watch.communicate(timeout=10)[0]
+    assert "EVENT_KIND_ELEPHANT_DETECTED" in events and "EVENT_KIND_FLOW_ONLOADED" in events and "EVENT_KIND_FLOW_EXPIRED" in events

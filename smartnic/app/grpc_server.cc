@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// nic.proto on top of the C control layer. This file only translates
+// between protobuf messages and control.h: validation, state and the
+// hand-over to the workers all live in control.c, so the data path stays
+// plain C and the C++ here never touches an engine.
+#include "grpc_server.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "control.h"
+#include "jumbogate/v1/nic.grpc.pb.h"
+
+namespace
+{
+
+namespace v1 = jumbogate::v1;
+
+grpc::Status to_status(const nic_result &result)
+{
+	if (result.status == NIC_STATUS_OK)
+		return grpc::Status::OK;
+	return grpc::Status(static_cast<grpc::StatusCode>(result.status),
+			    result.message);
+}
+
+void fill_config(const nic_config_view &view, v1::NicConfig *config)
+{
+	config->set_internal_mtu(view.internal_mtu);
+	config->set_max_flows(view.max_flows);
+	config->set_max_segments(view.max_segments);
+	config->mutable_delay()->set_rate_threshold_bps(
+		view.rate_threshold_bps);
+	config->mutable_delay()->set_yield_threshold(view.yield_threshold);
+	config->mutable_delay()->set_quantile(view.quantile);
+	config->mutable_delay()->set_max_delay_us(view.max_delay_us);
+	config->set_default_path_mtu(view.default_path_mtu);
+	config->set_merge_unknown_flows(view.merge_unknown_flows);
+}
+
+class NicService final : public v1::Nic::Service
+{
+      public:
+	grpc::Status GetInfo(grpc::ServerContext *, const v1::GetInfoRequest *,
+			     v1::NicInfo *reply) override
+	{
+		nic_info_view info;
+
+		nic_control_info(&info);
+		reply->set_boot_id(info.boot_id);
+		reply->set_version(JUMBOGATE_NIC_VERSION);
+		reply->set_uptime_s(info.uptime_s);
+		reply->set_workers(info.workers);
+		for (unsigned int p = 0; p < info.port_count; p++)
+			reply->add_ports(info.ports[p]);
+		return grpc::Status::OK;
+	}
+
+	grpc::Status GetConfig(grpc::ServerContext *,
+			       const v1::GetConfigRequest *,
+			       v1::NicConfig *reply) override
+	{
+		nic_config_view view{};
+
+		nic_control_get_config(&view);
+		fill_config(view, reply);
+		return grpc::Status::OK;
+	}
+
+	grpc::Status Configure(grpc::ServerContext *,
+			       const v1::NicConfig *request,
+			       v1::NicConfig *reply) override
+	{
+		nic_config_request req{};
+		nic_config_view view{};
+
+		req.values.internal_mtu = request->internal_mtu();
+		req.values.max_flows = request->max_flows();
+		req.values.max_segments = request->max_segments();
+		req.values.rate_threshold_bps =
+			request->delay().rate_threshold_bps();
+		req.values.yield_threshold = request->delay().yield_threshold();
+		req.values.quantile = request->delay().quantile();
+		req.values.max_delay_us = request->delay().max_delay_us();
+		req.values.default_path_mtu = request->default_path_mtu();
+		req.values.merge_unknown_flows = request->merge_unknown_flows();
+		req.set_merge_unknown_flows =
+			request->set_merge_unknown_flows();
+		grpc::Status status =
+			to_status(nic_control_configure(&req, &view));
+		if (status.ok())
+			fill_config(view, reply);
+		return status;
+	}
+
+	grpc::Status SetPathMtu(grpc::ServerContext *,
+				const v1::SetPathMtuRequest *request,
+				v1::SetPathMtuResponse *) override
+	{
+		return to_status(nic_control_set_path_mtu(
+			request->prefix().cidr().c_str(), request->mtu()));
+	}
+
+	grpc::Status DeletePathMtu(grpc::ServerContext *,
+				   const v1::DeletePathMtuRequest *request,
+				   v1::DeletePathMtuResponse *) override
+	{
+		return to_status(nic_control_delete_path_mtu(
+			request->prefix().cidr().c_str()));
+	}
+
+	grpc::Status ListPathMtus(grpc::ServerContext *,
+				  const v1::ListPathMtusRequest *,
+				  v1::ListPathMtusResponse *reply) override
+	{
+		size_t count = 0;
+		std::unique_ptr<nic_path_mtu_entry, decltype(&std::free)>
+			entries(nic_control_list_path_mtus(&count), &std::free);
+
+		for (size_t i = 0; i < count; i++) {
+			v1::PathMtu *entry = reply->add_entries();
+			entry->mutable_prefix()->set_cidr(
+				entries.get()[i].cidr);
+			entry->set_mtu(entries.get()[i].mtu);
+		}
+		return grpc::Status::OK;
+	}
+
+	grpc::Status OnloadFlow(grpc::ServerContext *,
+				const v1::NicFlowRequest *request,
+				v1::NicFlowResponse *) override
+	{
+		const v1::FiveTuple &flow = request->flow();
+
+		return to_status(nic_control_onload(
+			flow.src_ip().c_str(), flow.dst_ip().c_str(),
+			flow.protocol(), flow.src_port(), flow.dst_port()));
+	}
+
+	grpc::Status OffloadFlow(grpc::ServerContext *,
+				 const v1::NicFlowRequest *request,
+				 v1::NicFlowResponse *reply) override
+	{
+		const v1::FiveTuple &flow = request->flow();
+		uint64_t flushed = 0;
+		grpc::Status status = to_status(nic_control_offload(
+			flow.src_ip().c_str(), flow.dst_ip().c_str(),
+			flow.protocol(), flow.src_port(), flow.dst_port(),
+			&flushed));
+
+		reply->set_flushed_packets(flushed);
+		return status;
+	}
+
+	grpc::Status ListFlows(grpc::ServerContext *,
+			       const v1::ListNicFlowsRequest *,
+			       v1::ListNicFlowsResponse *reply) override
+	{
+		size_t count = 0;
+		nic_result result;
+		std::unique_ptr<nic_flow_entry, decltype(&std::free)> entries(
+			nic_control_list_flows(&count, &result), &std::free);
+
+		for (size_t i = 0; i < count; i++) {
+			const nic_flow_entry &entry = entries.get()[i];
+			v1::NicFlow *flow = reply->add_flows();
+
+			flow->mutable_flow()->set_src_ip(entry.src_ip);
+			flow->mutable_flow()->set_dst_ip(entry.dst_ip);
+			flow->mutable_flow()->set_protocol(entry.protocol);
+			flow->mutable_flow()->set_src_port(entry.src_port);
+			flow->mutable_flow()->set_dst_port(entry.dst_port);
+			flow->set_packets_in(entry.packets_in);
+			flow->set_merged_packets(entry.merged_packets);
+		}
+		return to_status(result);
+	}
+
+	grpc::Status GetStats(grpc::ServerContext *,
+			      const v1::GetNicStatsRequest *,
+			      v1::NicStats *reply) override
+	{
+		nic_totals totals;
+		grpc::Status status = to_status(nic_control_stats(&totals));
+		const jg_stats &engine = totals.engine;
+		const char *reason;
+
+		if (!status.ok())
+			return status;
+		reply->set_packets_in(totals.counters.rx_packets);
+		reply->set_bytes_in(totals.counters.rx_bytes);
+		reply->set_packets_out(totals.counters.tx_packets);
+		reply->set_bytes_out(totals.counters.tx_bytes);
+		reply->set_packets_held(totals.held);
+		reply->set_merged_packets(engine.merge.merged_packets);
+		reply->set_segments_merged(totals.segments_merged);
+		reply->set_conversion_yield(totals.conversion_yield);
+		reply->set_split_packets(engine.split.packets_segmented);
+		reply->set_split_segments_out(engine.split.segments_out);
+		reply->set_caravans_packed(engine.caravan.caravans_packed);
+		reply->set_caravans_unpacked(engine.caravan.caravans_unpacked);
+		for (unsigned int i = 0; (reason = nic_drop_reason_name(i));
+		     i++) {
+			v1::DropCount *drop = reply->add_drops();
+			drop->set_reason(reason);
+			drop->set_packets(nic_drop_count(&totals, i));
+		}
+		for (unsigned int b = 0; b < JG_DELAY_HISTOGRAM_BUCKETS; b++) {
+			v1::HistogramBucket *bucket = reply->add_merge_delay();
+			bucket->set_le_us(nic_delay_bucket_upper_us(b));
+			bucket->set_count(engine.merge.delay_histogram_us[b]);
+		}
+		reply->set_flows_active(engine.flows_now);
+		reply->set_flows_evicted(engine.merge.flows_evicted);
+		return grpc::Status::OK;
+	}
+};
+
+NicService service;
+std::unique_ptr<grpc::Server> server;
+
+// gRPC only logs why a bind failed; binding once ourselves first turns the
+// common mistakes into a message that names them.
+bool check_tcp_address(const std::string &address, char *error,
+		       size_t error_len)
+{
+	size_t colon = address.rfind(':');
+	if (colon == std::string::npos || colon + 1 == address.size()) {
+		snprintf(error, error_len,
+			 "gRPC address '%s' is neither HOST:PORT nor "
+			 "unix:PATH",
+			 address.c_str());
+		return false;
+	}
+	std::string host = address.substr(0, colon);
+	std::string port = address.substr(colon + 1);
+	if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+		host = host.substr(1, host.size() - 2);
+
+	addrinfo hints{};
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
+	addrinfo *found = nullptr;
+	int resolved = getaddrinfo(host.empty() ? nullptr : host.c_str(),
+				   port.c_str(), &hints, &found);
+	if (resolved != 0) {
+		snprintf(error, error_len, "gRPC address '%s': %s",
+			 address.c_str(), gai_strerror(resolved));
+		return false;
+	}
+	bool usable = true;
+	for (addrinfo *ai = found; ai && usable; ai = ai->ai_next) {
+		int fd =
+			socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+		if (fd < 0)
+			continue;
+		int one = 1;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+			snprintf(error, error_len, "gRPC address %s is %s",
+				 address.c_str(),
+				 errno == EADDRINUSE
+					 ? "in use by another process"
+					 : strerror(errno));
+			usable = false;
+		}
+		close(fd);
+	}
+	freeaddrinfo(found);
+	return usable;
+}
+
+} // namespace
+
+extern "C" bool nic_grpc_start(const char *address, char *error,
+			       size_t error_len)
+{
+	std::string where(address);
+	bool unix_socket = where.rfind("unix:", 0) == 0;
+
+	if (!unix_socket && !check_tcp_address(where, error, error_len))
+		return false;
+	grpc::ServerBuilder builder;
+	int selected_port = 0;
+	// Two programs on one port would split the controller's calls
+	// between them; refuse instead of sharing.
+	builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+	builder.AddListeningPort(where, grpc::InsecureServerCredentials(),
+				 &selected_port);
+	builder.RegisterService(&service);
+	server = builder.BuildAndStart();
+	if (!server || selected_port == 0) {
+		snprintf(error, error_len,
+			 "cannot serve gRPC on %s (address in use or not "
+			 "allowed)",
+			 address);
+		server.reset();
+		return false;
+	}
+	return true;
+}
+
+extern "C" void nic_grpc_stop(void)
+{
+	if (!server)
+		return;
+	// Calls in flight get a moment to finish; the workers still run.
+	server->Shutdown(std::chrono::system_clock::now() +
+			 std::chrono::seconds(3));
+	server->Wait();
+	server.reset();
+}

@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * jumbogate-nic: the SmartNIC program. The main lcore serves control
+ * (gRPC, telemetry, signals); every worker lcore runs nic_worker_run().
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_hash.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "control.h"
+#include "engines.h"
+#include "grpc_server.h"
+#include "nic.h"
+#include "ports.h"
+#include "stats.h"
+#include "telemetry.h"
+
+/* Small buffers for headers the engine writes (Ethernet, VLANs, IP with
+ * extensions, TCP with options) and for indirect mbufs, which carry no
+ * data of their own. */
+#define HEADER_DATA_ROOM	     (RTE_PKTMBUF_HEADROOM + 256)
+#define HEADER_MBUFS_PER_WORKER_PORT 16384
+#define COMMAND_RING_SIZE	     64
+#define FLOW_COUNTER_ENTRIES	     65536u
+
+static struct nic the_nic;
+static volatile sig_atomic_t signalled;
+
+static void on_signal(int number)
+{
+	signalled = number;
+}
+
+static bool create_workers(struct nic *nic)
+{
+	unsigned int lcore_id;
+
+	RTE_LCORE_FOREACH_WORKER(lcore_id)
+	{
+		struct nic_worker *worker;
+
+		if (nic->worker_count == NIC_MAX_WORKERS) {
+			fprintf(stderr,
+				"jumbogate-nic: at most %d worker lcores\n",
+				NIC_MAX_WORKERS);
+			return false;
+		}
+		worker = &nic->workers[nic->worker_count];
+		worker->index = nic->worker_count;
+		worker->lcore_id = lcore_id;
+		worker->queue_id = (uint16_t)nic->worker_count;
+		nic->worker_count++;
+	}
+	if (nic->worker_count == 0) {
+		fprintf(stderr,
+			"jumbogate-nic: no worker lcore: give the EAL at least "
+			"two (e.g. -l 0-1); the main lcore serves control, the "
+			"others poll the ports\n");
+		return false;
+	}
+	return true;
+}
+
+static bool create_engines(struct nic *nic)
+{
+	const struct nic_options *options = nic->options;
+	unsigned int pool_size = HEADER_MBUFS_PER_WORKER_PORT *
+				 nic->worker_count * nic->port_count;
+
+	nic->header_pool =
+		rte_pktmbuf_pool_create("jg_headers", pool_size, 256, 0,
+					HEADER_DATA_ROOM, rte_socket_id());
+	if (nic->header_pool == NULL) {
+		fprintf(stderr,
+			"jumbogate-nic: cannot allocate %u header buffers: %s "
+			"(give the EAL more memory, e.g. -m 512)\n",
+			pool_size, rte_strerror(rte_errno));
+		return false;
+	}
+	nic->engine_config = options->engine;
+	for (unsigned int w = 0; w < nic->worker_count; w++) {
+		struct nic_worker *worker = &nic->workers[w];
+		char name[RTE_RING_NAMESIZE];
+		struct rte_hash_parameters hash = {
+			.entries = RTE_MIN(options->engine.max_flows,
+					   FLOW_COUNTER_ENTRIES),
+			.key_len = sizeof(struct jg_flow_key),
+			.socket_id = (int)rte_socket_id(),
+		};
+
+		for (unsigned int p = 0; p < nic->port_count; p++) {
+			worker->engines[p] = nic_engine_create(
+				nic, &nic->engine_config, w, p);
+			if (worker->engines[p] == NULL) {
+				fprintf(stderr,
+					"jumbogate-nic: cannot create the "
+					"engine of worker %u, port %s: %s "
+					"(check --max-flows and the EAL "
+					"memory, -m)\n",
+					w, nic->ports[p].name,
+					rte_strerror(rte_errno));
+				return false;
+			}
+			for (unsigned int i = 0; i < options->path_mtu_count;
+			     i++) {
+				int result = jg_pmtu_set(
+					worker->engines[p],
+					&options->path_mtus[i].prefix,
+					options->path_mtus[i].mtu);
+				if (result < 0) {
+					fprintf(stderr,
+						"jumbogate-nic: --path-mtu "
+						"number %u refused: %s\n",
+						i + 1, strerror(-result));
+					return false;
+				}
+			}
+		}
+		snprintf(name, sizeof(name), "jg_cmd_%u", w);
+		worker->commands =
+			rte_ring_create(name, COMMAND_RING_SIZE, SOCKET_ID_ANY,
+					RING_F_SP_ENQ | RING_F_SC_DEQ);
+		snprintf(name, sizeof(name), "jg_flows_%u", w);
+		hash.name = name;
+		worker->flow_counters = rte_hash_create(&hash);
+		if (worker->commands == NULL || worker->flow_counters == NULL) {
+			fprintf(stderr,
+				"jumbogate-nic: cannot create the command ring "
+				"or flow counters of worker %u: %s\n",
+				w, rte_strerror(rte_errno));
+			return false;
+		}
+	}
+	return true;
+}
+
+static void destroy_engines(struct nic *nic)
+{
+	for (unsigned int w = 0; w < nic->worker_count; w++) {
+		struct nic_worker *worker = &nic->workers[w];
+		const void *key;
+		void *data;
+		uint32_t next = 0;
+
+		for (unsigned int p = 0; p < nic->port_count; p++)
+			if (worker->engines[p])
+				jg_engine_destroy(worker->engines[p]);
+		if (worker->flow_counters) {
+			while (rte_hash_iterate(worker->flow_counters, &key,
+						&data, &next) >= 0)
+				free(data);
+			rte_hash_free(worker->flow_counters);
+		}
+		rte_ring_free(worker->commands);
+	}
+}
+
+static uint64_t new_boot_id(void)
+{
+	uint64_t id = 0;
+
+	/* Unique per start so the controller can tell a restart. */
+	if (getrandom(&id, sizeof(id), 0) != sizeof(id) || id == 0)
+		id = nic_now_ns() ^ ((uint64_t)getpid() << 32);
+	return id;
+}
+
+/* One line a script can parse: the totals at exit. */
+static void print_totals(const char *event, const struct nic_totals *t)
+{
+	printf("{\"event\": \"%s\", \"packets_in\": %" PRIu64
+	       ", \"packets_out\": %" PRIu64 ", \"packets_held\": %" PRIu64
+	       ", \"packets_dropped\": %" PRIu64
+	       ", \"packets_absorbed\": %" PRIu64
+	       ", \"packets_created\": %" PRIu64
+	       ", \"merged_packets\": %" PRIu64 ", \"split_packets\": %" PRIu64
+	       "}\n",
+	       event, t->counters.rx_packets, t->counters.tx_packets, t->held,
+	       t->dropped, t->absorbed, t->created,
+	       t->engine.merge.merged_packets,
+	       t->engine.split.packets_segmented);
+	fflush(stdout);
+}
+
+static void final_totals(struct nic *nic)
+{
+	struct nic_worker_snapshot snapshots[NIC_MAX_WORKERS];
+	struct nic_totals totals;
+
+	/* The workers have stopped: their state can be read directly. */
+	for (unsigned int w = 0; w < nic->worker_count; w++)
+		nic_worker_snapshot(&nic->workers[w], &snapshots[w]);
+	nic_totals_compute(&totals, snapshots, nic->worker_count);
+	print_totals("exit", &totals);
+}
+
+int main(int argc, char **argv)
+{
+	static struct nic_options options;
+	struct nic *nic = &the_nic;
+	char error[NIC_ERROR_LEN];
+	bool grpc_started = false;
+	int status = EXIT_FAILURE;
+	char *eal_argv[NIC_MAX_EAL_ARGS];
+	int eal_used;
+
+	switch (nic_options_parse(&options, argc, argv)) {
+	case NIC_PARSE_OK:
+		break;
+	case NIC_PARSE_EXIT_SUCCESS:
+		nic_options_free(&options);
+		return EXIT_SUCCESS;
+	case NIC_PARSE_ERROR:
+		nic_options_free(&options);
+		return 2;
+	}
+	/* The EAL rewrites its argv (it moves the program name), so it gets
+	 * a copy of the array and the options keep the strings they own. */
+	memcpy(eal_argv, options.eal_argv, sizeof(eal_argv));
+	eal_used = rte_eal_init(options.eal_argc, eal_argv);
+	if (eal_used < 0) {
+		fprintf(stderr,
+			"jumbogate-nic: the DPDK EAL did not start (see its "
+			"messages above; in development try --no-huge -m 512 "
+			"--file-prefix NAME)\n");
+		nic_options_free(&options);
+		return EXIT_FAILURE;
+	}
+	if (eal_used + 1 < options.eal_argc) {
+		fprintf(stderr,
+			"jumbogate-nic: the EAL did not take '%s'; put the "
+			"program's options after \"--\"\n",
+			options.eal_argv[eal_used + 1]);
+		goto out;
+	}
+	nic->options = &options;
+	nic->boot_id = new_boot_id();
+	nic->start_ns = nic_now_ns();
+	atomic_init(&nic->stop, false);
+	nic_instance = nic;
+	if (options.internal_prefix_count == 0)
+		fprintf(stderr,
+			"jumbogate-nic: warning: no --internal-prefix: nothing "
+			"is inbound or outbound, every packet passes "
+			"untouched\n");
+	if (!create_workers(nic) || !nic_ports_resolve(nic) ||
+	    !create_engines(nic) || !nic_ports_start(nic))
+		goto out;
+	nic_control_init(nic);
+	nic_telemetry_register();
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	if (strcmp(options.grpc_address, "none") != 0) {
+		if (!nic_grpc_start(options.grpc_address, error,
+				    sizeof(error))) {
+			fprintf(stderr, "jumbogate-nic: %s\n", error);
+			goto out_ports;
+		}
+		grpc_started = true;
+	}
+	for (unsigned int w = 0; w < nic->worker_count; w++)
+		rte_eal_remote_launch(nic_worker_run, &nic->workers[w],
+				      nic->workers[w].lcore_id);
+	printf("jumbogate-nic ready: boot_id %" PRIu64
+	       ", %u ports, %u workers, grpc %s\n",
+	       nic->boot_id, nic->port_count, nic->worker_count,
+	       options.grpc_address);
+	fflush(stdout);
+
+	while (!signalled) {
+		const struct timespec tick = {.tv_nsec = 20 * 1000 * 1000};
+		nanosleep(&tick, NULL);
+	}
+	fprintf(stderr,
+		"jumbogate-nic: %s: flushing held packets and stopping\n",
+		strsignal(signalled));
+	/* Control first, so that no command arrives after the workers. */
+	if (grpc_started)
+		nic_grpc_stop();
+	atomic_store(&nic->stop, true);
+	rte_eal_mp_wait_lcore();
+	final_totals(nic);
+	status = EXIT_SUCCESS;
+out_ports:
+	nic_control_fini();
+	if (status != EXIT_SUCCESS) {
+		atomic_store(&nic->stop, true);
+		rte_eal_mp_wait_lcore();
+	}
+	nic_ports_stop(nic);
+out:
+	destroy_engines(nic);
+	rte_eal_cleanup();
+	nic_options_free(&options);
+	return status;
+}

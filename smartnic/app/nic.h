@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The running program: ports, workers and the commands that carry
+ * configuration from the control thread to the workers.
+ *
+ * Ownership rule: an engine and a worker's counters are touched only by
+ * the worker that owns them. The control thread (gRPC, telemetry) never
+ * reads or writes them directly; it posts a command on the worker's ring
+ * and waits for the worker to carry it out between two bursts. New
+ * engines are built by the control thread while no worker can see them
+ * and handed over by a command, so configuration changes never race with
+ * packet processing.
+ */
+#ifndef JUMBOGATE_NIC_NIC_H
+#define JUMBOGATE_NIC_NIC_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jumbogate/engine.h>
+
+#include "counters.h"
+#include "options.h"
+
+struct rte_hash;
+struct rte_mempool;
+struct rte_ring;
+
+#define NIC_MAX_WORKERS 16
+
+struct nic_port {
+	uint16_t port_id;
+	/* Where what arrives on this port leaves (itself by default). */
+	uint16_t tx_port_id;
+	char name[NIC_NAME_LEN];
+};
+
+/* What a worker reports about itself; built by the worker on request. */
+struct nic_worker_snapshot {
+	struct nic_counters counters;
+	struct jg_stats engine; /* every engine of the worker, summed */
+};
+
+/* Per-flow counters for ListFlows, kept only for onloaded flows. */
+struct nic_flow_counters {
+	uint64_t packets_in;
+	uint64_t merged_packets;
+};
+
+struct nic_worker {
+	unsigned int index;
+	unsigned int lcore_id;
+	uint16_t queue_id;
+	/* One engine per port: what an engine holds must leave through the
+	 * transmit port of the port it came from. */
+	struct jg_engine *engines[NIC_MAX_PORTS];
+	struct rte_ring *commands;
+	/* Onloaded flows -> struct nic_flow_counters (worker-owned). */
+	struct rte_hash *flow_counters;
+	struct nic_counters counters;
+	/* Counters of engines that were replaced by a reconfiguration, so
+	 * that totals survive it. */
+	struct jg_stats retired;
+	/* Current idle sleep; doubles while idle, 0 after work. */
+	uint64_t idle_sleep_ns;
+};
+
+struct nic {
+	struct nic_options *options;
+	unsigned int port_count;
+	struct nic_port ports[NIC_MAX_PORTS];
+	unsigned int worker_count;
+	struct nic_worker workers[NIC_MAX_WORKERS];
+	struct rte_mempool *header_pool;
+	/* The configuration engines are built from; changed only by the
+	 * control thread, under the control lock. */
+	struct jg_engine_config engine_config;
+	atomic_bool stop;
+	uint64_t boot_id;
+	uint64_t start_ns;
+};
+
+enum nic_command_type {
+	NIC_CMD_SNAPSHOT,
+	NIC_CMD_PMTU_SET,
+	NIC_CMD_PMTU_DELETE,
+	NIC_CMD_FLOW_ONLOAD,
+	NIC_CMD_FLOW_OFFLOAD,
+	NIC_CMD_FLOW_COUNTERS,
+	NIC_CMD_SWAP_ENGINES,
+};
+
+enum nic_command_state {
+	NIC_COMMAND_PENDING,
+	NIC_COMMAND_DONE,
+	NIC_COMMAND_ABANDONED, /* the waiter gave up; the worker frees it */
+};
+
+struct nic_command {
+	enum nic_command_type type;
+	union {
+		struct {
+			struct jg_prefix prefix;
+			uint16_t mtu;
+		} pmtu;
+		struct jg_flow_key flow;
+		/* In: replacements; out: the engines they replaced. */
+		struct jg_engine *engines[NIC_MAX_PORTS];
+		/* Counters of these flows, written by the worker into
+		 * counters[0..count) (an array of the waiter's). */
+		struct {
+			const struct jg_flow_key *keys;
+			struct nic_flow_counters *counters;
+			size_t count;
+		} flows;
+	} arg;
+	/* Results. */
+	int result;
+	uint64_t packets; /* released by an offload */
+	struct nic_worker_snapshot snapshot;
+	_Atomic int state;
+};
+
+/* Monotonic time in nanoseconds, the clock every engine call is given. */
+uint64_t nic_now_ns(void);
+
+/* A worker's counters and its engines' statistics, summed. Only the
+ * worker itself may call it while it runs (a NIC_CMD_SNAPSHOT command). */
+void nic_worker_snapshot(const struct nic_worker *worker,
+			 struct nic_worker_snapshot *snapshot);
+
+/* Worker main loop (an lcore function); arg is the struct nic_worker. */
+int nic_worker_run(void *arg);
+
+/* Set by main before workers start. */
+extern struct nic *nic_instance;
+
+#endif /* JUMBOGATE_NIC_NIC_H */

@@ -1,0 +1,679 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "options.h"
+
+#include <rte_mbuf.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum option_id {
+	OPT_HELP,
+	OPT_VERSION,
+	OPT_CONFIG,
+	OPT_EAL,
+	OPT_PORT,
+	OPT_RETURN_PORT,
+	OPT_PORT_MTU,
+	OPT_MBUFS,
+	OPT_MBUF_SIZE,
+	OPT_BURST,
+	OPT_IDLE_SLEEP,
+	OPT_GRPC,
+	OPT_INTERNAL_PREFIX,
+	OPT_INTERNAL_MTU,
+	OPT_DEFAULT_PATH_MTU,
+	OPT_PATH_MTU,
+	OPT_MAX_FLOWS,
+	OPT_MAX_SEGMENTS,
+	OPT_MERGE_UNKNOWN,
+	OPT_DELAY_RATE,
+	OPT_DELAY_YIELD,
+	OPT_DELAY_QUANTILE,
+	OPT_DELAY_MAX,
+	OPT_RAISE_SYN_MSS,
+	OPT_CARAVAN_PACK,
+	OPT_CARAVAN_DSCP,
+};
+
+struct option_spec {
+	enum option_id id;
+	const char *name;
+	const char *argument; /* NULL for flags */
+	const char *help;
+};
+
+static const struct option_spec option_specs[] = {
+	{OPT_HELP, "help", NULL, "print this help and exit"},
+	{OPT_VERSION, "version", NULL, "print the version and exit"},
+	{OPT_CONFIG, "config", "FILE",
+	 "read options from FILE (\"key = value\" lines, keys are the long "
+	 "option names); options are applied in order, so later ones "
+	 "override"},
+	{OPT_EAL, "eal", "ARGS",
+	 "DPDK EAL arguments as one string (instead of putting them before "
+	 "\"--\")"},
+	{OPT_PORT, "port", "DEVICE",
+	 "serve this DPDK device (PCI address or vdev name, e.g. "
+	 "net_af_packet0); repeatable; default: every probed port"},
+	{OPT_RETURN_PORT, "return-port", "RX=TX",
+	 "send what arrives on device RX out of device TX instead of back "
+	 "out of RX; repeatable"},
+	{OPT_PORT_MTU, "port-mtu", "BYTES",
+	 "largest IP packet the ports carry (default 9000)"},
+	{OPT_MBUFS, "mbufs", "N",
+	 "packet buffers per port (default 8192); held segments use them"},
+	{OPT_MBUF_SIZE, "mbuf-size", "BYTES",
+	 "data bytes of a packet buffer (default: one whole frame of "
+	 "--port-mtu, doubled until the port accepts it; net_af_packet "
+	 "needs its framesz)"},
+	{OPT_BURST, "burst", "N", "packets per receive burst (default 32)"},
+	{OPT_IDLE_SLEEP, "idle-sleep-max-us", "US",
+	 "longest sleep of an idle worker, never past a merge deadline "
+	 "(default 100; 0 busy-polls)"},
+	{OPT_GRPC, "grpc", "ADDRESS",
+	 "gRPC control address: HOST:PORT or unix:PATH, \"none\" to disable "
+	 "(default " NIC_DEFAULT_GRPC_ADDRESS ")"},
+	{OPT_INTERNAL_PREFIX, "internal-prefix", "CIDR",
+	 "addresses inside the rack; repeatable. Packets to them are merged "
+	 "(inbound), packets from them to elsewhere are split (outbound); "
+	 "the rest passes untouched"},
+	{OPT_INTERNAL_MTU, "internal-mtu", "BYTES",
+	 "largest merged packet, IP length (default 8500)"},
+	{OPT_DEFAULT_PATH_MTU, "default-path-mtu", "BYTES",
+	 "path MTU toward destinations without a rule (default 1500)"},
+	{OPT_PATH_MTU, "path-mtu", "CIDR=BYTES",
+	 "path MTU for a destination prefix; repeatable"},
+	{OPT_MAX_FLOWS, "max-flows", "N",
+	 "flow-table capacity per worker (default 65536)"},
+	{OPT_MAX_SEGMENTS, "max-segments", "N",
+	 "longest mbuf chain of a merged packet (default 16)"},
+	{OPT_MERGE_UNKNOWN, "merge-unknown-flows", "on|off",
+	 "merge every eligible TCP flow, not only onloaded ones (default "
+	 "on)"},
+	{OPT_DELAY_RATE, "delay-rate-threshold-gbps", "GBPS",
+	 "flows slower than this merge only within a burst (default 1)"},
+	{OPT_DELAY_YIELD, "delay-yield-threshold", "SHARE",
+	 "flows merged better than this are not delayed (default 0.93)"},
+	{OPT_DELAY_QUANTILE, "delay-quantile", "Q",
+	 "quantile of the estimated time of merge (default 0.95)"},
+	{OPT_DELAY_MAX, "delay-max-us", "US",
+	 "upper bound on any added delay, at most 1000 (default 64)"},
+	{OPT_RAISE_SYN_MSS, "raise-syn-mss", "on|off",
+	 "raise the MSS of SYNs entering the rack to fit the internal MTU, "
+	 "so that jumbo hosts send large segments that are split on the "
+	 "way out (default on)"},
+	{OPT_CARAVAN_PACK, "caravan-pack", "on|off",
+	 "pack inbound UDP datagrams of one flow into caravans (default off: "
+	 "only receivers that unpack caravans can take them); outbound "
+	 "caravans are always unpacked"},
+	{OPT_CARAVAN_DSCP, "caravan-dscp", "DSCP",
+	 "DSCP that marks a caravan (default 43)"},
+};
+
+#define OPTION_COUNT (sizeof(option_specs) / sizeof(option_specs[0]))
+
+/* Print text wrapped to 80 columns, every line indented by indent. */
+static void print_wrapped(const char *text, int indent)
+{
+	const int width = 80 - indent;
+
+	while (*text) {
+		int length = (int)strlen(text);
+		int cut = length;
+
+		if (length > width) {
+			cut = width;
+			while (cut > 0 && text[cut] != ' ')
+				cut--;
+			if (cut == 0)
+				cut = width;
+		}
+		printf("%*s%.*s\n", indent, "", cut, text);
+		text += cut;
+		while (*text == ' ')
+			text++;
+	}
+}
+
+static void print_help(const char *program)
+{
+	printf("Usage: jumbogate-nic [EAL options] -- [options]\n"
+	       "       jumbogate-nic --config FILE [options]\n\n");
+	print_wrapped("jumbogate-nic runs the jumbogate engine on DPDK ports: "
+		      "it merges inbound TCP segments into jumbo packets, "
+		      "splits outbound TCP packets to the path MTU, packs and "
+		      "unpacks UDP caravans, and passes everything else "
+		      "through. Every worker lcore of the EAL (-l) polls one "
+		      "queue of each port; the main lcore serves control.",
+		      0);
+	printf("\nOptions:\n");
+	for (size_t i = 0; i < OPTION_COUNT; i++) {
+		const struct option_spec *spec = &option_specs[i];
+
+		printf("  --%s%s%s\n", spec->name, spec->argument ? " " : "",
+		       spec->argument ? spec->argument : "");
+		print_wrapped(spec->help, 6);
+	}
+	printf("\nExample (development, on a veth):\n"
+	       "  jumbogate-nic --no-huge -m 512 --no-pci --file-prefix nic1 "
+	       "-l 0-1 \\\n"
+	       "    --vdev=net_af_packet0,iface=nic0,blocksz=12288,"
+	       "framesz=12288,framecnt=1024 \\\n"
+	       "    -- --mbuf-size 12288 --internal-prefix 10.10.0.0/16\n\n");
+	print_wrapped(
+		"Statistics: the GetStats RPC, and DPDK telemetry "
+		"(dpdk-telemetry.py -f PREFIX, commands /jumbogate/stats, "
+		"/jumbogate/delay, /jumbogate/info). SIGINT/SIGTERM flush "
+		"held packets and exit.",
+		0);
+	(void)program;
+}
+
+static const struct option_spec *find_spec(const char *name, size_t length)
+{
+	for (size_t i = 0; i < OPTION_COUNT; i++)
+		if (strlen(option_specs[i].name) == length &&
+		    strncmp(option_specs[i].name, name, length) == 0)
+			return &option_specs[i];
+	return NULL;
+}
+
+/* Where a value came from, for messages that say where to look. */
+struct origin {
+	const char *file; /* NULL for the command line */
+	unsigned int line;
+};
+
+static void report(const struct origin *origin, const char *format, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void report(const struct origin *origin, const char *format, ...)
+{
+	va_list args;
+
+	if (origin->file)
+		fprintf(stderr, "jumbogate-nic: %s:%u: ", origin->file,
+			origin->line);
+	else
+		fprintf(stderr, "jumbogate-nic: ");
+	va_start(args, format);
+	vfprintf(stderr, format, args);
+	va_end(args);
+	fputc('\n', stderr);
+}
+
+static bool parse_unsigned(const char *name, const char *value, uint64_t min,
+			   uint64_t max, uint64_t *out,
+			   const struct origin *origin)
+{
+	char *end;
+	unsigned long long number;
+
+	errno = 0;
+	number = strtoull(value, &end, 10);
+	if (*value == '\0' || *end != '\0' || errno != 0 || value[0] == '-' ||
+	    number < min || number > max) {
+		report(origin, "--%s '%s': expected a whole number %llu..%llu",
+		       name, value, (unsigned long long)min,
+		       (unsigned long long)max);
+		return false;
+	}
+	*out = number;
+	return true;
+}
+
+static bool parse_double(const char *name, const char *value, double min,
+			 double max, bool min_exclusive, bool max_exclusive,
+			 double *out, const struct origin *origin)
+{
+	char *end;
+	double number;
+
+	errno = 0;
+	number = strtod(value, &end);
+	if (*value == '\0' || *end != '\0' || errno != 0 || number != number ||
+	    number < min || number > max || (min_exclusive && number == min) ||
+	    (max_exclusive && number == max)) {
+		report(origin, "--%s '%s': expected a number in %s%g, %g%s",
+		       name, value, min_exclusive ? "(" : "[", min, max,
+		       max_exclusive ? ")" : "]");
+		return false;
+	}
+	*out = number;
+	return true;
+}
+
+static bool parse_switch(const char *name, const char *value, bool *out,
+			 const struct origin *origin)
+{
+	if (!strcmp(value, "on") || !strcmp(value, "true") ||
+	    !strcmp(value, "yes") || !strcmp(value, "1")) {
+		*out = true;
+		return true;
+	}
+	if (!strcmp(value, "off") || !strcmp(value, "false") ||
+	    !strcmp(value, "no") || !strcmp(value, "0")) {
+		*out = false;
+		return true;
+	}
+	report(origin, "--%s '%s': expected on or off", name, value);
+	return false;
+}
+
+static bool copy_name(const char *name, const char *value, char *out,
+		      const struct origin *origin)
+{
+	if (*value == '\0' || strlen(value) >= NIC_NAME_LEN) {
+		report(origin, "--%s: '%s' must be 1..%d characters", name,
+		       value, NIC_NAME_LEN - 1);
+		return false;
+	}
+	strcpy(out, value);
+	return true;
+}
+
+/* Split a string on blanks into EAL arguments (no quoting: EAL values
+ * never contain blanks). */
+static bool set_eal_arguments(struct nic_options *options, const char *text,
+			      const struct origin *origin)
+{
+	char *copy = strdup(text);
+	char *save = NULL;
+
+	if (copy == NULL)
+		return false;
+	for (int i = 1; i < options->eal_argc; i++)
+		free(options->eal_argv[i]);
+	options->eal_argc = 1;
+	for (char *word = strtok_r(copy, " \t", &save); word;
+	     word = strtok_r(NULL, " \t", &save)) {
+		if (options->eal_argc >= NIC_MAX_EAL_ARGS - 1) {
+			report(origin, "--eal: more than %d arguments",
+			       NIC_MAX_EAL_ARGS - 2);
+			free(copy);
+			return false;
+		}
+		options->eal_argv[options->eal_argc++] = strdup(word);
+	}
+	free(copy);
+	return true;
+}
+
+static enum nic_parse_result read_config(struct nic_options *options,
+					 const char *path, unsigned int depth);
+
+static enum nic_parse_result
+apply(struct nic_options *options, const struct option_spec *spec,
+      const char *value, const struct origin *origin, unsigned int depth)
+{
+	struct jg_engine_config *engine = &options->engine;
+	char error[NIC_ERROR_LEN];
+	const char *name = spec->name;
+	uint64_t number;
+	bool ok = true;
+
+	switch (spec->id) {
+	case OPT_HELP:
+	case OPT_VERSION:
+		/* Handled before anything else is parsed. */
+		break;
+	case OPT_CONFIG:
+		return read_config(options, value, depth + 1);
+	case OPT_EAL:
+		ok = set_eal_arguments(options, value, origin);
+		break;
+	case OPT_PORT:
+		if (options->port_count >= NIC_MAX_PORTS) {
+			report(origin, "--port: at most %d ports",
+			       NIC_MAX_PORTS);
+			return NIC_PARSE_ERROR;
+		}
+		ok = copy_name(name, value, options->ports[options->port_count],
+			       origin);
+		if (ok)
+			options->port_count++;
+		break;
+	case OPT_RETURN_PORT: {
+		const char *equals = strchr(value, '=');
+		struct nic_return_port *pair;
+
+		if (options->return_port_count >= NIC_MAX_PORTS) {
+			report(origin, "--return-port: at most %d pairs",
+			       NIC_MAX_PORTS);
+			return NIC_PARSE_ERROR;
+		}
+		if (equals == NULL || equals == value || equals[1] == '\0' ||
+		    (size_t)(equals - value) >= NIC_NAME_LEN ||
+		    strlen(equals + 1) >= NIC_NAME_LEN) {
+			report(origin,
+			       "--return-port '%s': expected RX=TX, e.g. "
+			       "net_af_packet0=net_af_packet1",
+			       value);
+			return NIC_PARSE_ERROR;
+		}
+		pair = &options->return_ports[options->return_port_count++];
+		memcpy(pair->rx, value, equals - value);
+		pair->rx[equals - value] = '\0';
+		strcpy(pair->tx, equals + 1);
+		break;
+	}
+	case OPT_PORT_MTU:
+		ok = parse_unsigned(name, value, NIC_MIN_PORT_MTU,
+				    NIC_MAX_PORT_MTU, &number, origin);
+		options->port_mtu = (uint32_t)number;
+		break;
+	case OPT_MBUFS:
+		ok = parse_unsigned(name, value, 1024, 1u << 20, &number,
+				    origin);
+		options->mbufs_per_port = (uint32_t)number;
+		break;
+	case OPT_MBUF_SIZE:
+		ok = parse_unsigned(name, value, 2048,
+				    UINT16_MAX - RTE_PKTMBUF_HEADROOM, &number,
+				    origin);
+		options->mbuf_size = (uint32_t)number;
+		break;
+	case OPT_BURST:
+		ok = parse_unsigned(name, value, 1, 256, &number, origin);
+		options->burst = (uint16_t)number;
+		break;
+	case OPT_IDLE_SLEEP:
+		ok = parse_unsigned(name, value, 0, 100000, &number, origin);
+		options->idle_sleep_max_us = (uint32_t)number;
+		break;
+	case OPT_GRPC:
+		ok = copy_name(name, value, options->grpc_address, origin);
+		break;
+	case OPT_INTERNAL_PREFIX:
+		if (options->internal_prefix_count >=
+		    NIC_MAX_INTERNAL_PREFIXES) {
+			report(origin, "--internal-prefix: at most %d",
+			       NIC_MAX_INTERNAL_PREFIXES);
+			return NIC_PARSE_ERROR;
+		}
+		if (!nic_prefix_parse(value,
+				      &options->internal_prefixes
+					       [options->internal_prefix_count],
+				      error, sizeof(error))) {
+			report(origin, "--internal-prefix: %s", error);
+			return NIC_PARSE_ERROR;
+		}
+		options->internal_prefix_count++;
+		break;
+	case OPT_INTERNAL_MTU:
+		ok = parse_unsigned(name, value, NIC_MIN_INTERNAL_MTU,
+				    NIC_MAX_PORT_MTU, &number, origin);
+		engine->internal_mtu = (uint32_t)number;
+		break;
+	case OPT_DEFAULT_PATH_MTU:
+		ok = parse_unsigned(name, value, NIC_MIN_PATH_MTU,
+				    NIC_MAX_PORT_MTU, &number, origin);
+		engine->default_path_mtu = (uint16_t)number;
+		break;
+	case OPT_PATH_MTU: {
+		char prefix_text[NIC_PREFIX_TEXT_LEN];
+		const char *equals = strchr(value, '=');
+		struct nic_startup_path_mtu *entry;
+
+		if (options->path_mtu_count >= NIC_MAX_STARTUP_PATH_MTUS) {
+			report(origin, "--path-mtu: at most %d",
+			       NIC_MAX_STARTUP_PATH_MTUS);
+			return NIC_PARSE_ERROR;
+		}
+		if (equals == NULL ||
+		    (size_t)(equals - value) >= sizeof(prefix_text)) {
+			report(origin,
+			       "--path-mtu '%s': expected CIDR=BYTES, e.g. "
+			       "198.51.100.0/24=1400",
+			       value);
+			return NIC_PARSE_ERROR;
+		}
+		entry = &options->path_mtus[options->path_mtu_count];
+		memcpy(prefix_text, value, equals - value);
+		prefix_text[equals - value] = '\0';
+		if (!nic_prefix_parse(prefix_text, &entry->prefix, error,
+				      sizeof(error))) {
+			report(origin, "--path-mtu: %s", error);
+			return NIC_PARSE_ERROR;
+		}
+		if (entry->prefix.depth == 0) {
+			report(origin,
+			       "--path-mtu '%s': a /0 prefix is the default; "
+			       "use --default-path-mtu",
+			       value);
+			return NIC_PARSE_ERROR;
+		}
+		ok = parse_unsigned(name, equals + 1, NIC_MIN_PATH_MTU,
+				    NIC_MAX_PORT_MTU, &number, origin);
+		entry->mtu = (uint16_t)number;
+		if (ok)
+			options->path_mtu_count++;
+		break;
+	}
+	case OPT_MAX_FLOWS:
+		ok = parse_unsigned(name, value, NIC_MIN_MAX_FLOWS,
+				    NIC_MAX_MAX_FLOWS, &number, origin);
+		engine->max_flows = (uint32_t)number;
+		break;
+	case OPT_MAX_SEGMENTS:
+		ok = parse_unsigned(name, value, NIC_MIN_MAX_SEGMENTS,
+				    NIC_MAX_MAX_SEGMENTS, &number, origin);
+		engine->max_chain_segments = (uint16_t)number;
+		break;
+	case OPT_MERGE_UNKNOWN:
+		ok = parse_switch(name, value, &engine->merge_unknown_flows,
+				  origin);
+		break;
+	case OPT_DELAY_RATE:
+		ok = parse_double(name, value, 0, 10000, false, false,
+				  &engine->delay.rate_threshold_gbps, origin);
+		break;
+	case OPT_DELAY_YIELD:
+		ok = parse_double(name, value, 0, 1, false, false,
+				  &engine->delay.yield_threshold, origin);
+		break;
+	case OPT_DELAY_QUANTILE:
+		ok = parse_double(name, value, 0, 1, true, true,
+				  &engine->delay.quantile, origin);
+		break;
+	case OPT_DELAY_MAX:
+		ok = parse_unsigned(name, value, 0, NIC_MAX_DELAY_US, &number,
+				    origin);
+		engine->delay.max_delay_us = (uint32_t)number;
+		break;
+	case OPT_RAISE_SYN_MSS:
+		ok = parse_switch(name, value, &engine->raise_syn_mss, origin);
+		break;
+	case OPT_CARAVAN_PACK:
+		ok = parse_switch(name, value, &options->caravan_pack, origin);
+		break;
+	case OPT_CARAVAN_DSCP:
+		ok = parse_unsigned(name, value, 1, 63, &number, origin);
+		engine->caravan_dscp = (uint8_t)number;
+		break;
+	}
+	return ok ? NIC_PARSE_OK : NIC_PARSE_ERROR;
+}
+
+static char *trim(char *text)
+{
+	char *end;
+
+	while (isspace((unsigned char)*text))
+		text++;
+	end = text + strlen(text);
+	while (end > text && isspace((unsigned char)end[-1]))
+		*--end = '\0';
+	return text;
+}
+
+/* "key = value" lines; '#' starts a comment; blank lines are ignored.
+ * A value may be quoted with double quotes (for the eal key). */
+static enum nic_parse_result read_config(struct nic_options *options,
+					 const char *path, unsigned int depth)
+{
+	struct origin origin = {.file = path, .line = 0};
+	enum nic_parse_result result = NIC_PARSE_OK;
+	char line[1024];
+	FILE *file;
+
+	if (depth > 4) {
+		fprintf(stderr,
+			"jumbogate-nic: %s: config files include each other "
+			"too deeply\n",
+			path);
+		return NIC_PARSE_ERROR;
+	}
+	file = fopen(path, "r");
+	if (file == NULL) {
+		fprintf(stderr,
+			"jumbogate-nic: cannot read config file %s: %s\n", path,
+			strerror(errno));
+		return NIC_PARSE_ERROR;
+	}
+	while (result == NIC_PARSE_OK && fgets(line, sizeof(line), file)) {
+		const struct option_spec *spec;
+		char *hash, *equals, *key, *value;
+
+		origin.line++;
+		hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		key = trim(line);
+		if (*key == '\0')
+			continue;
+		equals = strchr(key, '=');
+		if (equals == NULL) {
+			report(&origin, "expected 'key = value', got '%s'",
+			       key);
+			result = NIC_PARSE_ERROR;
+			break;
+		}
+		*equals = '\0';
+		value = trim(equals + 1);
+		key = trim(key);
+		if (value[0] == '"' && strlen(value) >= 2 &&
+		    value[strlen(value) - 1] == '"') {
+			value[strlen(value) - 1] = '\0';
+			value++;
+		}
+		spec = find_spec(key, strlen(key));
+		if (spec == NULL || spec->argument == NULL) {
+			report(&origin, "unknown key '%s' (see --help)", key);
+			result = NIC_PARSE_ERROR;
+			break;
+		}
+		result = apply(options, spec, value, &origin, depth);
+	}
+	fclose(file);
+	return result;
+}
+
+static void set_defaults(struct nic_options *options, const char *program)
+{
+	memset(options, 0, sizeof(*options));
+	options->eal_argv[0] = strdup(program);
+	options->eal_argc = 1;
+	options->port_mtu = 9000;
+	options->mbufs_per_port = 8192;
+	options->burst = 32;
+	options->idle_sleep_max_us = 100;
+	strcpy(options->grpc_address, NIC_DEFAULT_GRPC_ADDRESS);
+	jg_engine_config_init(&options->engine);
+}
+
+enum nic_parse_result nic_options_parse(struct nic_options *options, int argc,
+					char **argv)
+{
+	const struct origin command_line = {0};
+	int separator = -1;
+	int first_option = 1;
+
+	set_defaults(options, argv[0]);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			print_help(argv[0]);
+			return NIC_PARSE_EXIT_SUCCESS;
+		}
+		if (!strcmp(argv[i], "--version")) {
+			printf("jumbogate-nic %s\n", JUMBOGATE_NIC_VERSION);
+			return NIC_PARSE_EXIT_SUCCESS;
+		}
+		if (separator < 0 && !strcmp(argv[i], "--"))
+			separator = i;
+	}
+	/* DPDK convention: EAL arguments, "--", then the program's own. */
+	if (separator >= 0) {
+		if (separator >= NIC_MAX_EAL_ARGS - 1) {
+			fprintf(stderr,
+				"jumbogate-nic: more than %d EAL arguments\n",
+				NIC_MAX_EAL_ARGS - 2);
+			return NIC_PARSE_ERROR;
+		}
+		for (int i = 1; i < separator; i++)
+			options->eal_argv[options->eal_argc++] =
+				strdup(argv[i]);
+		first_option = separator + 1;
+	}
+	for (int i = first_option; i < argc; i++) {
+		const char *arg = argv[i];
+		const struct option_spec *spec;
+		const char *equals, *value;
+		enum nic_parse_result result;
+
+		if (strncmp(arg, "--", 2) != 0) {
+			fprintf(stderr,
+				"jumbogate-nic: unexpected argument '%s' (EAL "
+				"arguments go before \"--\"; see --help)\n",
+				arg);
+			return NIC_PARSE_ERROR;
+		}
+		equals = strchr(arg, '=');
+		spec = find_spec(arg + 2, equals ? (size_t)(equals - arg - 2)
+						 : strlen(arg + 2));
+		if (spec == NULL) {
+			fprintf(stderr,
+				"jumbogate-nic: unknown option '%s' (see "
+				"--help)\n",
+				arg);
+			return NIC_PARSE_ERROR;
+		}
+		if (spec->argument == NULL)
+			continue;
+		if (equals) {
+			value = equals + 1;
+		} else if (i + 1 < argc) {
+			value = argv[++i];
+		} else {
+			fprintf(stderr, "jumbogate-nic: --%s needs %s\n",
+				spec->name, spec->argument);
+			return NIC_PARSE_ERROR;
+		}
+		result = apply(options, spec, value, &command_line, 0);
+		if (result != NIC_PARSE_OK)
+			return result;
+	}
+	if (options->engine.default_path_mtu > options->port_mtu ||
+	    options->engine.internal_mtu > options->port_mtu) {
+		fprintf(stderr,
+			"jumbogate-nic: --internal-mtu %u and "
+			"--default-path-mtu %u must not exceed --port-mtu "
+			"%u\n",
+			options->engine.internal_mtu,
+			options->engine.default_path_mtu, options->port_mtu);
+		return NIC_PARSE_ERROR;
+	}
+	return NIC_PARSE_OK;
+}
+
+void nic_options_free(struct nic_options *options)
+{
+	for (int i = 0; i < options->eal_argc; i++)
+		free(options->eal_argv[i]);
+	options->eal_argc = 0;
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Options of jumbogate-nic: command line and config file.
+ *
+ * Everything is parsed before the DPDK EAL starts, so that --help and
+ * mistakes in the options never need a working DPDK environment.
+ */
+#ifndef JUMBOGATE_NIC_OPTIONS_H
+#define JUMBOGATE_NIC_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jumbogate/engine.h>
+
+#include "prefix.h"
+
+#define NIC_MAX_PORTS		  8
+#define NIC_MAX_EAL_ARGS	  64
+#define NIC_MAX_INTERNAL_PREFIXES 64
+#define NIC_MAX_STARTUP_PATH_MTUS 256
+#define NIC_NAME_LEN		  128
+#define NIC_DEFAULT_GRPC_ADDRESS  "127.0.0.1:50061"
+
+/* Set by the build from the project version. */
+#ifndef JUMBOGATE_NIC_VERSION
+#define JUMBOGATE_NIC_VERSION "unknown"
+#endif
+
+struct nic_return_port {
+	char rx[NIC_NAME_LEN];
+	char tx[NIC_NAME_LEN];
+};
+
+struct nic_startup_path_mtu {
+	struct jg_prefix prefix;
+	uint16_t mtu;
+};
+
+struct nic_options {
+	/* EAL arguments: from before "--" on the command line, or from the
+	 * config file's "eal" key. argv[0] is the program name. */
+	int eal_argc;
+	char *eal_argv[NIC_MAX_EAL_ARGS];
+
+	/* Ports by DPDK device name; empty means every probed port. */
+	unsigned int port_count;
+	char ports[NIC_MAX_PORTS][NIC_NAME_LEN];
+	unsigned int return_port_count;
+	struct nic_return_port return_ports[NIC_MAX_PORTS];
+
+	/* Largest IP packet a port carries (9000 for the rack underlay). */
+	uint32_t port_mtu;
+	uint32_t mbufs_per_port;
+	/* Data bytes per buffer; 0 means one frame of port_mtu. */
+	uint32_t mbuf_size;
+	uint16_t burst;
+	uint32_t idle_sleep_max_us;
+
+	/* "none" disables the server. */
+	char grpc_address[NIC_NAME_LEN];
+
+	unsigned int internal_prefix_count;
+	struct jg_prefix internal_prefixes[NIC_MAX_INTERNAL_PREFIXES];
+
+	unsigned int path_mtu_count;
+	struct nic_startup_path_mtu path_mtus[NIC_MAX_STARTUP_PATH_MTUS];
+
+	/* Engine settings; fields the options do not set keep the engine's
+	 * defaults (jg_engine_config_init). */
+	struct jg_engine_config engine;
+	bool caravan_pack;
+};
+
+enum nic_parse_result {
+	NIC_PARSE_OK = 0,
+	NIC_PARSE_EXIT_SUCCESS, /* --help or --version was handled */
+	NIC_PARSE_ERROR,	/* a message naming the problem was printed */
+};
+
+/* Fill options from argv (and the config file it names). */
+enum nic_parse_result nic_options_parse(struct nic_options *options, int argc,
+					char **argv);
+
+/* Release the strings the parser duplicated. */
+void nic_options_free(struct nic_options *options);
+
+/* Bounds shared by the command line and the control API, so that the same
+ * value is accepted or refused the same way wherever it comes from. */
+#define NIC_MIN_PORT_MTU     1280u
+#define NIC_MAX_PORT_MTU     9216u
+#define NIC_MIN_PATH_MTU     576u
+#define NIC_MIN_INTERNAL_MTU 1280u
+#define NIC_MIN_MAX_FLOWS    64u
+#define NIC_MAX_MAX_FLOWS    (1u << 22)
+#define NIC_MIN_MAX_SEGMENTS 2u
+#define NIC_MAX_MAX_SEGMENTS 64u
+#define NIC_MAX_DELAY_US     1000u
+
+#endif /* JUMBOGATE_NIC_OPTIONS_H */

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Statistics through DPDK's telemetry socket, so that dpdk-telemetry.py
+ * and any tool speaking its protocol read the same numbers as GetStats:
+ *
+ *   /jumbogate/stats   totals, the accounting identity's terms, drops
+ *   /jumbogate/delay   merge-delay histogram (upper bound us -> count)
+ *   /jumbogate/info    boot id, workers, ports
+ */
+#include "telemetry.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include <rte_telemetry.h>
+
+#include "control.h"
+
+static void add_u64(struct rte_tel_data *d, const char *name, uint64_t value)
+{
+	rte_tel_data_add_dict_u64(d, name, value);
+}
+
+static int stats_command(const char *command, const char *params,
+			 struct rte_tel_data *d)
+{
+	const struct jg_merge_stats *merge;
+	struct nic_totals totals;
+	struct nic_result result;
+	const char *reason;
+	char yield[32];
+
+	(void)command;
+	(void)params;
+	result = nic_control_stats(&totals);
+	if (result.status != NIC_STATUS_OK)
+		return -1;
+	merge = &totals.engine.merge;
+	rte_tel_data_start_dict(d);
+	add_u64(d, "packets_in", totals.counters.rx_packets);
+	add_u64(d, "bytes_in", totals.counters.rx_bytes);
+	add_u64(d, "rx_bursts", totals.counters.rx_bursts);
+	add_u64(d, "packets_out", totals.counters.tx_packets);
+	add_u64(d, "bytes_out", totals.counters.tx_bytes);
+	add_u64(d, "packets_held", totals.held);
+	add_u64(d, "packets_dropped", totals.dropped);
+	add_u64(d, "packets_absorbed", totals.absorbed);
+	add_u64(d, "packets_created", totals.created);
+	add_u64(d, "packets_bypassed", totals.counters.bypassed);
+	add_u64(d, "merge_packets_in", merge->packets_in);
+	add_u64(d, "merged_packets", merge->merged_packets);
+	add_u64(d, "segments_merged", totals.segments_merged);
+	add_u64(d, "merge_passed_through", merge->passed_through);
+	add_u64(d, "merge_deadline_flushes", merge->deadline_flushes);
+	add_u64(d, "merge_delayed_flows", merge->delayed_flows);
+	add_u64(d, "merge_delay_sum_ns", merge->delay_sum_ns);
+	add_u64(d, "merge_bad_checksum_passes", merge->bad_checksum_passes);
+	add_u64(d, "merge_overlap_passes", merge->overlap_passes);
+	add_u64(d, "merge_legacy_mss_passes", merge->legacy_mss_passes);
+	add_u64(d, "merge_mss_raised", merge->mss_raised);
+	add_u64(d, "split_packets_in", totals.engine.split.packets_in);
+	add_u64(d, "split_packets", totals.engine.split.packets_segmented);
+	add_u64(d, "split_segments_out", totals.engine.split.segments_out);
+	add_u64(d, "caravans_packed", totals.engine.caravan.caravans_packed);
+	add_u64(d, "datagrams_packed", totals.engine.caravan.datagrams_packed);
+	add_u64(d, "caravans_unpacked",
+		totals.engine.caravan.caravans_unpacked);
+	add_u64(d, "datagrams_unpacked",
+		totals.engine.caravan.datagrams_unpacked);
+	add_u64(d, "flows_active", totals.engine.flows_now);
+	add_u64(d, "flows_evicted", merge->flows_evicted);
+	add_u64(d, "worker_polls", totals.counters.polls);
+	add_u64(d, "worker_idle_sleeps", totals.counters.idle_sleeps);
+	/* Telemetry of DPDK 22.11 has no floating-point values. */
+	snprintf(yield, sizeof(yield), "%.6f", totals.conversion_yield);
+	rte_tel_data_add_dict_string(d, "conversion_yield", yield);
+	/* Flat keys: nested dictionaries are not readable by every
+	 * telemetry client of DPDK 22.11. */
+	for (unsigned int i = 0; (reason = nic_drop_reason_name(i)); i++) {
+		char key[64];
+
+		snprintf(key, sizeof(key), "drop_%s", reason);
+		for (char *c = key; *c; c++)
+			if (*c == '-')
+				*c = '_';
+		add_u64(d, key, nic_drop_count(&totals, i));
+	}
+	return 0;
+}
+
+static int delay_command(const char *command, const char *params,
+			 struct rte_tel_data *d)
+{
+	struct nic_totals totals;
+
+	(void)command;
+	(void)params;
+	if (nic_control_stats(&totals).status != NIC_STATUS_OK)
+		return -1;
+	rte_tel_data_start_dict(d);
+	for (unsigned int b = 0; b < JG_DELAY_HISTOGRAM_BUCKETS; b++) {
+		double upper = nic_delay_bucket_upper_us(b);
+		char name[32];
+
+		if (isinf(upper))
+			snprintf(name, sizeof(name), "le_inf");
+		else
+			snprintf(name, sizeof(name), "le_%.0f", upper);
+		add_u64(d, name, totals.engine.merge.delay_histogram_us[b]);
+	}
+	return 0;
+}
+
+static int info_command(const char *command, const char *params,
+			struct rte_tel_data *d)
+{
+	struct nic_info_view info;
+	struct rte_tel_data *ports;
+	char boot_id[32];
+
+	(void)command;
+	(void)params;
+	nic_control_info(&info);
+	rte_tel_data_start_dict(d);
+	/* As a string: JSON readers lose precision on 64-bit integers. */
+	snprintf(boot_id, sizeof(boot_id), "%llu",
+		 (unsigned long long)info.boot_id);
+	rte_tel_data_add_dict_string(d, "boot_id", boot_id);
+	rte_tel_data_add_dict_string(d, "version", JUMBOGATE_NIC_VERSION);
+	add_u64(d, "workers", info.workers);
+	add_u64(d, "uptime_ms", (uint64_t)(info.uptime_s * 1000));
+	ports = rte_tel_data_alloc();
+	if (ports) {
+		rte_tel_data_start_array(ports, RTE_TEL_STRING_VAL);
+		for (unsigned int p = 0; p < info.port_count; p++)
+			rte_tel_data_add_array_string(ports, info.ports[p]);
+		rte_tel_data_add_dict_container(d, "ports", ports, 0);
+	}
+	return 0;
+}
+
+void nic_telemetry_register(void)
+{
+	rte_telemetry_register_cmd("/jumbogate/stats", stats_command,
+				   "jumbogate-nic totals, accounting and "
+				   "drops by reason");
+	rte_telemetry_register_cmd("/jumbogate/delay", delay_command,
+				   "jumbogate-nic merge-delay histogram, "
+				   "bucket upper bound in us -> segments");
+	rte_telemetry_register_cmd("/jumbogate/info", info_command,
+				   "jumbogate-nic boot id, version, workers, "
+				   "ports");
+}

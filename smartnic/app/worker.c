@@ -1,0 +1,553 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The data path: one worker per lcore polls its queue of every port, hands
+ * each packet to the engine call for its direction, transmits what comes
+ * back, runs the merge timers, and sleeps when there is nothing to do.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_hash.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+#include <rte_pause.h>
+#include <rte_ring.h>
+
+#include "classify.h"
+#include "nic.h"
+#include "stats.h"
+
+/* Room for a whole burst cut into the smallest segments plus the
+ * engine's own margin (engine.h asks for out_cap >= nb_pkts + 64). */
+#define OUTPUT_CAPACITY 2048
+#define ENGINE_MARGIN	64
+#define MAX_BURST	256
+/* A send that makes no progress this many times drops the rest. */
+#define TX_MAX_STALLS 1000
+
+struct nic *nic_instance;
+
+uint64_t nic_now_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+/* Packets waiting to leave through one port. */
+struct output {
+	uint16_t port_id;
+	uint16_t count;
+	struct rte_mbuf *pkts[OUTPUT_CAPACITY];
+};
+
+static void transmit(struct nic_worker *worker, struct output *out)
+{
+	uint32_t lengths[OUTPUT_CAPACITY];
+	uint16_t sent = 0;
+	unsigned int stalls = 0;
+
+	/* The port frees what it sent, so lengths are read before. */
+	for (uint16_t i = 0; i < out->count; i++)
+		lengths[i] = rte_pktmbuf_pkt_len(out->pkts[i]);
+	while (sent < out->count && stalls < TX_MAX_STALLS) {
+		uint16_t now_sent =
+			rte_eth_tx_burst(out->port_id, worker->queue_id,
+					 out->pkts + sent, out->count - sent);
+		if (now_sent == 0) {
+			stalls++;
+			rte_pause();
+		}
+		for (uint16_t i = sent; i < sent + now_sent; i++)
+			worker->counters.tx_bytes += lengths[i];
+		sent += now_sent;
+	}
+	worker->counters.tx_packets += sent;
+	if (sent < out->count) {
+		worker->counters.drops[NIC_DROP_TX_FAILED] += out->count - sent;
+		rte_pktmbuf_free_bulk(out->pkts + sent, out->count - sent);
+	}
+	out->count = 0;
+}
+
+/* Free room in out, transmitting first if less than needed is left. */
+static uint16_t reserve(struct nic_worker *worker, struct output *out,
+			uint16_t needed)
+{
+	if (OUTPUT_CAPACITY - out->count < needed)
+		transmit(worker, out);
+	return OUTPUT_CAPACITY - out->count;
+}
+
+static void emit(struct nic_worker *worker, struct output *out,
+		 struct rte_mbuf **pkts, uint16_t count)
+{
+	for (uint16_t i = 0; i < count; i++) {
+		if (out->count == OUTPUT_CAPACITY)
+			transmit(worker, out);
+		out->pkts[out->count++] = pkts[i];
+	}
+}
+
+static bool counting_flows(const struct nic_worker *worker)
+{
+	return worker->flow_counters != NULL &&
+	       rte_hash_count(worker->flow_counters) > 0;
+}
+
+static struct nic_flow_counters *
+flow_counters_of(const struct nic_worker *worker,
+		 const struct nic_packet_info *info)
+{
+	struct jg_flow_key key;
+	void *data;
+
+	if (info->protocol != IPPROTO_TCP && info->protocol != IPPROTO_UDP)
+		return NULL;
+	nic_flow_key_from_info(info, &key);
+	if (rte_hash_lookup_data(worker->flow_counters, &key, &data) < 0)
+		return NULL;
+	return data;
+}
+
+/* Merged packets are chains the engine built; count them per onloaded
+ * flow for ListFlows. */
+static void count_merged(struct nic_worker *worker, struct rte_mbuf **pkts,
+			 uint16_t count)
+{
+	struct nic_packet_info info;
+	struct nic_flow_counters *flow;
+
+	if (!counting_flows(worker))
+		return;
+	for (uint16_t i = 0; i < count; i++) {
+		if (pkts[i]->nb_segs < 2 || !nic_packet_parse(pkts[i], &info))
+			continue;
+		flow = flow_counters_of(worker, &info);
+		if (flow)
+			flow->merged_packets++;
+	}
+}
+
+typedef uint16_t (*burst_fn)(struct jg_engine *engine, struct rte_mbuf **pkts,
+			     uint16_t nb_pkts, struct rte_mbuf **out,
+			     uint16_t out_cap, uint16_t *consumed);
+
+/* Run a burst through a stage that may stop early when out is full. */
+static void run_stage(struct nic_worker *worker, struct jg_engine *engine,
+		      burst_fn stage, struct rte_mbuf **pkts, uint16_t count,
+		      struct output *out)
+{
+	uint16_t done = 0;
+
+	while (done < count) {
+		uint16_t room = reserve(worker, out, ENGINE_MARGIN + 1);
+		uint16_t consumed = 0;
+		uint16_t produced =
+			stage(engine, pkts + done, count - done,
+			      out->pkts + out->count, room, &consumed);
+
+		out->count += produced;
+		done += consumed;
+		if (consumed == 0 && produced == 0) {
+			/* Only possible with a full output; send and retry. */
+			transmit(worker, out);
+		}
+	}
+}
+
+static void run_merge(struct nic_worker *worker, struct jg_engine *engine,
+		      struct rte_mbuf **pkts, uint16_t count, uint64_t now_ns,
+		      struct output *out)
+{
+	uint16_t room = reserve(worker, out, count + ENGINE_MARGIN);
+	uint16_t produced = jg_merge_burst(engine, pkts, count, now_ns,
+					   out->pkts + out->count, room);
+
+	count_merged(worker, out->pkts + out->count, produced);
+	out->count += produced;
+}
+
+/* Release merge runs whose deadline has come. */
+static bool run_timer(struct nic_worker *worker, struct jg_engine *engine,
+		      uint64_t now_ns, struct output *out)
+{
+	bool released = false;
+
+	while (jg_merge_next_deadline(engine) <= now_ns) {
+		uint16_t room = reserve(worker, out, ENGINE_MARGIN);
+		uint16_t produced = jg_merge_timer(
+			engine, now_ns, out->pkts + out->count, room);
+
+		if (produced == 0)
+			break;
+		count_merged(worker, out->pkts + out->count, produced);
+		out->count += produced;
+		released = true;
+	}
+	return released;
+}
+
+static uint64_t flush_engine(struct nic_worker *worker,
+			     struct jg_engine *engine, struct output *out)
+{
+	uint64_t released = 0;
+	uint16_t produced;
+
+	do {
+		uint16_t room = reserve(worker, out, ENGINE_MARGIN);
+
+		produced = jg_merge_flush_all(engine, out->pkts + out->count,
+					      room);
+		count_merged(worker, out->pkts + out->count, produced);
+		out->count += produced;
+		released += produced;
+	} while (produced > 0);
+	return released;
+}
+
+static bool poll_port(struct nic_worker *worker, unsigned int port_index,
+		      struct output *out)
+{
+	const struct nic *nic = nic_instance;
+	const struct nic_port *port = &nic->ports[port_index];
+	struct jg_engine *engine = worker->engines[port_index];
+	const struct nic_prefix_set internal = {
+		.count = nic->options->internal_prefix_count,
+		.prefixes = nic->options->internal_prefixes,
+	};
+	struct rte_mbuf *pkts[MAX_BURST];
+	struct rte_mbuf *merge[MAX_BURST], *pack[MAX_BURST];
+	struct rte_mbuf *split[MAX_BURST], *unpack[MAX_BURST];
+	uint16_t merges = 0, packs = 0, splits = 0, unpacks = 0;
+	bool count_flows = counting_flows(worker);
+	struct nic_packet_info info;
+	uint16_t received;
+
+	received = rte_eth_rx_burst(port->port_id, worker->queue_id, pkts,
+				    nic->options->burst);
+	if (received == 0)
+		return false;
+	worker->counters.rx_packets += received;
+	worker->counters.rx_bursts++;
+	out->port_id = port->tx_port_id;
+	/* Packets of one flow always take the same branch, so sorting the
+	 * burst by direction keeps the order within every flow. */
+	for (uint16_t i = 0; i < received; i++) {
+		struct rte_mbuf *m = pkts[i];
+		enum nic_direction direction = NIC_BYPASS;
+
+		worker->counters.rx_bytes += rte_pktmbuf_pkt_len(m);
+		if (nic_packet_parse(m, &info))
+			direction = nic_classify(&internal, &info);
+		if (direction == NIC_INBOUND) {
+			if (count_flows) {
+				struct nic_flow_counters *flow =
+					flow_counters_of(worker, &info);
+				if (flow)
+					flow->packets_in++;
+			}
+			if (info.protocol == IPPROTO_UDP &&
+			    nic->options->caravan_pack)
+				pack[packs++] = m;
+			else
+				merge[merges++] = m;
+		} else if (direction == NIC_OUTBOUND &&
+			   info.protocol == IPPROTO_TCP) {
+			split[splits++] = m;
+		} else if (direction == NIC_OUTBOUND &&
+			   info.protocol == IPPROTO_UDP) {
+			unpack[unpacks++] = m;
+		} else {
+			worker->counters.bypassed++;
+			emit(worker, out, &m, 1);
+		}
+	}
+	if (merges)
+		run_merge(worker, engine, merge, merges, nic_now_ns(), out);
+	if (packs)
+		run_stage(worker, engine, jg_caravan_pack, pack, packs, out);
+	if (splits)
+		run_stage(worker, engine, jg_split_burst, split, splits, out);
+	if (unpacks)
+		run_stage(worker, engine, jg_caravan_unpack, unpack, unpacks,
+			  out);
+	transmit(worker, out);
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Commands from the control thread                                    */
+
+void nic_worker_snapshot(const struct nic_worker *worker,
+			 struct nic_worker_snapshot *result)
+{
+	const struct nic *nic = nic_instance;
+
+	result->counters = worker->counters;
+	result->engine = worker->retired;
+	for (unsigned int p = 0; p < nic->port_count; p++) {
+		struct jg_stats stats;
+
+		jg_engine_get_stats(worker->engines[p], &stats);
+		nic_stats_add(&result->engine, &stats);
+	}
+}
+
+static int onload(struct nic_worker *worker, const struct jg_flow_key *key)
+{
+	const struct nic *nic = nic_instance;
+	struct nic_flow_counters *flow;
+	void *existing;
+
+	for (unsigned int p = 0; p < nic->port_count; p++) {
+		int result = jg_flow_onload(worker->engines[p], key);
+		if (result < 0)
+			return result;
+	}
+	if (worker->flow_counters == NULL ||
+	    rte_hash_lookup_data(worker->flow_counters, key, &existing) >= 0)
+		return 0;
+	flow = calloc(1, sizeof(*flow));
+	/* Counting is best effort: a full table only loses ListFlows
+	 * numbers, never the onload itself. */
+	if (flow && rte_hash_add_key_data(worker->flow_counters, key, flow) < 0)
+		free(flow);
+	return 0;
+}
+
+static uint64_t offload(struct nic_worker *worker,
+			const struct jg_flow_key *key)
+{
+	const struct nic *nic = nic_instance;
+	struct output out;
+	uint64_t released = 0;
+	void *existing;
+
+	for (unsigned int p = 0; p < nic->port_count; p++) {
+		int produced;
+
+		out.port_id = nic->ports[p].tx_port_id;
+		out.count = 0;
+		reserve(worker, &out, JG_MAX_RUNS_PER_FLOW);
+		produced = jg_flow_offload(worker->engines[p], key, out.pkts,
+					   JG_MAX_RUNS_PER_FLOW);
+		if (produced > 0) {
+			count_merged(worker, out.pkts, (uint16_t)produced);
+			out.count = (uint16_t)produced;
+			released += (uint64_t)produced;
+			transmit(worker, &out);
+		}
+	}
+	if (worker->flow_counters &&
+	    rte_hash_lookup_data(worker->flow_counters, key, &existing) >= 0) {
+		rte_hash_del_key(worker->flow_counters, key);
+		free(existing);
+	}
+	return released;
+}
+
+static void swap_engines(struct nic_worker *worker, struct nic_command *command)
+{
+	const struct nic *nic = nic_instance;
+	struct output out;
+
+	for (unsigned int p = 0; p < nic->port_count; p++) {
+		struct jg_engine *old = worker->engines[p];
+		struct jg_stats stats;
+
+		out.port_id = nic->ports[p].tx_port_id;
+		out.count = 0;
+		flush_engine(worker, old, &out);
+		transmit(worker, &out);
+		jg_engine_get_stats(old, &stats);
+		nic_stats_add(&worker->retired, &stats);
+		worker->engines[p] = command->arg.engines[p];
+		command->arg.engines[p] = old;
+	}
+	/* Per-flow counters describe the old engines' flows only in part;
+	 * they keep counting, since onloads are replayed on the new ones. */
+}
+
+static void execute(struct nic_worker *worker, struct nic_command *command)
+{
+	const struct nic *nic = nic_instance;
+
+	command->result = 0;
+	switch (command->type) {
+	case NIC_CMD_SNAPSHOT:
+		nic_worker_snapshot(worker, &command->snapshot);
+		break;
+	case NIC_CMD_PMTU_SET:
+		for (unsigned int p = 0; p < nic->port_count; p++) {
+			int result = jg_pmtu_set(worker->engines[p],
+						 &command->arg.pmtu.prefix,
+						 command->arg.pmtu.mtu);
+			if (result < 0 && command->result == 0)
+				command->result = result;
+		}
+		break;
+	case NIC_CMD_PMTU_DELETE:
+		for (unsigned int p = 0; p < nic->port_count; p++) {
+			int result = jg_pmtu_delete(worker->engines[p],
+						    &command->arg.pmtu.prefix);
+			if (result < 0 && command->result == 0)
+				command->result = result;
+		}
+		break;
+	case NIC_CMD_FLOW_ONLOAD:
+		command->result = onload(worker, &command->arg.flow);
+		break;
+	case NIC_CMD_FLOW_OFFLOAD:
+		command->packets = offload(worker, &command->arg.flow);
+		break;
+	case NIC_CMD_FLOW_COUNTERS:
+		for (size_t i = 0; i < command->arg.flows.count; i++) {
+			void *data;
+
+			if (worker->flow_counters &&
+			    rte_hash_lookup_data(worker->flow_counters,
+						 &command->arg.flows.keys[i],
+						 &data) >= 0)
+				command->arg.flows.counters[i] =
+					*(struct nic_flow_counters *)data;
+		}
+		break;
+	case NIC_CMD_SWAP_ENGINES:
+		swap_engines(worker, command);
+		break;
+	}
+}
+
+static bool process_commands(struct nic_worker *worker)
+{
+	void *object;
+	bool any = false;
+
+	while (rte_ring_sc_dequeue(worker->commands, &object) == 0) {
+		struct nic_command *command = object;
+		int expected = NIC_COMMAND_PENDING;
+
+		execute(worker, command);
+		worker->counters.commands++;
+		any = true;
+		if (!atomic_compare_exchange_strong(&command->state, &expected,
+						    NIC_COMMAND_DONE))
+			free(command); /* the waiter gave up on it */
+	}
+	return any;
+}
+
+/* ------------------------------------------------------------------ */
+/* The loop                                                            */
+
+static uint64_t next_deadline(const struct nic_worker *worker)
+{
+	uint64_t earliest = UINT64_MAX;
+
+	for (unsigned int p = 0; p < nic_instance->port_count; p++) {
+		uint64_t deadline = jg_merge_next_deadline(worker->engines[p]);
+		if (deadline < earliest)
+			earliest = deadline;
+	}
+	return earliest;
+}
+
+/*
+ * Adaptive polling: after an empty poll the worker sleeps, doubling the
+ * sleep up to --idle-sleep-max-us, but never past the earliest merge
+ * deadline, so an idle worker costs almost no CPU and a held tail still
+ * leaves on time. Any packet resets the sleep to zero.
+ */
+static void idle(struct nic_worker *worker)
+{
+	const uint64_t max_ns =
+		(uint64_t)nic_instance->options->idle_sleep_max_us * 1000;
+	uint64_t now = nic_now_ns();
+	uint64_t deadline = next_deadline(worker);
+	uint64_t sleep_ns;
+	struct timespec duration;
+
+	if (max_ns == 0) {
+		rte_pause();
+		return;
+	}
+	worker->idle_sleep_ns =
+		worker->idle_sleep_ns
+			? RTE_MIN(worker->idle_sleep_ns * 2, max_ns)
+			: 1000;
+	sleep_ns = worker->idle_sleep_ns;
+	if (deadline != UINT64_MAX) {
+		if (deadline <= now)
+			return;
+		sleep_ns = RTE_MIN(sleep_ns, deadline - now);
+	}
+	duration.tv_sec = (time_t)(sleep_ns / 1000000000ull);
+	duration.tv_nsec = (long)(sleep_ns % 1000000000ull);
+	worker->counters.idle_sleeps++;
+	nanosleep(&duration, NULL);
+}
+
+static uint64_t flush_all(struct nic_worker *worker)
+{
+	const struct nic *nic = nic_instance;
+	struct output out;
+	uint64_t released = 0;
+
+	for (unsigned int p = 0; p < nic->port_count; p++) {
+		out.port_id = nic->ports[p].tx_port_id;
+		out.count = 0;
+		released += flush_engine(worker, worker->engines[p], &out);
+		transmit(worker, &out);
+	}
+	return released;
+}
+
+int nic_worker_run(void *arg)
+{
+	struct nic_worker *worker = arg;
+	const struct nic *nic = nic_instance;
+	struct output out;
+	uint64_t flushed;
+
+	/* The default 50 us timer slack would stretch every short sleep
+	 * past the merge deadlines it aims at. */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+	RTE_LOG(INFO, USER1, "worker %u on lcore %u polls queue %u\n",
+		worker->index, worker->lcore_id, worker->queue_id);
+	while (!atomic_load_explicit(&nic->stop, memory_order_relaxed)) {
+		bool busy = process_commands(worker);
+		uint64_t now;
+
+		worker->counters.polls++;
+		for (unsigned int p = 0; p < nic->port_count; p++)
+			busy |= poll_port(worker, p, &out);
+		now = nic_now_ns();
+		for (unsigned int p = 0; p < nic->port_count; p++) {
+			out.port_id = nic->ports[p].tx_port_id;
+			out.count = 0;
+			if (run_timer(worker, worker->engines[p], now, &out)) {
+				transmit(worker, &out);
+				busy = true;
+			}
+		}
+		if (busy)
+			worker->idle_sleep_ns = 0;
+		else
+			idle(worker);
+	}
+	/* Commands posted during shutdown still get their answer. */
+	process_commands(worker);
+	flushed = flush_all(worker);
+	RTE_LOG(INFO, USER1,
+		"worker %u stopped: flushed %" PRIu64 " held packets\n",
+		worker->index, flushed);
+	return 0;
+}

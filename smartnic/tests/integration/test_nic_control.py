@@ -1,0 +1,177 @@
+"""Every RPC of nic.proto against the real program, including the refusals.
+
+The program runs on a null port (no traffic) with gRPC on 127.0.0.1, as the
+controller reaches it by default.
+"""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from nic_harness import free_tcp_port, start_nic
+
+from jumbogate.v1 import common_pb2, nic_pb2
+
+pytestmark = pytest.mark.timeout(60)
+
+FLOW = common_pb2.FiveTuple(src_ip="203.0.113.5", dst_ip="10.10.0.5", protocol=6, src_port=40000, dst_port=443)
+
+
+@pytest.fixture(scope="module")
+def nic(log_dir):
+    process = start_nic(
+        ["--vdev=net_null0,no-rx=1", "-l", "0-1"],
+        ["--internal-prefix", "10.10.0.0/16", "--path-mtu", "198.51.100.0/24=1400", "--max-flows", "1024"],
+        None,
+        log_dir,
+        grpc_address=f"127.0.0.1:{free_tcp_port()}",
+    )
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def stub(nic):
+    return nic.stub()
+
+
+def refused(call, request, fragment: str):
+    with pytest.raises(grpc.RpcError) as error:
+        call(request, timeout=5)
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT, error.value.details()
+    assert fragment in error.value.details(), error.value.details()
+
+
+def test_get_info_names_the_process(stub, nic):
+    info = stub.GetInfo(nic_pb2.GetInfoRequest(), timeout=5)
+    assert info.boot_id != 0 and str(info.boot_id) in nic.ready_line
+    assert info.workers == 1 and list(info.ports) == ["net_null0"]
+    assert info.version and info.uptime_s > 0
+
+
+def test_configure_changes_only_the_given_fields(stub):
+    before = stub.GetConfig(nic_pb2.GetConfigRequest(), timeout=5)
+    assert before.internal_mtu == 8500 and before.default_path_mtu == 1500 and before.max_flows == 1024
+    after = stub.Configure(
+        nic_pb2.NicConfig(internal_mtu=8000, delay=nic_pb2.DelayModel(max_delay_us=200)),
+        timeout=5,
+    )
+    assert after.internal_mtu == 8000 and after.delay.max_delay_us == 200
+    assert after.max_flows == before.max_flows and after.delay.quantile == pytest.approx(before.delay.quantile)
+    assert after.merge_unknown_flows == before.merge_unknown_flows
+    off = stub.Configure(nic_pb2.NicConfig(merge_unknown_flows=False, set_merge_unknown_flows=True), timeout=5)
+    assert not off.merge_unknown_flows and off.internal_mtu == 8000
+    assert stub.GetConfig(nic_pb2.GetConfigRequest(), timeout=5) == off
+    stub.Configure(
+        nic_pb2.NicConfig(
+            internal_mtu=8500,
+            merge_unknown_flows=True,
+            set_merge_unknown_flows=True,
+            delay=nic_pb2.DelayModel(max_delay_us=64),
+        ),
+        timeout=5,
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "reason"),
+    [
+        (nic_pb2.NicConfig(internal_mtu=100), "internal_mtu 100"),
+        (nic_pb2.NicConfig(internal_mtu=9500), "internal_mtu 9500"),
+        (nic_pb2.NicConfig(max_flows=3), "max_flows 3"),
+        (nic_pb2.NicConfig(max_segments=1), "max_segments 1"),
+        (nic_pb2.NicConfig(default_path_mtu=100), "default_path_mtu 100"),
+        (nic_pb2.NicConfig(delay=nic_pb2.DelayModel(quantile=1.5)), "delay.quantile"),
+        (nic_pb2.NicConfig(delay=nic_pb2.DelayModel(yield_threshold=-0.5)), "delay.yield_threshold"),
+        (nic_pb2.NicConfig(delay=nic_pb2.DelayModel(max_delay_us=5000)), "delay.max_delay_us 5000"),
+    ],
+)
+def test_bad_configuration_is_refused_and_changes_nothing(stub, config, reason):
+    before = stub.GetConfig(nic_pb2.GetConfigRequest(), timeout=5)
+    # A valid field next to the bad one must not slip through either.
+    config.max_segments = config.max_segments or 8
+    refused(stub.Configure, config, reason)
+    assert stub.GetConfig(nic_pb2.GetConfigRequest(), timeout=5) == before
+
+
+def test_path_mtus_are_set_listed_and_deleted(stub):
+    def listed():
+        reply = stub.ListPathMtus(nic_pb2.ListPathMtusRequest(), timeout=5)
+        return {e.prefix.cidr: e.mtu for e in reply.entries}
+
+    assert listed() == {"198.51.100.0/24": 1400}
+    stub.SetPathMtu(nic_pb2.SetPathMtuRequest(prefix=common_pb2.Prefix(cidr="192.0.2.0/24"), mtu=1280), timeout=5)
+    stub.SetPathMtu(nic_pb2.SetPathMtuRequest(prefix=common_pb2.Prefix(cidr="2001:db8::/32"), mtu=1400), timeout=5)
+    stub.SetPathMtu(nic_pb2.SetPathMtuRequest(prefix=common_pb2.Prefix(cidr="192.0.2.0/24"), mtu=1300), timeout=5)
+    assert listed() == {"198.51.100.0/24": 1400, "192.0.2.0/24": 1300, "2001:db8::/32": 1400}
+    stub.DeletePathMtu(nic_pb2.DeletePathMtuRequest(prefix=common_pb2.Prefix(cidr="192.0.2.0/24")), timeout=5)
+    stub.DeletePathMtu(nic_pb2.DeletePathMtuRequest(prefix=common_pb2.Prefix(cidr="2001:db8::/32")), timeout=5)
+    assert listed() == {"198.51.100.0/24": 1400}
+    with pytest.raises(grpc.RpcError) as error:
+        stub.DeletePathMtu(nic_pb2.DeletePathMtuRequest(prefix=common_pb2.Prefix(cidr="192.0.2.0/24")), timeout=5)
+    assert error.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+@pytest.mark.parametrize(
+    ("cidr", "mtu", "reason"),
+    [
+        ("192.0.2.1/24", 1400, "host bits"),
+        ("192.0.2.0", 1400, "no length"),
+        ("192.0.2.0/33", 1400, "length must be"),
+        ("not-an-address/8", 1400, "not an IPv4 or IPv6 address"),
+        ("192.0.2.0/24", 100, "mtu 100"),
+        ("192.0.2.0/24", 9500, "mtu 9500"),
+        ("", 1400, "prefix is empty"),
+        ("0.0.0.0/0", 1400, "set default_path_mtu with Configure instead"),
+    ],
+)
+def test_bad_path_mtu_is_refused_and_changes_nothing(stub, cidr, mtu, reason):
+    before = stub.ListPathMtus(nic_pb2.ListPathMtusRequest(), timeout=5)
+    refused(stub.SetPathMtu, nic_pb2.SetPathMtuRequest(prefix=common_pb2.Prefix(cidr=cidr), mtu=mtu), reason)
+    assert stub.ListPathMtus(nic_pb2.ListPathMtusRequest(), timeout=5) == before
+
+
+def test_flows_are_onloaded_listed_and_offloaded(stub):
+    stub.OnloadFlow(nic_pb2.NicFlowRequest(flow=FLOW), timeout=5)
+    stub.OnloadFlow(nic_pb2.NicFlowRequest(flow=FLOW), timeout=5)  # idempotent
+    flows = stub.ListFlows(nic_pb2.ListNicFlowsRequest(), timeout=5).flows
+    assert [f.flow for f in flows] == [FLOW]
+    assert flows[0].packets_in == 0 and flows[0].merged_packets == 0
+    # Onloaded flows survive a reconfiguration, which rebuilds the engines.
+    stub.Configure(nic_pb2.NicConfig(max_segments=12), timeout=5)
+    assert [f.flow for f in stub.ListFlows(nic_pb2.ListNicFlowsRequest(), timeout=5).flows] == [FLOW]
+    reply = stub.OffloadFlow(nic_pb2.NicFlowRequest(flow=FLOW), timeout=5)
+    assert reply.flushed_packets == 0
+    assert list(stub.ListFlows(nic_pb2.ListNicFlowsRequest(), timeout=5).flows) == []
+    # Offloading what is not onloaded is harmless (the controller may retry).
+    stub.OffloadFlow(nic_pb2.NicFlowRequest(flow=FLOW), timeout=5)
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [
+        ({"src_ip": "203.0.113.500"}, "flow.src_ip"),
+        ({"dst_ip": ""}, "flow.dst_ip"),
+        ({"dst_ip": "fd00::1"}, "different address families"),
+        ({"protocol": 1}, "flow.protocol 1"),
+        ({"src_port": 0}, "flow.src_port 0"),
+        ({"dst_port": 70000}, "flow.dst_port 70000"),
+    ],
+)
+def test_bad_flows_are_refused_and_change_nothing(stub, changes, reason):
+    flow = common_pb2.FiveTuple()
+    flow.CopyFrom(FLOW)
+    for name, value in changes.items():
+        setattr(flow, name, value)
+    refused(stub.OnloadFlow, nic_pb2.NicFlowRequest(flow=flow), reason)
+    refused(stub.OffloadFlow, nic_pb2.NicFlowRequest(flow=flow), reason)
+    assert list(stub.ListFlows(nic_pb2.ListNicFlowsRequest(), timeout=5).flows) == []
+
+
+def test_stats_report_every_field(stub):
+    stats = stub.GetStats(nic_pb2.GetNicStatsRequest(), timeout=5)
+    assert stats.packets_in == 0 and stats.packets_held == 0
+    assert [b.le_us for b in stats.merge_delay][:3] == [1, 2, 4]
+    assert stats.merge_delay[-1].le_us == float("inf")
+    reasons = [d.reason for d in stats.drops]
+    assert "tx-failed" in reasons and "caravan-bad-magic" in reasons

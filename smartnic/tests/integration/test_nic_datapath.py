@@ -1,0 +1,221 @@
+"""jumbogate-nic on one af_packet port: merge, split, caravans, pass-through,
+counters and telemetry, checked on the frames that come back."""
+
+from __future__ import annotations
+
+import pytest
+from nic_harness import SinglePort, tshark_checksums, write_pcap
+from nic_packets import (
+    CARAVAN_DSCP,
+    IP,
+    TCP,
+    UDP,
+    Ether,
+    decode_caravan,
+    encode_caravan,
+    ip_length,
+    parse,
+    pattern,
+    stream_of,
+    tcp_frames_of,
+    tcp_packet,
+    tcp_segments,
+    udp_datagram,
+)
+
+from jumbogate.v1 import common_pb2, nic_pb2
+
+pytestmark = pytest.mark.timeout(60)
+
+INTERNET = "203.0.113.5"
+INTERNET_V6 = "2001:db8::5"
+INSTANCE = "10.10.0.5"
+INSTANCE_V6 = "fd00:10::5"
+INTERNAL_MTU = 8500
+
+
+def exchange(wiring, frames: list[bytes], expect: int | None = None) -> list[bytes]:
+    """Send frames while the program is paused, so that they reach it in
+    one burst, and collect what it sends back."""
+    wiring.port.drain()
+    with wiring.nic.paused():
+        wiring.port.send(frames)
+    return wiring.port.receive(count=expect)
+
+
+def checksums_valid(tmp_path, frames: list[bytes]) -> list[tuple[str, str, str]]:
+    """tshark's verdict on every frame: IP and L4 checksum status Good (1)."""
+    pcap = tmp_path / "out.pcap"
+    write_pcap(pcap, frames)
+    rows = tshark_checksums(pcap)
+    assert len(rows) == len(frames)
+    for ip_len, ip_status, l4_status in rows:
+        assert ip_status in ("1", ""), f"IP checksum not good in a {ip_len}-byte packet: {rows}"
+        assert l4_status == "1", f"L4 checksum not good in a {ip_len}-byte packet: {rows}"
+    return rows
+
+
+@pytest.mark.parametrize(("src", "dst"), [(INTERNET, INSTANCE), (INTERNET_V6, INSTANCE_V6)], ids=["ipv4", "ipv6"])
+def test_inbound_segments_are_merged_to_the_internal_mtu(single_port, tmp_path, src, dst):
+    sport = 41000 if ":" not in src else 41001
+    frames = tcp_segments(src, dst, sport, 80, count=12, size=1448, seq=1000)
+    out = tcp_frames_of(exchange(single_port, frames), sport)
+
+    assert 0 < len(out) < len(frames), f"{len(out)} packets left for 12 segments"
+    lengths = [ip_length(p) for p in out]
+    assert max(lengths) == INTERNAL_MTU, lengths
+    assert all(length <= INTERNAL_MTU for length in lengths)
+    assert stream_of(out, 1000) == pattern(0, 12 * 1448)
+    checksums_valid(tmp_path, [bytes(p) for p in out])
+
+
+def test_out_of_order_segments_still_merge_into_one_stream(single_port):
+    frames = tcp_segments(INTERNET, INSTANCE, 41002, 80, count=6, size=1448, seq=1000)
+    shuffled = [frames[i] for i in (0, 2, 1, 3, 5, 4)]
+    out = tcp_frames_of(exchange(single_port, shuffled), 41002)
+
+    assert len(out) < 6
+    assert stream_of(out, 1000) == pattern(0, 6 * 1448)
+
+
+@pytest.mark.parametrize(
+    ("src", "dst", "path_mtu", "sport"),
+    [
+        (INSTANCE, "192.0.2.9", 1500, 42000),
+        (INSTANCE, "198.51.100.7", 1400, 42001),
+        (INSTANCE_V6, "2001:db8::9", 1500, 42002),
+    ],
+    ids=["default-1500", "prefix-1400", "ipv6"],
+)
+def test_outbound_packets_are_split_to_the_path_mtu(single_port, tmp_path, src, dst, path_mtu, sport):
+    frame = tcp_packet(src, dst, sport, 443, size=8000, seq=5000)
+    out = tcp_frames_of(exchange(single_port, [frame]), sport)
+
+    headers = 40 if ":" not in src else 60
+    lengths = [ip_length(p) for p in out]
+    assert len(out) == -(-8000 // (path_mtu - headers)), lengths
+    assert max(lengths) <= path_mtu and max(lengths) > path_mtu - 100, lengths
+    assert stream_of(out, 5000) == pattern(0, 8000)
+    # PSH belongs on the last segment only.
+    flags = [str(p[TCP].flags) for p in sorted(out, key=lambda p: p[TCP].seq)]
+    assert all("P" not in f for f in flags[:-1]) and "P" in flags[-1], flags
+    checksums_valid(tmp_path, [bytes(p) for p in out])
+
+
+def test_packets_that_fit_or_are_not_ours_pass_unchanged(single_port):
+    unchanged = [
+        tcp_packet(INSTANCE, "192.0.2.9", 43000, 443, size=1000),  # outbound, fits
+        tcp_packet("192.0.2.1", "192.0.2.2", 43001, 80, size=3000),  # neither side internal
+        tcp_packet("192.0.2.1", "192.0.2.2", 43002, 80, size=8960),  # a whole 9000-byte packet
+        bytes(Ether(src="02:00:00:00:00:01", dst="ff:ff:ff:ff:ff:ff", type=0x0806) / (b"\x00\x01" + b"\x00" * 40)),
+    ]
+    out = exchange(single_port, unchanged, expect=len(unchanged))
+    assert sorted(out) == sorted(unchanged)
+    assert max(len(frame) for frame in out) == 9014
+
+
+def test_inbound_udp_datagrams_travel_as_a_caravan(single_port, tmp_path):
+    datagrams = [udp_datagram(INTERNET, INSTANCE, 44000, 53, pattern(i, 400 + i), ident=300 + i, tos=0) for i in range(6)]
+    out = [parse(f) for f in exchange(single_port, datagrams)]
+    out = [p for p in out if UDP in p and p[UDP].sport == 44000]
+
+    assert len(out) < len(datagrams)
+    caravans = [p for p in out if p[IP].tos >> 2 == CARAVAN_DSCP]
+    assert caravans, "no caravan came back"
+    carried = []
+    for packet in out:
+        if packet in caravans:
+            _tos, inner = decode_caravan(packet)
+            carried += [(ident, payload) for ident, _checksum, payload in inner]
+        else:
+            carried.append((packet[IP].id, bytes(packet[UDP].payload)))
+    assert carried == [(Ether(d)[IP].id, bytes(Ether(d)[UDP].payload)) for d in datagrams]
+    checksums_valid(tmp_path, [bytes(p) for p in out])
+
+
+def test_outbound_caravans_are_unpacked_byte_for_byte(single_port):
+    datagrams = [udp_datagram(INSTANCE, INTERNET, 45000, 4500, pattern(i, 300 + 10 * i), ident=700 + i) for i in range(4)]
+    caravan = encode_caravan(datagrams)
+    out = exchange(single_port, [caravan], expect=len(datagrams))
+    assert out == datagrams
+
+
+def test_counters_account_for_every_packet(single_port):
+    stats = single_port.nic.telemetry("/jumbogate/stats")
+    assert stats["packets_in"] > 0
+    assert (
+        stats["packets_in"] + stats["packets_created"] == stats["packets_out"] + stats["packets_held"] + stats["packets_dropped"] + stats["packets_absorbed"]
+    ), stats
+    grpc_stats = single_port.nic.stub().GetStats(nic_pb2.GetNicStatsRequest(), timeout=5)
+    assert grpc_stats.packets_in == stats["packets_in"]
+    assert grpc_stats.packets_out == stats["packets_out"]
+    assert grpc_stats.merged_packets == stats["merged_packets"] > 0
+    assert grpc_stats.split_packets == stats["split_packets"] > 0
+    assert grpc_stats.caravans_packed > 0 and grpc_stats.caravans_unpacked > 0
+    assert 0 < grpc_stats.conversion_yield <= 1
+    assert sum(b.count for b in grpc_stats.merge_delay) >= grpc_stats.segments_merged > 0
+    assert {d.reason for d in grpc_stats.drops} >= {"tx-failed", "no-mbuf"}
+
+
+def test_telemetry_serves_info_and_the_delay_histogram(single_port):
+    info = single_port.nic.telemetry("/jumbogate/info")
+    assert info["workers"] == 1 and info["ports"] == ["net_af_packet0"]
+    assert str(info["boot_id"]) in single_port.nic.ready_line
+    delay = single_port.nic.telemetry("/jumbogate/delay")
+    assert list(delay)[0] == "le_1" and list(delay)[-1] == "le_inf"
+    assert sum(delay.values()) > 0
+
+
+def test_an_idle_worker_sleeps_instead_of_spinning(single_port):
+    before = single_port.nic.telemetry("/jumbogate/stats")
+    import time
+
+    time.sleep(0.5)
+    after = single_port.nic.telemetry("/jumbogate/stats")
+    polls = after["worker_polls"] - before["worker_polls"]
+    sleeps = after["worker_idle_sleeps"] - before["worker_idle_sleeps"]
+    # At most one poll per 1..100 us sleep: far below a busy loop's millions.
+    assert polls < 200_000 and sleeps >= polls * 0.9, (polls, sleeps)
+
+
+def test_two_workers_share_the_flows_and_the_accounting(log_dir):
+    wiring = SinglePort(log_dir, ["--internal-prefix", "10.10.0.0/16"], workers=2)
+    try:
+        frames = []
+        for sport in range(47000, 47016):
+            frames += tcp_segments(INTERNET, INSTANCE, sport, 80, count=6, size=1448, seq=1000)
+        out = exchange(wiring, frames)
+        assert wiring.nic.stub().GetInfo(nic_pb2.GetInfoRequest(), timeout=5).workers == 2
+        for sport in range(47000, 47016):
+            assert stream_of(tcp_frames_of(out, sport), 1000) == pattern(0, 6 * 1448)
+        assert len(out) < len(frames)
+        # The port's hash spread the flows over both workers' queues.
+        queues = wiring.nic.telemetry("/ethdev/stats,0")["q_ipackets"][:2]
+        assert all(count > 0 for count in queues), queues
+        assert wiring.nic.stop() == 0
+        totals = wiring.nic.exit_totals
+        assert totals["packets_in"] == len(frames) and totals["packets_out"] == len(out)
+        assert totals["packets_in"] == totals["packets_out"] + totals["packets_absorbed"]
+    finally:
+        wiring.close()
+
+
+def test_control_changes_reach_the_data_path(single_port):
+    """Configure, SetPathMtu and OnloadFlow act on the running workers."""
+    stub = single_port.nic.stub()
+    flow = common_pb2.FiveTuple(src_ip=INTERNET, dst_ip=INSTANCE, protocol=6, src_port=48000, dst_port=80)
+    stub.OnloadFlow(nic_pb2.NicFlowRequest(flow=flow), timeout=5)
+    stub.Configure(nic_pb2.NicConfig(internal_mtu=4000), timeout=5)
+    stub.SetPathMtu(nic_pb2.SetPathMtuRequest(prefix=common_pb2.Prefix(cidr="192.0.2.0/24"), mtu=1280), timeout=5)
+    try:
+        merged = tcp_frames_of(exchange(single_port, tcp_segments(INTERNET, INSTANCE, 48000, 80, count=8)), 48000)
+        assert max(ip_length(p) for p in merged) == 4000
+        assert stream_of(merged, 1000) == pattern(0, 8 * 1448)
+        split = tcp_frames_of(exchange(single_port, [tcp_packet(INSTANCE, "192.0.2.9", 48001, 443, size=6000)]), 48001)
+        assert max(ip_length(p) for p in split) == 1280
+        flows = stub.ListFlows(nic_pb2.ListNicFlowsRequest(), timeout=5).flows
+        assert [(f.flow, f.packets_in, f.merged_packets) for f in flows] == [(flow, 8, len(merged))]
+    finally:
+        stub.Configure(nic_pb2.NicConfig(internal_mtu=INTERNAL_MTU), timeout=5)
+        stub.DeletePathMtu(nic_pb2.DeletePathMtuRequest(prefix=common_pb2.Prefix(cidr="192.0.2.0/24")), timeout=5)
+        stub.OffloadFlow(nic_pb2.NicFlowRequest(flow=flow), timeout=5)

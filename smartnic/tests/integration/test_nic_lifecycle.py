@@ -1,0 +1,175 @@
+"""Starting, refusing to start, and stopping jumbogate-nic."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+from nic_harness import NIC_BINARY, SinglePort, free_tcp_port, remove_runtime_dir, start_nic
+from nic_packets import tcp_segments
+
+from jumbogate.v1 import common_pb2, nic_pb2
+
+pytestmark = pytest.mark.timeout(90)
+
+NULL_PORT = ["--vdev=net_null0,no-rx=1", "-l", "0-1"]
+
+
+def run_nic(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(NIC_BINARY), *args], capture_output=True, text=True, timeout=30)
+
+
+def fails_with(log_dir, eal: list[str], options: list[str], message: str, grpc_address: str | None = None) -> str:
+    nic = start_nic(eal, options, None, log_dir, grpc_address=grpc_address, wait_ready=False)
+    try:
+        nic.proc.wait(timeout=30)
+    finally:
+        nic.stop(signal.SIGKILL)
+    assert nic.proc.returncode != 0, nic.log()
+    assert message in nic.log(), nic.log()
+    return nic.log()
+
+
+def test_help_explains_usage_and_options():
+    result = run_nic("--help")
+    assert result.returncode == 0
+    for text in ("Usage:", "--internal-prefix", "--grpc", "--config", "--return-port", "SIGTERM"):
+        assert text in result.stdout
+    assert all(len(line) <= 80 for line in result.stdout.splitlines()), "help is wrapped to 80 columns"
+    assert run_nic("--version").stdout.startswith("jumbogate-nic ")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--", "--bogus"], "unknown option '--bogus'"),
+        (["--", "--internal-mtu", "99999"], "--internal-mtu '99999': expected a whole number 1280..9216"),
+        (["--", "--internal-prefix", "10.0.0.1/8"], "host bits"),
+        (["--", "--path-mtu", "10.0.0.0/8"], "expected CIDR=BYTES"),
+        (["--", "--merge-unknown-flows", "maybe"], "expected on or off"),
+        (["--", "--internal-mtu"], "--internal-mtu needs BYTES"),
+        (["--", "--config", "/nonexistent/nic.conf"], "cannot read config file /nonexistent/nic.conf"),
+    ],
+)
+def test_bad_options_are_named_before_dpdk_starts(args, message):
+    result = run_nic(*args)
+    assert result.returncode == 2
+    assert message in result.stderr, result.stderr
+    assert "EAL" not in result.stderr
+
+
+def test_missing_port_is_named(log_dir):
+    fails_with(log_dir, NULL_PORT, ["--port", "net_af_packet7"], "port 'net_af_packet7' not found; the EAL probed: net_null0")
+
+
+def test_no_port_at_all_is_named(log_dir):
+    fails_with(log_dir, ["-l", "0-1"], [], "no port: the EAL found none")
+
+
+def test_a_single_lcore_is_refused_with_the_reason(log_dir):
+    fails_with(log_dir, ["--vdev=net_null0,no-rx=1", "-l", "0"], [], "no worker lcore")
+
+
+def test_grpc_address_in_use_is_named(log_dir):
+    port = free_tcp_port()
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        fails_with(log_dir, NULL_PORT, [], f"gRPC address 127.0.0.1:{port} is in use", grpc_address=f"127.0.0.1:{port}")
+
+
+def test_config_file_sets_everything(log_dir, tmp_path):
+    port = free_tcp_port()
+    config = tmp_path / "nic.conf"
+    config.write_text(
+        "# jumbogate-nic for the test\n"
+        f'eal = "--no-huge -m 384 --no-pci --file-prefix jgcfg{port} -l 0-1 --vdev=net_null0,no-rx=1"\n'
+        f"grpc = 127.0.0.1:{port}\n"
+        "internal-prefix = 10.10.0.0/16\n"
+        "internal-mtu = 8000   # leaves room for a tunnel\n"
+        "path-mtu = 198.51.100.0/24=1400\n"
+        "merge-unknown-flows = off\n"
+    )
+    proc = subprocess.Popen([str(NIC_BINARY), "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        import grpc
+
+        from jumbogate.v1 import nic_pb2_grpc
+
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        grpc.channel_ready_future(channel).result(timeout=20)
+        stub = nic_pb2_grpc.NicStub(channel)
+        config_reply = stub.GetConfig(nic_pb2.GetConfigRequest(), timeout=5)
+        assert config_reply.internal_mtu == 8000 and not config_reply.merge_unknown_flows
+        mtus = stub.ListPathMtus(nic_pb2.ListPathMtusRequest(), timeout=5)
+        assert [(e.prefix.cidr, e.mtu) for e in mtus.entries] == [("198.51.100.0/24", 1400)]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)
+        remove_runtime_dir(f"jgcfg{port}")
+    assert proc.returncode == 0
+
+
+def test_config_file_mistakes_name_file_and_line(tmp_path):
+    config = tmp_path / "bad.conf"
+    config.write_text("internal-prefix = 10.10.0.0/16\ninternal-mtu = lots\n")
+    result = run_nic("--config", str(config))
+    assert result.returncode == 2
+    assert f"{config}:2: --internal-mtu 'lots'" in result.stderr
+    config.write_text("colour = blue\n")
+    assert f"{config}:1: unknown key 'colour'" in run_nic("--config", str(config)).stderr
+
+
+def test_sigterm_flushes_everything_and_a_restart_starts_empty(log_dir):
+    # Every flow counts as fast, so tails wait for partners (up to 1 ms)
+    # and SIGTERM finds packets held.
+    options = ["--internal-prefix", "10.10.0.0/16", "--delay-rate-threshold-gbps", "0", "--delay-max-us", "1000"]
+    wiring = SinglePort(log_dir, options)
+    try:
+        stub = wiring.nic.stub()
+        first_boot = stub.GetInfo(nic_pb2.GetInfoRequest(), timeout=5).boot_id
+        flow = common_pb2.FiveTuple(src_ip="203.0.113.5", dst_ip="10.10.0.5", protocol=6, src_port=46000, dst_port=80)
+        stub.OnloadFlow(nic_pb2.NicFlowRequest(flow=flow), timeout=5)
+        stop = threading.Event()
+        sent = [0]
+
+        def stream():
+            seq = 1000
+            while not stop.is_set():
+                frames = tcp_segments("203.0.113.5", "10.10.0.5", 46000, 80, count=3, size=1448, seq=seq)
+                wiring.port.send(frames)
+                sent[0] += len(frames)
+                seq += 3 * 1448
+                time.sleep(0.0005)
+
+        sender = threading.Thread(target=stream)
+        sender.start()
+        time.sleep(1.0)
+        assert wiring.nic.stop(signal.SIGTERM) == 0, wiring.nic.log()
+        stop.set()
+        sender.join(timeout=5)
+        received = wiring.port.receive(quiet=0.5)
+        totals = wiring.nic.exit_totals
+        assert totals, wiring.nic.log()
+        assert "flushing held packets" in wiring.nic.log()
+        assert totals["packets_held"] == 0 and totals["packets_dropped"] == 0, totals
+        assert totals["packets_in"] + totals["packets_created"] == totals["packets_out"] + totals["packets_absorbed"]
+        assert totals["merged_packets"] > 0
+        assert len(received) == totals["packets_out"], (len(received), totals)
+
+        wiring.nic = start_nic(
+            [f"--vdev=net_af_packet0,iface={wiring.nic_if},blocksz=12288,framesz=12288,framecnt=1024,qpairs=1", "-l", "0-1"],
+            ["--mbuf-size", "12288", "--mbufs", "4096", *options],
+            wiring.nic_ns,
+            log_dir,
+        )
+        stub = wiring.nic.stub()
+        assert stub.GetInfo(nic_pb2.GetInfoRequest(), timeout=5).boot_id != first_boot
+        assert list(stub.ListFlows(nic_pb2.ListNicFlowsRequest(), timeout=5).flows) == []
+        assert stub.GetStats(nic_pb2.GetNicStatsRequest(), timeout=5).packets_in == 0
+    finally:
+        wiring.close()

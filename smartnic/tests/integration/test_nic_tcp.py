@@ -1,0 +1,133 @@
+"""A real Linux TCP connection through jumbogate-nic.
+
+    client ns (MTU 1500) --veth-- [port 0  jumbogate-nic  port 1] --veth-- server ns (MTU 9000)
+
+What arrives on one port leaves on the other (--return-port both ways).
+The server is the rack (--internal-prefix), so the client's 1500-byte
+segments are merged on the way in and the server's packets take the split
+path on the way out: the program raises the MSS of the client's SYN, so the
+server sends large segments, which are cut to the client's 1500 bytes.
+Both must get the other's data intact, the server in merged packets.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+
+import pytest
+from nic_harness import Netns, af_packet_vdev, run, start_nic, unique, veth
+
+from jumbogate.v1 import nic_pb2
+
+pytestmark = pytest.mark.timeout(120)
+
+CLIENT = "10.77.0.1"
+SERVER = "10.77.0.2"
+PORT = 5201
+MEGABYTES = 24
+REPLY_MEGABYTES = 8
+
+# The client sends MEGABYTES, half-closes, and reads the server's reply;
+# both sides print (bytes, SHA-256) of what they sent and received.
+SERVER_SCRIPT = f"""
+import hashlib, random, socket
+listener = socket.create_server(("{SERVER}", {PORT}))
+print("listening", flush=True)
+connection, _ = listener.accept()
+digest, total = hashlib.sha256(), 0
+while chunk := connection.recv(1 << 20):
+    digest.update(chunk)
+    total += len(chunk)
+reply = random.Random(8).randbytes({REPLY_MEGABYTES} << 20)
+connection.sendall(reply)
+connection.close()
+print(total, digest.hexdigest(), len(reply), hashlib.sha256(reply).hexdigest(), flush=True)
+"""
+
+CLIENT_SCRIPT = f"""
+import hashlib, random, socket
+data = random.Random(7).randbytes({MEGABYTES} << 20)
+with socket.create_connection(("{SERVER}", {PORT}), timeout=30) as connection:
+    connection.sendall(data)
+    connection.shutdown(socket.SHUT_WR)
+    digest, total = hashlib.sha256(), 0
+    while chunk := connection.recv(1 << 20):
+        digest.update(chunk)
+        total += len(chunk)
+print(len(data), hashlib.sha256(data).hexdigest(), total, digest.hexdigest(), flush=True)
+"""
+
+
+@pytest.fixture
+def wire(log_dir):
+    client, nic_ns, server = Netns("jgc"), Netns("jgn"), Netns("jgv")
+    names = {key: unique(key) for key in ("jgc", "jga", "jgb", "jgv")}
+    nic = None
+    try:
+        veth(client, names["jgc"], nic_ns, names["jga"], mtu_a=1500)
+        veth(server, names["jgv"], nic_ns, names["jgb"], mtu_a=9000)
+        client.exec("ip", "addr", "add", f"{CLIENT}/24", "dev", names["jgc"])
+        server.exec("ip", "addr", "add", f"{SERVER}/24", "dev", names["jgv"])
+        # No --mbuf-size: the program grows its buffers to what af_packet wants.
+        nic = start_nic(
+            [af_packet_vdev(0, names["jga"]), af_packet_vdev(1, names["jgb"]), "-l", "0-1"],
+            [
+                "--mbufs",
+                "4096",
+                "--return-port",
+                "net_af_packet0=net_af_packet1",
+                "--return-port",
+                "net_af_packet1=net_af_packet0",
+                "--internal-prefix",
+                f"{SERVER}/32",
+            ],
+            nic_ns,
+            log_dir,
+            memory_mb=1024,
+        )
+        yield client, server, names["jgv"], nic
+    finally:
+        if nic:
+            nic.stop()
+        for ns in (client, nic_ns, server):
+            ns.delete()
+
+
+def test_tcp_transfer_arrives_merged_and_intact(wire, tmp_path):
+    client, server, server_if, nic = wire
+    capture_file = tmp_path / "server.pcap"
+    capture = subprocess.Popen(
+        ["ip", "netns", "exec", server.name, "tcpdump", "-i", server_if, "-Q", "in", "-s", "128", "-U", "-w", str(capture_file), "tcp", "port", str(PORT)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    receiver = subprocess.Popen(["ip", "netns", "exec", server.name, "python3", "-c", SERVER_SCRIPT], stdout=subprocess.PIPE, text=True)
+    try:
+        assert capture.stderr.readline()  # "listening on ..."
+        assert receiver.stdout.readline().strip() == "listening"
+        sent = client.exec("python3", "-c", CLIENT_SCRIPT, timeout=90).stdout.split()
+        received = receiver.communicate(timeout=60)[0].split()
+    finally:
+        receiver.kill()
+        time.sleep(0.3)
+        capture.send_signal(signal.SIGINT)
+        capture.wait(timeout=10)
+    assert received[:2] == sent[:2], "the server got different bytes than the client sent"
+    assert sent[2:] == received[2:], "the client got different bytes than the server sent"
+    assert int(sent[0]) == MEGABYTES << 20 and int(sent[2]) == REPLY_MEGABYTES << 20
+
+    lengths = run("tshark", "-r", str(capture_file), "-Y", f"ip.src == {CLIENT}", "-T", "fields", "-e", "ip.len", timeout=60).stdout.split()
+    large = [int(n) for n in lengths if int(n) > 1500]
+    assert large, "the server saw no packet larger than the client's MTU"
+    assert max(large) <= 8500
+    stats = nic.stub().GetStats(nic_pb2.GetNicStatsRequest(), timeout=5)
+    assert stats.merged_packets >= len(large) > 0
+    assert stats.conversion_yield > 0
+    assert stats.split_packets > 0, "the server's large segments were not split"
+    assert "wants larger buffers" in nic.log()
+    print(
+        f"{len(lengths)} packets from the client at the server, {len(large)} above 1500 bytes; yield {stats.conversion_yield:.2f};"
+        f" {stats.split_packets} server packets split into {stats.split_segments_out}"
+    )
