@@ -82,6 +82,12 @@ def test_path_mtu_outside_range_is_rejected(raw):
     assert err.field == "path_mtus[0].mtu"
 
 
+def test_path_mtu_above_the_underlay_is_rejected(raw):
+    raw["path_mtus"][0]["mtu"] = 9100
+    err = rejection(raw)
+    assert err.field == "path_mtus[0].mtu" and "above mtu.internal 9000" in err.reason
+
+
 def test_guest_jumbo_must_fit_under_internal(raw):
     raw["mtu"]["guest_jumbo"] = 9100
     err = rejection(raw)

@@ -423,6 +423,11 @@ def parse_config(data: Any, source: str = "<config>") -> RackConfig:
     smartnic = r.mapping(top.get("smartnic"), "smartnic", {"control"})
     controller = r.mapping(top.get("controller"), "controller", {"listen"})
 
+    path_mtus = _parse_path_mtus(r, top.get("path_mtus"))
+    for i, entry in enumerate(path_mtus):
+        if entry.mtu > mtu.internal:
+            raise r.fail(f"path_mtus[{i}].mtu", f"{entry.mtu} is above mtu.internal {mtu.internal}: no path through this border can carry it")
+
     return RackConfig(
         source=source,
         fleet_jumbo=fleet_jumbo,
@@ -430,7 +435,7 @@ def parse_config(data: Any, source: str = "<config>") -> RackConfig:
         switch=switch,
         ports=ports,
         routes=_parse_routes(r, top.get("routes"), ports),
-        path_mtus=_parse_path_mtus(r, top.get("path_mtus")),
+        path_mtus=path_mtus,
         instances=_parse_instances(r, top.get("instances"), fleet_jumbo),
         merge_services=_parse_merge_services(r, top.get("merge_services")),
         elephant=elephant,
