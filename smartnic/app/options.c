@@ -314,7 +314,7 @@ apply(struct nic_options *options, const struct option_spec *spec,
 	struct jg_engine_config *engine = &options->engine;
 	char error[NIC_ERROR_LEN];
 	const char *name = spec->name;
-	uint64_t number;
+	uint64_t number = 0;
 	bool ok = true;
 
 	switch (spec->id) {

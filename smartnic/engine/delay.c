@@ -124,6 +124,8 @@ void jg_timer_unlink(struct jg_engine *e, struct jg_flow *f)
 {
 	if (f->timer_list == JG_TIMER_NONE)
 		return;
+	if (f->timer_list != JG_TIMER_BURST)
+		e->wheel_flows--;
 	if (f->timer_prev == JG_INDEX_NONE)
 		*list_head(e, f->timer_list) = f->timer_next;
 	else
@@ -139,6 +141,8 @@ static void link_flow(struct jg_engine *e, struct jg_flow *f, uint16_t list)
 	uint32_t *head = list_head(e, list);
 	uint32_t index = jg_flow_index(e, f);
 
+	if (list != JG_TIMER_BURST)
+		e->wheel_flows++;
 	f->timer_list = list;
 	f->timer_prev = JG_INDEX_NONE;
 	f->timer_next = *head;

@@ -49,6 +49,7 @@ void jg_engine_config_init(struct jg_engine_config *config)
 	config->caravan_dscp = DEFAULT_CARAVAN_DSCP;
 	config->socket_id = SOCKET_ID_ANY;
 	config->name = "jumbogate";
+	config->raise_syn_mss = true;
 }
 
 static bool config_valid(const struct jg_engine_config *c)

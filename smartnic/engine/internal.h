@@ -85,6 +85,11 @@ void jg_flow_key_reverse(const struct jg_flow_key *key,
 /* MSS option of a SYN, 0 when absent. */
 uint16_t jg_tcp_mss_option(const struct rte_tcp_hdr *th, uint16_t l4_len);
 
+/* Offset of the MSS option's value from the start of the TCP header, 0
+ * when there is none. */
+uint16_t jg_tcp_mss_option_offset(const struct rte_tcp_hdr *th,
+				  uint16_t l4_len);
+
 /* Set the IP length field(s) for a new L4 payload length. */
 void jg_set_ip_length(uint8_t *l3, const struct jg_parsed *p,
 		      uint32_t payload_length);
@@ -264,6 +269,7 @@ struct jg_engine {
 
 	uint32_t wheel[JG_WHEEL_SLOTS]; /* first flow of each slot */
 	uint32_t burst_list;		/* flows released at end of call */
+	uint32_t wheel_flows;		/* flows on the wheel, for idle polls */
 	uint64_t next_slot;		/* first slot not yet processed */
 
 	struct rte_mbuf **ready; /* FIFO of packets ready to transmit */

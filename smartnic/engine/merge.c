@@ -676,6 +676,49 @@ static bool mergeable_shape(const struct jg_parsed *p)
 		 (JG_TCP_FLAG_SYN | JG_TCP_FLAG_RST | JG_TCP_FLAG_URG));
 }
 
+/*
+ * An Internet host advertises the MSS of its own 1500-byte path. Left
+ * alone, the jumbo host in the rack would send it 1448-byte segments and
+ * the border would have nothing to split. Raised to what the internal MTU
+ * carries, the jumbo host sends large segments and the split path cuts
+ * them to the path MTU of the destination on the way out, so both the
+ * host and the rack links see one packet per 8500 bytes. Only MSS values
+ * a 1500-byte path would give are raised; a peer that announced more
+ * knows its path. The checksum is updated incrementally (RFC 1624), which
+ * keeps it final and keeps a corrupted segment corrupted.
+ */
+static void raise_syn_mss(struct jg_engine *e, struct rte_mbuf *m,
+			  const struct jg_parsed *p)
+{
+	struct rte_tcp_hdr *th = jg_l4(m, p);
+	uint16_t offset = jg_tcp_mss_option_offset(th, p->l4_len);
+	uint16_t header_overhead = p->ip_version == 4 ? 40 : 60;
+	uint16_t old_mss, new_mss, old_word, new_word;
+	uint8_t *value;
+
+	if (offset == 0)
+		return;
+	value = (uint8_t *)th + offset;
+	old_mss = (uint16_t)(value[0] << 8 | value[1]);
+	new_mss = (uint16_t)(e->config.internal_mtu - header_overhead);
+	if (old_mss > e->config.default_path_mtu - header_overhead ||
+	    old_mss >= new_mss)
+		return;
+	value[0] = (uint8_t)(new_mss >> 8);
+	value[1] = (uint8_t)new_mss;
+	/* The checksum sums 16-bit words from the header's start: a value
+	 * at an odd offset straddles two words, so it counts byte-swapped. */
+	old_word = rte_cpu_to_be_16(old_mss);
+	new_word = rte_cpu_to_be_16(new_mss);
+	if (offset & 1) {
+		old_word = jg_csum_swap(old_word);
+		new_word = jg_csum_swap(new_word);
+	}
+	th->cksum = (uint16_t)~jg_csum_add(
+		jg_csum_sub((uint16_t)~th->cksum, old_word), new_word);
+	e->stats.merge.mss_raised++;
+}
+
 static void release_flow_then_pass(struct jg_engine *e, struct jg_flow *f,
 				   struct rte_mbuf *m)
 {
@@ -717,6 +760,10 @@ static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
 		if (f != NULL && (s.p.tcp_flags & JG_TCP_FLAG_SYN))
 			f->external_mss =
 				jg_tcp_mss_option(jg_l4(m, &s.p), s.p.l4_len);
+		if ((s.p.tcp_flags & (JG_TCP_FLAG_SYN | JG_TCP_FLAG_RST)) ==
+			    JG_TCP_FLAG_SYN &&
+		    e->config.raise_syn_mss)
+			raise_syn_mss(e, m, &s.p);
 		release_flow_then_pass(e, f, m);
 		return;
 	}
@@ -802,12 +849,30 @@ uint64_t jg_merge_next_deadline(const struct jg_engine *e)
 {
 	if (e->burst_list != JG_INDEX_NONE)
 		return e->now_ns;
-	if (e->next_slot == UINT64_MAX)
+	/* Idle programs ask after every empty poll: answer at once when
+	 * nothing waits instead of scanning the wheel. */
+	if (e->next_slot == UINT64_MAX || e->wheel_flows == 0)
 		return UINT64_MAX;
 	for (uint64_t slot = e->next_slot; slot < e->next_slot + JG_WHEEL_SLOTS;
-	     slot++)
-		if (e->wheel[slot % JG_WHEEL_SLOTS] != JG_INDEX_NONE)
-			return slot << JG_WHEEL_SLOT_SHIFT;
+	     slot++) {
+		uint64_t slot_start = slot << JG_WHEEL_SLOT_SHIFT, earliest;
+		uint32_t index = e->wheel[slot % JG_WHEEL_SLOTS];
+
+		if (index == JG_INDEX_NONE)
+			continue;
+		/* The slot's start may lie before every deadline in it; a
+		 * caller that waits only until then would wake for nothing,
+		 * so give the exact earliest deadline of the slot. */
+		earliest = UINT64_MAX;
+		for (; index != JG_INDEX_NONE;
+		     index = e->flows[index].timer_next) {
+			uint32_t offset = e->flows[index].deadline_ns -
+					  (uint32_t)slot_start;
+
+			earliest = RTE_MIN(earliest, slot_start + offset);
+		}
+		return RTE_MAX(earliest, e->now_ns);
+	}
 	return UINT64_MAX;
 }
 

@@ -204,10 +204,11 @@ void jg_flow_key_reverse(const struct jg_flow_key *key,
 	reversed->dst = key->src;
 }
 
-uint16_t jg_tcp_mss_option(const struct rte_tcp_hdr *th, uint16_t l4_len)
+uint16_t jg_tcp_mss_option_offset(const struct rte_tcp_hdr *th, uint16_t l4_len)
 {
+	const uint8_t *start = (const uint8_t *)th;
 	const uint8_t *option = (const uint8_t *)(th + 1);
-	const uint8_t *end = (const uint8_t *)th + l4_len;
+	const uint8_t *end = start + l4_len;
 
 	while (option < end) {
 		uint8_t kind = option[0];
@@ -222,10 +223,18 @@ uint16_t jg_tcp_mss_option(const struct rte_tcp_hdr *th, uint16_t l4_len)
 		    option + option[1] > end)
 			break;
 		if (kind == 2 && option[1] == 4)
-			return (uint16_t)(option[2] << 8 | option[3]);
+			return (uint16_t)(option + 2 - start);
 		option += option[1];
 	}
 	return 0;
+}
+
+uint16_t jg_tcp_mss_option(const struct rte_tcp_hdr *th, uint16_t l4_len)
+{
+	uint16_t offset = jg_tcp_mss_option_offset(th, l4_len);
+	const uint8_t *value = (const uint8_t *)th + offset;
+
+	return offset == 0 ? 0 : (uint16_t)(value[0] << 8 | value[1]);
 }
 
 void jg_set_ip_length(uint8_t *l3, const struct jg_parsed *p,

@@ -238,10 +238,18 @@ static void timer_respects_deadline(void)
 	fixture_timer(&fx);
 	jg_engine_get_stats(fx.engine, &stats);
 	CHECK(stats.merge.held_now > 0);
-	fx.now_ns = deadline + 1024;
+	/* The deadline given is exact, not the start of its wheel slot:
+	 * a nanosecond before it nothing leaves, at it everything does. */
+	fx.now_ns = deadline - 1;
+	fixture_timer(&fx);
+	jg_engine_get_stats(fx.engine, &stats);
+	CHECK(stats.merge.held_now > 0);
+	CHECK_EQ(jg_merge_next_deadline(fx.engine), deadline);
+	fx.now_ns = deadline;
 	fixture_timer(&fx);
 	jg_engine_get_stats(fx.engine, &stats);
 	CHECK_EQ(stats.merge.held_now, 0);
+	CHECK(jg_merge_next_deadline(fx.engine) == UINT64_MAX);
 	fixture_finish(&fx);
 }
 

@@ -132,6 +132,19 @@ struct jg_engine_config {
 	int socket_id;
 	/** Unique name (DPDK objects such as LPM tables are named). */
 	const char *name;
+	/**
+	 * Raise the MSS option of SYNs and SYN-ACKs entering the rack
+	 * (seen by jg_merge_burst) from at most default_path_mtu - 40
+	 * (IPv4) / - 60 (IPv6) to internal_mtu - 40 / - 60, with the TCP
+	 * checksum updated. The jumbo host then sends the Internet peer
+	 * large segments, and jg_split_burst cuts them to the path MTU on
+	 * the way out: without it split has nothing to split. Counted in
+	 * merge.mss_raised. A SYN without an MSS option, or announcing
+	 * more, is left alone. This does not touch the learned-MSS rule:
+	 * a flow whose internal endpoint advertised a legacy MSS (at most
+	 * 1460, seen by jg_split_burst) is still never merged. Default true.
+	 */
+	bool raise_syn_mss;
 };
 
 /** Fill a config with the defaults documented above. */
@@ -166,8 +179,10 @@ uint16_t jg_merge_burst(struct jg_engine *engine, struct rte_mbuf **pkts,
 uint16_t jg_merge_timer(struct jg_engine *engine, uint64_t now_ns,
 			struct rte_mbuf **out, uint16_t out_cap);
 
-/** Earliest deadline of any held run, or UINT64_MAX when nothing is held;
- *  lets an idle program sleep exactly until it has work. */
+/** Earliest deadline of any held run (exact: jg_merge_timer at that time
+ *  releases it, a nanosecond before does not), or UINT64_MAX when nothing
+ *  is held; lets an idle program sleep exactly until it has work. Cheap
+ *  enough to ask after every empty poll. */
 uint64_t jg_merge_next_deadline(const struct jg_engine *engine);
 
 /** Release everything held (shutdown, failover). Call repeatedly until
@@ -344,6 +359,7 @@ struct jg_merge_stats {
 	uint64_t legacy_mss_passes;  /**< segments not merged: legacy MSS */
 	uint64_t bad_checksum_passes;
 	uint64_t overlap_passes; /**< retransmitted / overlapping segments */
+	uint64_t mss_raised;	 /**< SYNs whose MSS option was raised */
 	/** Per input segment, time from arrival (now_ns of the call that
 	 *  took it) to the call that returned it. Bucket 0: < 1 us; bucket
 	 *  i: [2^(i-1), 2^i) us; the last bucket takes everything above. */

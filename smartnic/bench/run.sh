@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# make bench: build the release benchmark if needed, run every scenario
+# (or replay the pcap given as the only argument), print a summary with
+# the ratios, and write build/bench/results.json and build/bench/perf.png.
+# BENCH_PACKETS scales the elephant packets of every scenario, BENCH_REPEAT
+# the passes per path (the fastest counts).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build="$root/build/smartnic-bench"
+out="$root/build/bench"
+packets=${BENCH_PACKETS:-600000}
+repeat=${BENCH_REPEAT:-5}
+
+if [ ! -f "$build/build.ninja" ]; then
+	meson setup "$build" "$root/smartnic" --buildtype=release
+fi
+ninja -C "$build" bench/jumbogate-bench
+bench="$build/bench/jumbogate-bench"
+
+mkdir -p "$out"
+results="$out/results.json"
+rm -f "$results"
+
+run() {
+	local label=$1
+	shift
+	echo "== $label"
+	"$bench" --label "$label" --repeat "$repeat" --json "$results" "$@"
+}
+
+if [ $# -gt 1 ]; then
+	echo "usage: $0 [capture.pcap]" >&2
+	exit 2
+elif [ $# -eq 1 ]; then
+	run "pcap:$(basename "$1")" --pcap "$1"
+else
+	run flows-1 --flows 1 --packets "$packets"
+	run flows-100 --flows 100 --packets "$packets"
+	run flows-800 --flows 800 --packets "$packets"
+	run flows-25600 --flows 25600 --packets "$packets"
+	run reorder-1pct --flows 800 --reorder 0.01 --packets "$packets"
+	# 1M mice: one to three small segments each, a flow never seen
+	# before every time, mixed into the 800 elephants.
+	run mice-1M --flows 800 --mice 1000000 --packets "$packets"
+	# rte_gro in DPDK 22.11 has no TCP/IPv6 reassembly.
+	run ipv6-800 --flows 800 --ipv6 1 --packets "$packets" \
+		--paths engine,pass
+fi
+
+python=python3
+if [ -x "$root/.venv/bin/python" ]; then
+	python="$root/.venv/bin/python"
+fi
+"$python" "$root/smartnic/bench/report.py" "$results" "$out/perf.png"
