@@ -139,7 +139,11 @@ class Controller:
     # ----- digests and idle timeouts -----
 
     async def _read_digests(self, switch: fy.Switch) -> None:
-        await switch.write([translate.digest_config()], warn_only=True)
+        try:
+            await switch.insert([translate.digest_config()])
+        except fy.P4ClientError:
+            # Already enabled (we reconnected to a switch that kept its state).
+            await switch.modify([translate.digest_config()])
         async for digest_list in switch.read_digests(names.ELEPHANT_DIGEST):
             # Ack first: the switch suppresses repeats of an unacked list.
             await switch.write([digest_list.ack()])
@@ -183,6 +187,8 @@ class Controller:
         if switch is not None and self._switch_ready:
             fill_switch_stats(stats, await p4.stats.read_stats(switch), self.config, len(self.state.flows))
         nic = await self.nic.stats()
+        # Always present, so that "reachable: false" is said rather than left out.
+        stats.nic.SetInParent()
         if nic is not None:
             stats.nic.CopyFrom(
                 policy_pb2.NicSummary(

@@ -142,9 +142,11 @@ def test_initial_programming_is_read_back_from_the_switch(rig):
     kinds = {}
     for entity in actual:
         kinds[entity.WhichOneof("entity")] = kinds.get(entity.WhichOneof("entity"), 0) + 1
-    # 5 roles + 5 routes + 5 next_hops + 3 instances(v4,v6) + 2 path MTUs + defaults ...
-    assert kinds["action_profile_member"] == 8 and kinds["action_profile_group"] == 5
-    assert kinds["table_entry"] >= 5 + 5 + 5 + 3 + 3
+    routes = rig.config.routes
+    assert kinds["action_profile_member"] == sum(len(r.next_hops) for r in routes) and kinds["action_profile_group"] == len(routes)
+    # Per port a role; per route an LPM entry and a next_hops entry; per instance address a policy entry.
+    addresses = sum(len(i.addresses) for i in rig.config.instances)
+    assert kinds["table_entry"] >= len(PORTS) + 2 * len(routes) + addresses
 
 
 def test_fleet_flag_reaches_the_switch_within_a_second(rig):

@@ -1,0 +1,49 @@
+"""jumbogate.p4.constants mirrors p4src/include/defines.p4."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from jumbogate.p4 import IcmpSignal, PortRole, constants
+from jumbogate.p4 import Path as DataPath
+
+DEFINES = Path(__file__).resolve().parents[2] / "p4src" / "include" / "defines.p4"
+pytestmark = pytest.mark.skipif(not DEFINES.exists(), reason="P4 sources not in this checkout")
+
+
+def p4_values() -> dict[str, int]:
+    values = {}
+    for match in re.finditer(r"^\s*const\s+\S+\s+(\w+)\s*=\s*(\w+)\s*;", DEFINES.read_text(), re.M):
+        values[match.group(1)] = int(match.group(2), 0)
+    for match in re.finditer(r"^#define\s+(\w+)\s+(\d+)\s*$", DEFINES.read_text(), re.M):
+        values[match.group(1)] = int(match.group(2))
+    return values
+
+
+def test_port_roles_match():
+    values = p4_values()
+    for role in PortRole:
+        assert values[f"PORT_ROLE_{role.name}"] == role.value
+
+
+def test_counter_indices_match():
+    values = p4_values()
+    for path in DataPath:
+        assert values[f"PATH_{path.name}"] == path.value
+    for signal in IcmpSignal:
+        assert values[f"ICMP_COUNTER_{signal.name}"] == signal.value
+
+
+def test_sizes_match():
+    values = p4_values()
+    assert values["MTU_STANDARD"] == constants.MTU_STANDARD
+    assert values["MTU_JUMBO"] == constants.MTU_JUMBO
+    assert values["ICMPV4_QUOTE_BYTES"] == constants.ICMPV4_QUOTE_BYTES
+    assert values["ICMPV6_QUOTE_BYTES"] == constants.ICMPV6_QUOTE_BYTES
+    assert values["PORT_COUNTER_SIZE"] == constants.PORT_COUNTER_SIZE
+    assert values["ICMP_METER_SIZE"] == constants.ICMP_METER_SIZE
+    assert values["ELEPHANT_EPOCH_LOG2_US"] == constants.ELEPHANT_EPOCH_LOG2_US
+    # An ICMP error is at most 576 (IPv4) / 1280 (IPv6) bytes.
+    assert 20 + 8 + constants.ICMPV4_QUOTE_BYTES == 576
+    assert 40 + 8 + constants.ICMPV6_QUOTE_BYTES == 1280
