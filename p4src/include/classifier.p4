@@ -1,0 +1,128 @@
+// First ingress stage: the role of the ingress port, the parser's verdict
+// as a drop reason, and the flow 5-tuple every later stage keys on.
+#ifndef JUMBOGATE_CLASSIFIER_P4
+#define JUMBOGATE_CLASSIFIER_P4
+
+#include "headers.p4"
+
+// Written by the controller: one entry per port it uses.
+control PortRoles(in port_t ingress_port, inout local_metadata_t meta) {
+    action set_port_role(port_role_t role) {
+        meta.port_role = role;
+    }
+    action port_role_unassigned() {
+        meta.port_role = PORT_ROLE_UNASSIGNED;
+    }
+    table port_roles {
+        key = { ingress_port: exact @name("ingress_port"); }
+        actions = { set_port_role; @defaultonly port_role_unassigned; }
+        const default_action = port_role_unassigned();
+        size = 512;
+    }
+    apply {
+        port_roles.apply();
+    }
+}
+
+// Turns what the parser found into a drop reason. `packet_too_short` is the
+// architecture's "a header ran past the end of the packet" error.
+control ParseVerdict(in headers_t hdr,
+                     inout local_metadata_t meta,
+                     in bool parser_failed,
+                     in bool packet_too_short) {
+    apply {
+        if (packet_too_short) {
+            meta.drop_reason = meta.parsing.in_geneve_options
+                ? DROP_GENEVE_OPTIONS_PAST_PACKET : DROP_TRUNCATED;
+        } else if (parser_failed) {
+            meta.drop_reason = DROP_PARSER_ERROR;
+        } else if (meta.parsing.malformed != DROP_NONE) {
+            meta.drop_reason = meta.parsing.malformed;
+        } else if (!hdr.ipv4.isValid() && !hdr.ipv6.isValid()
+                   && !meta.parsing.depth_exceeded) {
+            meta.drop_reason = DROP_NOT_IP;
+        }
+    }
+}
+
+// Fills meta.flow from the innermost complete L3/L4 headers: the inner ones
+// for Geneve when they were parsed, otherwise the outer ones. A packet too
+// deep to parse fully therefore still hashes on what was parsed (for Geneve,
+// the outer UDP source port, where the encapsulator put its flow entropy).
+control FlowClassifier(in headers_t hdr, inout local_metadata_t meta) {
+    action from_ipv4(in ipv4_t ip) {
+        meta.flow.ip_version = 4;
+        meta.flow.src_addr = (flow_addr_t)ip.src_addr;
+        meta.flow.dst_addr = (flow_addr_t)ip.dst_addr;
+        meta.flow.src_v4 = ip.src_addr;
+        meta.flow.dst_v4 = ip.dst_addr;
+        meta.flow.protocol = ip.protocol;
+        meta.flow.ip_len = ip.total_len;
+        meta.flow.dont_fragment = ip.flag_dont_fragment == 1;
+    }
+    action from_ipv6(in ipv6_t ip) {
+        meta.flow.ip_version = 6;
+        meta.flow.src_addr = ip.src_addr;
+        meta.flow.dst_addr = ip.dst_addr;
+        meta.flow.protocol = ip.next_header;
+        meta.flow.ip_len = ip.payload_len + IPV6_BYTES;
+        meta.flow.dont_fragment = true;  // IPv6 routers never fragment
+    }
+    action from_tcp(in tcp_t tcp) {
+        meta.flow.src_port = tcp.src_port;
+        meta.flow.dst_port = tcp.dst_port;
+        meta.flow.tcp_flags = tcp.flags;
+        meta.flow.is_tcp = true;
+    }
+    action from_udp(in udp_t udp) {
+        meta.flow.src_port = udp.src_port;
+        meta.flow.dst_port = udp.dst_port;
+    }
+    apply {
+        meta.flow.is_tcp = false;
+        meta.is_geneve = hdr.geneve.isValid();
+        if (hdr.inner_ipv4.isValid()) {
+            from_ipv4(hdr.inner_ipv4);
+        } else if (hdr.inner_ipv6.isValid()) {
+            from_ipv6(hdr.inner_ipv6);
+        } else if (hdr.ipv4.isValid()) {
+            from_ipv4(hdr.ipv4);
+        } else if (hdr.ipv6.isValid()) {
+            from_ipv6(hdr.ipv6);
+        }
+        if (hdr.inner_ipv4.isValid() || hdr.inner_ipv6.isValid()) {
+            if (hdr.inner_tcp.isValid()) {
+                from_tcp(hdr.inner_tcp);
+            } else if (hdr.inner_udp.isValid()) {
+                from_udp(hdr.inner_udp);
+            }
+        } else if (hdr.tcp.isValid()) {
+            from_tcp(hdr.tcp);
+        } else if (hdr.udp.isValid()) {
+            from_udp(hdr.udp);
+        }
+    }
+}
+
+// What to do with a packet whose headers did not fit PARSE_DEPTH_BYTES.
+// Written by the controller (default: drop). Forwarded packets are routed on
+// their outer headers and never reach the jumbo policy or the merge path.
+control DepthPolicy(inout local_metadata_t meta) {
+    action drop_too_deep() {
+        meta.drop_reason = DROP_PARSE_DEPTH_EXCEEDED;
+    }
+    action forward_too_deep() {
+        meta.forward_on_outer = true;
+    }
+    table depth_policy {
+        key = {}
+        actions = { drop_too_deep; forward_too_deep; }
+        default_action = drop_too_deep();
+        size = 1;
+    }
+    apply {
+        depth_policy.apply();
+    }
+}
+
+#endif

@@ -1,0 +1,100 @@
+// Per-instance jumbo policy: which MTU applies to the instance a packet goes
+// to (from an external port) or comes from (from an internal port), and the
+// path MTU of the external route for outbound packets.
+//
+// Effective instance MTU = MTU_JUMBO only when the fleet flag AND the
+// instance's flag are on; MTU_STANDARD otherwise, and for addresses the
+// controller did not list. The fleet flag is a one-entry table (its default
+// action) so that one write switches the whole fleet back to 1500.
+#ifndef JUMBOGATE_JUMBO_POLICY_P4
+#define JUMBOGATE_JUMBO_POLICY_P4
+
+#include "headers.p4"
+
+control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
+    bool instance_jumbo = false;
+    ipv4_addr_t instance_v4 = 0;
+    flow_addr_t instance_v6 = 0;
+
+    action set_fleet_jumbo(bit<1> enabled) {
+        meta.fleet_jumbo = enabled == 1;
+    }
+    table fleet_policy {
+        key = {}
+        actions = { set_fleet_jumbo; }
+        default_action = set_fleet_jumbo(0);
+        size = 1;
+    }
+
+    action set_instance_jumbo(bit<1> enabled) {
+        meta.instance_known = true;
+        instance_jumbo = enabled == 1;
+    }
+    action instance_unknown() {
+        meta.instance_known = false;
+    }
+    table instances_v4 {
+        key = { instance_v4: exact @name("instance_addr"); }
+        actions = { set_instance_jumbo; @defaultonly instance_unknown; }
+        const default_action = instance_unknown();
+        size = 16384;
+    }
+    table instances_v6 {
+        key = { instance_v6: exact @name("instance_addr"); }
+        actions = { set_instance_jumbo; @defaultonly instance_unknown; }
+        const default_action = instance_unknown();
+        size = 16384;
+    }
+
+    action set_path_mtu(bit<16> mtu) {
+        meta.path_mtu = mtu;
+    }
+    table path_mtu_v4 {
+        key = { meta.flow.dst_v4: lpm @name("dst_addr"); }
+        actions = { set_path_mtu; }
+        default_action = set_path_mtu(MTU_STANDARD);
+        size = 1024;
+    }
+    table path_mtu_v6 {
+        key = { meta.flow.dst_addr: lpm @name("dst_addr"); }
+        actions = { set_path_mtu; }
+        default_action = set_path_mtu(MTU_STANDARD);
+        size = 1024;
+    }
+
+    apply {
+        meta.instance_known = false;
+        meta.fleet_jumbo = false;
+        // No path limit unless the packet leaves through an external route.
+        meta.path_mtu = 0xffff;
+        fleet_policy.apply();
+
+        // The instance is the destination of inbound traffic and the source
+        // of outbound traffic.
+        if (meta.port_role == PORT_ROLE_EXTERNAL) {
+            instance_v4 = meta.flow.dst_v4;
+            instance_v6 = meta.flow.dst_addr;
+        } else {
+            instance_v4 = meta.flow.src_v4;
+            instance_v6 = meta.flow.src_addr;
+        }
+        if (meta.flow.ip_version == 4) {
+            instances_v4.apply();
+        } else if (meta.flow.ip_version == 6) {
+            instances_v6.apply();
+        }
+        meta.instance_mtu = (meta.fleet_jumbo && instance_jumbo)
+            ? MTU_JUMBO : MTU_STANDARD;
+        meta.merge_eligible = meta.flow.is_tcp && meta.instance_mtu == MTU_JUMBO;
+
+        if (meta.port_role == PORT_ROLE_INTERNAL) {
+            if (meta.flow.ip_version == 4) {
+                path_mtu_v4.apply();
+            } else if (meta.flow.ip_version == 6) {
+                path_mtu_v6.apply();
+            }
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,73 @@
+"""Elephant detection: one digest per flow per epoch, counters reset by epoch."""
+
+import ipaddress
+import time
+
+import packets as pk
+from base import INSTANCE_V4, INSTANCE_V6, INTERNET_V4, INTERNET_V6, PORT_EXTERNAL, PORT_NIC, TO_RACK, JumbogateTest
+from ptf.testutils import group
+
+from jumbogate.p4 import FiveTuple, names
+from jumbogate.p4 import entries as e
+from jumbogate.p4.constants import ELEPHANT_EPOCH_LOG2_US
+
+EPOCH_S = (1 << ELEPHANT_EPOCH_LOG2_US) / 1e6
+THRESHOLD = 20_000
+SEGMENT = 8000  # three segments cross the threshold
+
+
+@group("elephant")
+class ElephantDigestOncePerEpoch(JumbogateTest):
+    def runTest(self):
+        self.add_routes()
+        self.modify(e.nic_port(PORT_NIC), e.elephant_threshold(THRESHOLD))
+        self.jumbo(True, instances=[INSTANCE_V4, INSTANCE_V6])
+        self.sw.start_digests(names.ELEPHANT_DIGEST)
+        self.insert(e.elephant_digest(max_timeout_ns=0, max_list_size=1))
+        self.sw.drain_digests(wait_s=0.2)
+
+        # A mouse: below the threshold, no digest.
+        mouse = pk.tcp_packet(INTERNET_V4, INSTANCE_V4, 1400, sport=50001, dport=443)
+        for _ in range(3):
+            self.send(PORT_EXTERNAL, mouse)
+            self.expect_routed(mouse, TO_RACK)
+        self.assertEqual(self.sw.drain_digests(wait_s=0.5), [], "mouse reported")
+
+        for family, (src, dst) in ((4, (INTERNET_V4, INSTANCE_V4)), (6, (INTERNET_V6, INSTANCE_V6))):
+            sport = 50100 + family
+            segment = pk.tcp_packet(src, dst, SEGMENT, sport=sport, dport=443)
+            reports = []
+            for epoch in range(2):
+                # Three segments in quick succession cross the threshold once,
+                # and three more in the same epoch do not report again.
+                for _ in range(6):
+                    self.send(PORT_EXTERNAL, segment)
+                    self.expect_routed(segment, TO_RACK)
+                got = self.sw.drain_digests(wait_s=1.0)
+                self.assertEqual(len(got), 1, f"IPv{family} epoch {epoch}: {got}")
+                reports.append(e.decode_elephant_digest(got[0]))
+                if epoch == 0:
+                    time.sleep(EPOCH_S + 0.1)  # a new epoch: counters start from zero
+            for report in reports:
+                self.assertEqual(report.flow, FiveTuple(ipaddress.ip_address(src), ipaddress.ip_address(dst), sport, 443))
+                self.assertGreaterEqual(report.estimated_bytes, THRESHOLD)
+                self.assertLess(report.estimated_bytes, THRESHOLD + SEGMENT)
+
+
+@group("elephant")
+class SteeredFlowsNotCounted(JumbogateTest):
+    """Flows already on the merge path are not reported."""
+
+    def runTest(self):
+        self.add_routes()
+        self.modify(e.nic_port(PORT_NIC), e.elephant_threshold(THRESHOLD))
+        self.jumbo(True, instances=[INSTANCE_V4])
+        self.sw.start_digests(names.ELEPHANT_DIGEST)
+        self.insert(e.elephant_digest(max_timeout_ns=0, max_list_size=1))
+        self.sw.drain_digests(wait_s=0.2)
+        self.insert(e.merge_flow(FiveTuple(INTERNET_V4, INSTANCE_V4, 50200, 443)))
+        segment = pk.tcp_packet(INTERNET_V4, INSTANCE_V4, SEGMENT, sport=50200, dport=443)
+        for _ in range(4):
+            self.send(PORT_EXTERNAL, segment)
+            self.expect(segment, PORT_NIC)
+        self.assertEqual(self.sw.drain_digests(wait_s=0.5), [])
