@@ -276,6 +276,29 @@ def send_and_capture(rig: Rig, veths: list[lab.VethPair], packets, *, dport: int
     return [p[IP].len for p in captured]
 
 
+def nic_packets_in(rig: Rig) -> int:
+    return int(rig.stats()["nic"].get("packets_in", 0))
+
+
+def assert_merged_through_nic(rig: Rig, veths: list[lab.VethPair], sport: int) -> None:
+    """Segments of a merge-service flow pass through the SmartNIC, whole, and some leave merged.
+
+    Whether neighbours meet inside the SmartNIC's delay bound depends on how
+    fast the injector and BMv2 run on a loaded machine, so a burst that
+    happened to trickle is tried again with a fresh flow (at most three times).
+    """
+    attempts = []
+    for attempt in range(3):
+        before = nic_packets_in(rig)
+        sizes = send_and_capture(rig, veths, tcp_burst(MERGE_SERVICE_PORT, 24, sport=sport + attempt), dport=MERGE_SERVICE_PORT)
+        assert sum(s - 40 for s in sizes) == 24 * 1460, f"byte count changed: {sizes}"
+        assert nic_packets_in(rig) - before >= 24, "the segments did not take the merge path"
+        attempts.append(sizes)
+        if max(sizes) > 1500:
+            return
+    raise AssertionError(f"nothing was merged in three bursts: {attempts}")
+
+
 @pytest.fixture(scope="module")
 def nic_rig(rig):
     veths = [lab.VethPair(f"jgcs{i}", f"jgch{i}") for i in range(len(PORTS))]
@@ -290,9 +313,7 @@ def nic_rig(rig):
 
 def test_merge_service_traffic_is_merged_by_the_smartnic(nic_rig):
     rig, veths = nic_rig
-    sizes = send_and_capture(rig, veths, tcp_burst(MERGE_SERVICE_PORT, 24), dport=MERGE_SERVICE_PORT)
-    assert sum(s - 40 for s in sizes) == 24 * 1460, f"byte count changed: {sizes}"
-    assert max(sizes) > 1500, f"nothing was merged: {sizes}"
+    assert_merged_through_nic(rig, veths, sport=40000)
 
 
 def test_smartnic_outage_bypasses_and_restores(nic_rig):
@@ -300,14 +321,13 @@ def test_smartnic_outage_bypasses_and_restores(nic_rig):
     rig.nic.stop(sig=9)
     wait_until(lambda: not rig.stats()["nic"]["reachable"], 10, "the controller to notice the SmartNIC outage")
     wait_until(lambda: rig.desired_vs_switch(nic_up=False)[0].empty, 5, "merge-path entries removed from the switch")
-    sizes = send_and_capture(rig, veths, tcp_burst(MERGE_SERVICE_PORT, 8, sport=40001), dport=MERGE_SERVICE_PORT)
+    sizes = send_and_capture(rig, veths, tcp_burst(MERGE_SERVICE_PORT, 8, sport=40005), dport=MERGE_SERVICE_PORT)
     assert sizes == [1500] * 8, f"during the outage traffic must bypass, whole and unmerged: {sizes}"
 
     rig.nic = start_nic(rig, veths)
     wait_until(lambda: rig.stats()["nic"]["reachable"], 15, "the controller to see the restarted SmartNIC")
     wait_until(lambda: rig.desired_vs_switch(nic_up=True)[0].empty, 5, "merge-path entries restored")
-    sizes = send_and_capture(rig, veths, tcp_burst(MERGE_SERVICE_PORT, 24, sport=40002), dport=MERGE_SERVICE_PORT)
-    assert max(sizes) > 1500, f"merge path not restored: {sizes}"
+    assert_merged_through_nic(rig, veths, sport=40010)
 
 
 def test_elephant_is_onloaded_then_expires(nic_rig):
