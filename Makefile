@@ -11,6 +11,8 @@ PROFILES   := 256 512
 PROTO_SRC  := $(wildcard proto/jumbogate/v1/*.proto)
 PROTO_OUT  := controlplane/src/jumbogate/v1
 TRACE      ?=
+comma      := ,
+space      := $(subst ,, )
 
 .PHONY: help setup test test-python test-c test-ptf lint proto smartnic p4 bench run stop demo clean
 
@@ -44,9 +46,15 @@ smartnic:
 	@ninja -C $(NIC_BUILD) | tail -n 1
 	@echo "smartnic: built in $(NIC_BUILD)"
 
-p4:
+P4_SRC     := $(wildcard p4src/include/*.p4 p4src/v1model/*.p4) p4src/compile.sh
+P4_JSON    := $(foreach depth,$(PROFILES),$(P4_OUT)/depth$(depth)/jumbogate.json)
+
+# Recompiles a profile only when a P4 source is newer than its output.
+p4: $(P4_JSON)
+	@echo "p4: $(P4_OUT)/depth{$(subst $(space),$(comma),$(PROFILES))} up to date"
+$(P4_OUT)/depth%/jumbogate.json: $(P4_SRC)
 	@command -v p4c >/dev/null || { echo "p4: p4c is not on PATH; see README, 'Getting p4c and BMv2'" >&2; exit 1; }
-	@for depth in $(PROFILES); do bash p4src/compile.sh $$depth $(P4_OUT)/depth$$depth || exit 1; done
+	@bash p4src/compile.sh $* $(@D)
 
 bench:
 	@bash smartnic/bench/run.sh $(TRACE)
