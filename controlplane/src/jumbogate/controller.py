@@ -147,26 +147,37 @@ class Controller:
         async for digest_list in switch.read_digests(names.ELEPHANT_DIGEST):
             # Ack first: the switch suppresses repeats of an unacked list.
             await switch.write([digest_list.ack()])
-            for item in digest_list:
-                self.digests_received += 1
-                try:
-                    self._digest_queue.put_nowait(item)
-                except asyncio.QueueFull:
-                    self.digests_shed += 1
+            self.enqueue_digests(digest_list)
+
+    def enqueue_digests(self, items) -> None:
+        """Queue digest items for onloading; what does not fit is counted as shed, never waited for."""
+        for item in items:
+            self.digests_received += 1
+            try:
+                self._digest_queue.put_nowait(item)
+            except asyncio.QueueFull:
+                self.digests_shed += 1
+
+    def onload_digest_batch(self, first=None) -> int:
+        """Onload `first` and up to DIGEST_BATCH queued elephants in one go; return how many items were taken."""
+        batch = [] if first is None else [first]
+        while len(batch) < DIGEST_BATCH and not self._digest_queue.empty():
+            batch.append(self._digest_queue.get_nowait())
+        for item in batch:
+            report = p4.entries.decode_elephant_digest(item)
+            flow, estimate = translate.from_dataplane_flow(report.flow), report.estimated_bytes
+            if flow in self.state.flows or not self.state.merge_eligible(flow):
+                continue
+            self.state.note(EventKind.ELEPHANT_DETECTED, flow=flow, estimated_bytes=estimate)
+            with contextlib.suppress(PolicyError):
+                self.state.onload(flow, FlowOrigin.ELEPHANT)
+        return len(batch)
 
     async def _digest_worker(self) -> None:
         while True:
-            batch = [await self._digest_queue.get()]
-            while len(batch) < DIGEST_BATCH and not self._digest_queue.empty():
-                batch.append(self._digest_queue.get_nowait())
-            for item in batch:
-                report = p4.entries.decode_elephant_digest(item)
-                flow, estimate = translate.from_dataplane_flow(report.flow), report.estimated_bytes
-                if flow in self.state.flows or not self.state.merge_eligible(flow):
-                    continue
-                self.state.note(EventKind.ELEPHANT_DETECTED, flow=flow, estimated_bytes=estimate)
-                with contextlib.suppress(PolicyError):
-                    self.state.onload(flow, FlowOrigin.ELEPHANT)
+            self.onload_digest_batch(await self._digest_queue.get())
+            # Let the switch programmer write this batch before the next one.
+            await asyncio.sleep(0)
 
     async def _read_idle_timeouts(self, switch: fy.Switch) -> None:
         async for notification in switch.read_idle_timeouts():

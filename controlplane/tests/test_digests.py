@@ -1,0 +1,40 @@
+"""Elephant digests: a storm is shed into a counter, the rest onloaded in batches."""
+
+from pathlib import Path
+
+from jumbogate import controller
+from jumbogate.config import load_config
+from jumbogate.controller import Controller
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "rack.example.yaml"
+
+
+def digest(src_port: int, dst: int = int.from_bytes(bytes([10, 10, 0, 10])), dport: int = 5201) -> dict:
+    # The shape finsy decodes an elephant_digest_t item into.
+    return {"ip_version": 4, "src_addr": 0xCB007107, "dst_addr": dst, "protocol": 6, "src_port": src_port, "dst_port": dport, "estimated_bytes": 123456}
+
+
+def test_storm_is_bounded_and_counted():
+    ctl = Controller(load_config(EXAMPLE), Path("unused"))
+    storm = controller.DIGEST_QUEUE_SIZE + 500
+    ctl.enqueue_digests(digest(1024 + i) for i in range(storm))
+    assert ctl.digests_received == storm
+    assert ctl.digests_shed == 500
+    assert ctl._digest_queue.qsize() == controller.DIGEST_QUEUE_SIZE
+
+
+def test_batches_onload_eligible_flows_once():
+    ctl = Controller(load_config(EXAMPLE), Path("unused"))
+    legacy = int.from_bytes(bytes([10, 10, 0, 20]))
+    ctl.enqueue_digests([digest(1000), digest(1000), digest(1001), digest(1002, dst=legacy)])
+    assert ctl.onload_digest_batch() == 4
+    assert sorted(f.src_port for f in ctl.state.flows) == [1000, 1001], "duplicates collapse; the legacy instance is not eligible"
+    kinds = [e.kind.value for e in ctl.state.events.history]
+    assert kinds.count("elephant_detected") == 2 and kinds.count("flow_onloaded") == 2
+
+
+def test_one_batch_takes_at_most_the_batch_size():
+    ctl = Controller(load_config(EXAMPLE), Path("unused"))
+    ctl.enqueue_digests(digest(2000 + i) for i in range(controller.DIGEST_BATCH + 10))
+    assert ctl.onload_digest_batch() == controller.DIGEST_BATCH
+    assert ctl.onload_digest_batch() == 10
