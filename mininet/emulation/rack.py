@@ -77,8 +77,9 @@ def missing_prerequisites(parts: Parts = Parts()) -> list[str]:
 
 
 class Rack:
-    def __init__(self, parts: Parts = Parts(), *, verbose: bool = False):
+    def __init__(self, parts: Parts = Parts(), *, verbose: bool = False, nic_options: tuple[str, ...] = ()):
         self.parts = parts
+        self.nic_options = tuple(nic_options)  # extra jumbogate-nic options (after the defaults)
         self.verbose = verbose
         self.net: Mininet | None = None
         self.nic_process: subprocess.Popen | None = None
@@ -184,12 +185,28 @@ class Rack:
             configure_external(self.host(ext.host), ext)
         for instance in plan.INSTANCES:
             configure_instance(self.host(instance.host), instance)
+        self._pin_lan_neighbours()
         nic = self.host(plan.NIC_HOST)
         host_sysctls(nic)
         # The SmartNIC's data port carries no IP of its own: DPDK reads it raw.
         nic.cmd(f"ip addr flush dev {plan.NIC_INTF}; sysctl -qw net.ipv6.conf.{plan.NIC_INTF}.disable_ipv6=1")
         add_addresses(nic, f"{plan.NIC_HOST}-eth1", plan.MGMT_NIC)
         add_addresses(self.host(plan.MGMT_NODE), f"{plan.MGMT_NODE}-eth0", plan.MGMT_ROOT)
+
+    def _pin_lan_neighbours(self) -> None:
+        """Permanent neighbour entries between the routers and the external hosts on extlan.
+
+        Measured on BMv2 runs: IPv6 neighbour discovery across the Linux bridge
+        failed intermittently (the routers' entries for the external hosts went
+        FAILED, so replies from the rack were answered with 'address
+        unreachable'). The LAN is static; nothing needs discovering on it.
+        """
+        for router in plan.ROUTERS:
+            node = self.host(router.host)
+            router_mac = node.intf(f"{router.host}-eth1").MAC()
+            for ext in plan.EXTERNAL_HOSTS:
+                permanent_neighbour(node, f"{router.host}-eth1", ext.address, ext.mac)
+                permanent_neighbour(self.host(ext.host), f"{ext.host}-eth0", router.lan, router_mac)
 
     # ----- processes -----
 
@@ -214,7 +231,7 @@ class Rack:
             "--internal-prefix",
             plan.RACK_PREFIX.v6,
         ]
-        return [str(NIC_BINARY), *eal, "--", *options]
+        return [str(NIC_BINARY), *eal, "--", *options, *self.nic_options]
 
     def _start_nic(self) -> None:
         nic = self.host(plan.NIC_HOST)

@@ -12,7 +12,7 @@ import pytest
 from emulation import cleanup, measure, plan
 from emulation.rack import Parts, Rack, missing_prerequisites
 
-FILE_MB = 50
+FILE_MB = 20
 INBOUND_PORT = plan.IPERF_PORTS[4]  # a merge service of the jumbo instance
 RETURN_PORT = 6001
 TRANSFER_TIMEOUT_S = 240
@@ -51,7 +51,8 @@ def transfer(rack, sender: str, receiver: str, address: str, port: int, infile, 
     finally:
         if server.poll() is None:
             server.kill()
-    return sent.decode().split()[1], received.decode().split()[1]
+    # Each side prints "<bytes> <sha256>" last (the server prints "listening" first).
+    return sent.decode().split()[-1], received.decode().split()[-1]
 
 
 @pytest.mark.parametrize("family", ["ipv4", "ipv6"])
