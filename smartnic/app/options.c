@@ -102,7 +102,7 @@ static const struct option_spec option_specs[] = {
 	{OPT_DELAY_QUANTILE, "delay-quantile", "Q",
 	 "quantile of the estimated time of merge (default 0.95)"},
 	{OPT_DELAY_MAX, "delay-max-us", "US",
-	 "upper bound on any added delay, at most 1000 (default 64)"},
+	 "upper bound on any added delay, at most 10000 (default 64)"},
 	{OPT_RAISE_SYN_MSS, "raise-syn-mss", "on|off",
 	 "raise the MSS of SYNs entering the rack to fit the internal MTU, "
 	 "so that jumbo hosts send large segments that are split on the "

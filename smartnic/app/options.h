@@ -95,6 +95,6 @@ void nic_options_free(struct nic_options *options);
 #define NIC_MAX_MAX_FLOWS    (1u << 22)
 #define NIC_MIN_MAX_SEGMENTS 2u
 #define NIC_MAX_MAX_SEGMENTS 64u
-#define NIC_MAX_DELAY_US     1000u
+#define NIC_MAX_DELAY_US     10000u
 
 #endif /* JUMBOGATE_NIC_OPTIONS_H */

@@ -11,7 +11,7 @@
  * would wait too long for little gain, and flows that already merge well
  * within bursts gain nothing, so neither waits at all.
  *
- * Deadlines sit in a timer wheel of 1024 slots of 1.024 us; within the
+ * Deadlines sit in a timer wheel of 16384 slots of 1.024 us; within the
  * current slot the exact deadline is compared, so a flow is released by
  * the first timer pass at or after its deadline, never before.
  */
@@ -53,9 +53,9 @@ void jg_delay_model_init(struct jg_engine *e)
 	e->etm_quantile[0] = 0.0f;
 	for (unsigned int k = 1; k <= JG_ETM_MAX_SHAPE; k++)
 		e->etm_quantile[k] = (float)erlang_quantile(k, model->quantile);
-	/* 1 Gbps is 125 bytes per microsecond. */
-	e->rate_threshold_bytes_per_us =
-		(uint32_t)(model->rate_threshold_gbps * 125.0);
+	/* 1 Gbps is 125,000 bytes per millisecond. */
+	e->rate_threshold_bytes_per_ms =
+		(uint32_t)(model->rate_threshold_gbps * 125000.0);
 	e->yield_threshold_permille =
 		(uint16_t)(model->yield_threshold * 1000.0);
 	e->max_delay_ns = model->max_delay_us * 1000u;
@@ -83,12 +83,17 @@ void jg_flow_observe_arrival(struct jg_flow *f, uint32_t payload,
 	/* A window of at least 4 us spans several bursts (each burst shares
 	 * one timestamp) yet learns a fast flow within a few dozen
 	 * segments. */
+	/* Bytes per millisecond, not per microsecond: a flow below 8 Mbps
+	 * (under one byte per microsecond, as through a software switch)
+	 * would otherwise measure 0 and never be allowed to wait. */
 	if (elapsed >= 4) {
-		uint32_t sample = f->rate_window_bytes / elapsed;
+		uint32_t sample = (uint32_t)RTE_MIN(
+			(uint64_t)f->rate_window_bytes * 1000u / elapsed,
+			(uint64_t)UINT32_MAX / 4u);
 
-		f->rate_bytes_per_us =
+		f->rate_bytes_per_ms =
 			(f->flags & JG_FLOW_RATE_VALID)
-				? (3u * f->rate_bytes_per_us + sample) / 4u
+				? (3u * f->rate_bytes_per_ms + sample) / 4u
 				: sample;
 		f->flags |= JG_FLOW_RATE_VALID;
 		f->rate_window_start_us = now_us;
@@ -103,14 +108,14 @@ uint32_t jg_flow_wait_budget(const struct jg_engine *e, const struct jg_flow *f,
 	double interarrival_ns, budget;
 
 	if (!(f->flags & JG_FLOW_RATE_VALID) ||
-	    f->rate_bytes_per_us < e->rate_threshold_bytes_per_us ||
-	    f->rate_bytes_per_us == 0 ||
+	    f->rate_bytes_per_ms < e->rate_threshold_bytes_per_ms ||
+	    f->rate_bytes_per_ms == 0 ||
 	    f->yield_permille >= e->yield_threshold_permille ||
 	    run_payload >= run_capacity)
 		return 0;
 	missing = run_capacity - run_payload;
 	segments = RTE_MIN((missing + mean - 1) / mean, JG_ETM_MAX_SHAPE);
-	interarrival_ns = (double)mean * 1000.0 / f->rate_bytes_per_us;
+	interarrival_ns = (double)mean * 1e6 / f->rate_bytes_per_ms;
 	budget = e->etm_quantile[segments] * interarrival_ns;
 	return budget >= e->max_delay_ns ? e->max_delay_ns : (uint32_t)budget;
 }

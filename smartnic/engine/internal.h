@@ -220,7 +220,7 @@ struct jg_flow {
 	uint32_t deadline_ns; /* low 32 bits of the deadline */
 	uint32_t rate_window_start_us;
 	uint32_t rate_window_bytes;
-	uint32_t rate_bytes_per_us; /* smoothed arrival rate */
+	uint32_t rate_bytes_per_ms; /* smoothed arrival rate */
 	uint16_t timer_list;	    /* JG_TIMER_* or wheel position */
 	uint16_t mean_payload;	    /* smoothed segment payload */
 	uint16_t yield_permille;    /* smoothed share of full packets */
@@ -247,11 +247,20 @@ struct jg_bucket {
 	uint32_t signature[JG_BUCKET_WAYS]; /* 0 marks an empty way */
 } __rte_aligned(32);
 
-/* Deadlines live in a wheel of 1024 slots of 1.024 us, which spans more
- * than the largest allowed delay, so one lap never needs two turns. */
+/* Deadlines live in a wheel of 16384 slots of 1.024 us, which spans more
+ * than the largest allowed delay, so one lap never needs two turns. The
+ * largest delay is 10 ms rather than the 64 us a 25 Gbps port needs: on a
+ * slow path (a software switch carrying a few thousand packets a second)
+ * a flow's next segment is hundreds of microseconds away. */
 #define JG_WHEEL_SLOT_SHIFT 10
-#define JG_WHEEL_SLOTS	    1024u
-#define JG_MAX_DELAY_US	    1000u
+#define JG_WHEEL_SLOTS	    16384u
+#define JG_MAX_DELAY_US	    10000u
+/* jg_merge_next_deadline returns the first occupied slot's earliest
+ * deadline, which is only the earliest of all if no deadline is a lap
+ * ahead. */
+_Static_assert((uint64_t)JG_MAX_DELAY_US * 1000u <
+		       ((uint64_t)JG_WHEEL_SLOTS << JG_WHEEL_SLOT_SHIFT),
+	       "the timer wheel must span the largest delay");
 #define JG_ETM_MAX_SHAPE    64u
 
 struct rte_lpm;
@@ -282,7 +291,7 @@ struct jg_engine {
 
 	/* Delay model, precomputed. */
 	float etm_quantile[JG_ETM_MAX_SHAPE + 1]; /* of Gamma(k, 1) */
-	uint32_t rate_threshold_bytes_per_us;
+	uint32_t rate_threshold_bytes_per_ms;
 	uint16_t yield_threshold_permille;
 	uint32_t max_delay_ns;
 	uint32_t full_packet_ip_length; /* 90% of the internal MTU */

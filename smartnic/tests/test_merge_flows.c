@@ -216,8 +216,13 @@ static void global_delay_bound(void)
 	fixture_finish(&fx);
 }
 
-/* A timer call before the deadline releases nothing; after, it does. */
-static void timer_respects_deadline(void)
+/* A timer call before the deadline releases nothing; after, it does.
+ * Checked for a fast flow under a short bound, and for slow flows (one
+ * segment every 400 us or 1.2 ms) under a bound near the 10 ms limit, whose
+ * deadline lies milliseconds ahead: only a wheel spanning the whole bound
+ * holds it without wrapping onto an earlier slot. */
+static void check_timer_deadline(uint32_t max_delay_us, uint32_t interval_ns,
+				 uint64_t min_wait_ns)
 {
 	struct fixture fx;
 	struct pb_spec base;
@@ -225,16 +230,21 @@ static void timer_respects_deadline(void)
 	uint64_t deadline;
 
 	fixture_config(&fx);
-	fx.config.delay.max_delay_us = 50;
+	fx.config.delay.max_delay_us = max_delay_us;
 	fx.config.delay.yield_threshold = 2.0; /* always allowed to wait */
+	fx.config.delay.rate_threshold_gbps = 0; /* every flow may wait */
 	fixture_start(&fx);
 	pb_defaults(&base, 4);
-	fast_flow(&fx, &base, 0, 300, 100);
+	fast_flow(&fx, &base, 0, 300, interval_ns);
+	/* Let everything held leave, then one more segment starts a run. */
+	fx.now_ns += (uint64_t)max_delay_us * 1000;
+	fixture_timer(&fx);
 	fast_flow(&fx, &base, 300, 1, 0); /* leaves a tail held */
 	jg_engine_get_stats(fx.engine, &stats);
 	CHECK(stats.merge.held_now > 0);
 	deadline = jg_merge_next_deadline(fx.engine);
-	CHECK(deadline != UINT64_MAX && deadline <= fx.now_ns + 50 * 1000);
+	CHECK(deadline != UINT64_MAX && deadline <= fx.now_ns + (uint64_t)max_delay_us * 1000);
+	CHECK(deadline >= fx.now_ns + min_wait_ns);
 	fixture_timer(&fx);
 	jg_engine_get_stats(fx.engine, &stats);
 	CHECK(stats.merge.held_now > 0);
@@ -251,6 +261,15 @@ static void timer_respects_deadline(void)
 	CHECK_EQ(stats.merge.held_now, 0);
 	CHECK(jg_merge_next_deadline(fx.engine) == UINT64_MAX);
 	fixture_finish(&fx);
+}
+
+static void timer_respects_deadline(void)
+{
+	check_timer_deadline(50, 100, 0);
+	check_timer_deadline(9000, 400 * 1000, 2 * 1000 * 1000);
+	/* 6.7 Mbps, under a byte per microsecond: the measured rate must
+	 * not round down to nothing. */
+	check_timer_deadline(9000, 1200 * 1000, 2 * 1000 * 1000);
 }
 
 /* The SYN the rack side sends out carries its MSS; a legacy MSS means

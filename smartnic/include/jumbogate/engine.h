@@ -92,7 +92,7 @@ struct jg_delay_model {
 	double rate_threshold_gbps; /**< default 1.0 */
 	double yield_threshold;	    /**< default 0.93 */
 	double quantile;	    /**< default 0.95 */
-	uint32_t max_delay_us;	    /**< default 64, at most 1000 */
+	uint32_t max_delay_us;	    /**< default 64, at most 10000 */
 };
 
 struct jg_engine_config {

@@ -83,7 +83,7 @@ def test_configure_changes_only_the_given_fields(stub):
         (nic_pb2.NicConfig(default_path_mtu=100), "default_path_mtu 100"),
         (nic_pb2.NicConfig(delay=nic_pb2.DelayModel(quantile=1.5)), "delay.quantile"),
         (nic_pb2.NicConfig(delay=nic_pb2.DelayModel(yield_threshold=-0.5)), "delay.yield_threshold"),
-        (nic_pb2.NicConfig(delay=nic_pb2.DelayModel(max_delay_us=5000)), "delay.max_delay_us 5000"),
+        (nic_pb2.NicConfig(delay=nic_pb2.DelayModel(max_delay_us=10001)), "delay.max_delay_us 10001"),
     ],
 )
 def test_bad_configuration_is_refused_and_changes_nothing(stub, config, reason):
