@@ -100,7 +100,8 @@ free_port() {
 }
 grpc_port=$(free_port)
 thrift_port=$(free_port)
-simple_switch_grpc --no-p4 --device-id 1 --thrift-port "$thrift_port" "${switch_ifaces[@]}" \
+# --log-level off: with no log sink BMv2 still formats every trace line of every packet.
+simple_switch_grpc --no-p4 --device-id 1 --thrift-port "$thrift_port" --log-level off "${switch_ifaces[@]}" \
     -- --grpc-server-addr "127.0.0.1:$grpc_port" --cpu-port "$CPU_PORT" \
     >"$workdir/switch.log" 2>&1 &
 switch_pid=$!

@@ -27,11 +27,10 @@ RESULTS = procs.REPO / "results"
 MICE_PORT = 7000
 OUTBOUND_PORTS = (5301, 5302)
 MICE_COUNT = 200
-# BMv2 carries a few Mbit/s, far below the SmartNIC's default 1 Gbit/s
-# threshold under which flows merge only within a receive burst: at that rate
-# a burst rarely holds two segments of one flow. Holding segments up to 500 us
-# for every flow lets the demo show merging at emulation speed.
-DEMO_NIC_OPTIONS = ("--delay-rate-threshold-gbps", "0", "--delay-max-us", "500")
+# Parallel TCP streams per sending host in the bulk phases. BMv2's few
+# thousand packets a second are shared by all of them: the fewer, the closer
+# together each flow's segments reach the SmartNIC, and the fuller its merges.
+STREAMS_PER_HOST = 2
 
 
 @dataclass
@@ -39,6 +38,7 @@ class BulkResult:
     """One bulk phase: what arrived at the switch, what the receiver got, and how big it was."""
 
     label: str
+    streams_per_host: int = STREAMS_PER_HOST
     goodput_mbps: float = 0.0
     goodput_bytes: int = 0
     retransmits: int = 0
@@ -122,7 +122,7 @@ def _uplink_delta(before: dict, after: dict, direction: str) -> dict[str, int]:
 
 
 def inbound_bulk(rack: Rack, instance: plan.Instance, outdir: Path, seconds: float) -> BulkResult:
-    """Both external hosts send to the instance, 4 streams each, on merge-service ports."""
+    """Both external hosts send to the instance, STREAMS_PER_HOST streams each, on merge-service ports."""
     receiver = rack.host(instance.host)
     root = rack.host(plan.MGMT_NODE)
     ports = plan.IPERF_PORTS[: len(plan.EXTERNAL_HOSTS)]
@@ -132,7 +132,7 @@ def inbound_bulk(rack: Rack, instance: plan.Instance, outdir: Path, seconds: flo
     intf_before = measure.counters(receiver, f"{instance.host}-eth0")
     capture = measure.Capture(receiver, f"{instance.host}-eth0", outdir / f"inbound-{instance.host}.pcap", direction="in")
     clients = [
-        measure.iperf_client(rack.host(ext.host), instance.address.ip4, port, seconds=seconds, streams=4)
+        measure.iperf_client(rack.host(ext.host), instance.address.ip4, port, seconds=seconds, streams=STREAMS_PER_HOST)
         for ext, port in zip(plan.EXTERNAL_HOSTS, ports, strict=True)
     ]
     runs = [measure.iperf_result(c, timeout=seconds + 60) for c in clients]
@@ -151,7 +151,7 @@ def inbound_bulk(rack: Rack, instance: plan.Instance, outdir: Path, seconds: flo
 
 
 def outbound_bulk(rack: Rack, outdir: Path, seconds: float) -> BulkResult:
-    """The jumbo instance sends to both external hosts (IPv4 to ext1, IPv6 to ext2), 4 streams each."""
+    """The jumbo instance sends to both external hosts (IPv4 to ext1, IPv6 to ext2), STREAMS_PER_HOST streams each."""
     sender = rack.host(plan.JUMBO.host)
     root = rack.host(plan.MGMT_NODE)
     result = BulkResult(f"outbound from {plan.JUMBO.host} to the Internet")
@@ -165,7 +165,7 @@ def outbound_bulk(rack: Rack, outdir: Path, seconds: float) -> BulkResult:
     csum_before = sum(checksum_errors(host) for host, _, _ in targets)
     sent = measure.Capture(sender, f"{plan.JUMBO.host}-eth0", outdir / "outbound-sent.pcap", direction="out")
     received = [measure.Capture(host, f"{host.name}-eth0", outdir / f"outbound-{host.name}.pcap", direction="in") for host, _, _ in targets]
-    clients = [measure.iperf_client(sender, addr, port, seconds=seconds, streams=4) for _, addr, port in targets]
+    clients = [measure.iperf_client(sender, addr, port, seconds=seconds, streams=STREAMS_PER_HOST) for _, addr, port in targets]
     runs = [measure.iperf_result(c, timeout=seconds + 60) for c in clients]
     result.sender_sizes = sent.stop()
     result.receiver_sizes = [size for capture in received for size in capture.stop()]
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print("demo: bringing up the emulated rack ...", flush=True)
     try:
-        with Rack(nic_options=DEMO_NIC_OPTIONS) as rack:
+        with Rack() as rack:
             results = run_demo(rack, outdir, args.seconds)
     except (procs.StartError, RuntimeError, subprocess.SubprocessError) as err:
         print(f"make demo: {err}", file=sys.stderr)

@@ -41,6 +41,10 @@ FORWARDING_TIMEOUT_S = 60.0
 OFFLOADS_OFF = ("rx", "tx", "sg", "tso", "gso", "gro")
 
 
+NIC_MAX_DELAY_US = 8000
+SENDER_MIN_TSO_SEGS = 44
+
+
 @dataclass(frozen=True)
 class Parts:
     """Which parts to start; the smoke test brings up the topology alone."""
@@ -230,6 +234,15 @@ class Rack:
             plan.RACK_PREFIX.v4,
             "--internal-prefix",
             plan.RACK_PREFIX.v6,
+            # BMv2 carries a few thousand packets a second, so a flow's next
+            # segment is hundreds of microseconds to milliseconds away: far
+            # below the 1 Gbit/s under which flows merge only within one
+            # receive burst, and beyond the 64 us a line-rate port waits.
+            # Every flow may wait, up to 8 ms.
+            "--delay-rate-threshold-gbps",
+            "0",
+            "--delay-max-us",
+            str(NIC_MAX_DELAY_US),
         ]
         return [str(NIC_BINARY), *eal, "--", *options, *self.nic_options]
 
@@ -325,6 +338,12 @@ def configure_router(node: Host, router: plan.Router) -> None:
 
 def configure_external(node: Host, ext: plan.ExternalHost) -> None:
     host_sysctls(node)
+    # A Linux sender sends one GSO packet per ~1 ms of its pacing rate, with
+    # PSH on its last segment and one timestamp, and a merge ends there as
+    # Linux GRO's does. At the emulation's few Mbit/s per flow that is 2-4
+    # segments; on the Internet links the border is built for it is 64 KB.
+    # External hosts send bursts of 44 segments at least, as fast senders do.
+    node.cmd(f"sysctl -qw net.ipv4.tcp_min_tso_segs={SENDER_MIN_TSO_SEGS}")
     intf = f"{ext.host}-eth0"
     add_addresses(node, intf, ext.address)
     # Both routers, hashed per flow: inbound traffic uses both uplinks too.

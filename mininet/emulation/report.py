@@ -23,14 +23,16 @@ def _bulk_lines(r) -> list[str]:
 def render(res) -> str:
     j, leg, out, mice, pol = res.inbound_jumbo, res.inbound_legacy, res.outbound, res.mice, res.policy
     lines = [f"jumbogate emulated rack: demo report ({res.seconds:.0f} s)", ""]
-    lines.append(f"1. Inbound bulk TCP, 2 external hosts x 4 streams over IPv4, to {plan.JUMBO.host} (MTU {plan.JUMBO.mtu})")
+    lines.append(
+        f"1. Inbound bulk TCP, {len(plan.EXTERNAL_HOSTS)} external hosts x {j.streams_per_host} streams over IPv4, to {plan.JUMBO.host} (MTU {plan.JUMBO.mtu})"
+    )
     lines += _bulk_lines(j)
     lines.append(f"  SmartNIC: {j.nic_merged} merged packets out, conversion yield {_pct(j.conversion_yield)}")
     lines.append(f"   ... and the same to {plan.LEGACY.host} (MTU {plan.LEGACY.mtu}): no merging")
     lines += _bulk_lines(leg)
     lines.append(f"  packets above 1500 bytes at {plan.LEGACY.host}: {leg.over_1500}")
     lines.append("")
-    lines.append(f"2. Outbound bulk TCP from {plan.JUMBO.host}: 4 streams to ext1 (IPv4) and 4 to ext2 (IPv6)")
+    lines.append(f"2. Outbound bulk TCP from {plan.JUMBO.host}: {out.streams_per_host} streams to ext1 (IPv4) and {out.streams_per_host} to ext2 (IPv6)")
     lines.append(f"  goodput {out.goodput_mbps:.1f} Mbit/s ({out.retransmits} retransmits)")
     lines.append(f"  sent by the instance: {measure.size_summary(out.sender_sizes)}")
     lines.append(f"  received by the external hosts: {measure.size_summary(out.receiver_sizes)}")

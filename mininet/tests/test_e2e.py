@@ -12,7 +12,7 @@ import pytest
 from emulation import cleanup, measure, plan
 from emulation.rack import Parts, Rack, missing_prerequisites
 
-FILE_MB = 20
+FILE_MB = 50
 INBOUND_PORT = plan.IPERF_PORTS[4]  # a merge service of the jumbo instance
 RETURN_PORT = 6001
 TRANSFER_TIMEOUT_S = 240

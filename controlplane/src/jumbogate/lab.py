@@ -171,7 +171,8 @@ class Bmv2:
     def start(self, timeout: float = 30.0) -> Bmv2:
         if not self.grpc_address:
             self.grpc_address = f"127.0.0.1:{free_tcp_port()}"
-        args = ["simple_switch_grpc", "--no-p4", "--device-id", str(self.device_id)]
+        # --log-level off: with no log sink BMv2 still formats every trace line of every packet.
+        args = ["simple_switch_grpc", "--no-p4", "--device-id", str(self.device_id), "--log-level", "off"]
         for number, dev in sorted(self.ports.items()):
             args += ["-i", f"{number}@{dev}"]
         # --cpu-port must be given explicitly or packet-in/out is disabled.
