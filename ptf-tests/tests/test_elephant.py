@@ -39,11 +39,18 @@ class ElephantDigestOncePerEpoch(JumbogateTest):
             reports = []
             for epoch in range(2):
                 # Three segments in quick succession cross the threshold once,
-                # and three more in the same epoch do not report again.
-                for _ in range(6):
-                    self.send(PORT_EXTERNAL, segment)
-                    self.expect_routed(segment, TO_RACK)
-                got = self.sw.drain_digests(wait_s=1.0)
+                # and three more in the same epoch do not report again. A
+                # burst that an epoch boundary cuts 3 + 3 rightly reports
+                # twice; the switch's clock is not visible, so such a burst
+                # is sent again, a whole epoch later.
+                for _attempt in range(2):
+                    for _ in range(6):
+                        self.send(PORT_EXTERNAL, segment)
+                        self.expect_routed(segment, TO_RACK)
+                    got = self.sw.drain_digests(wait_s=1.0)
+                    if len(got) != 2:
+                        break
+                    time.sleep(EPOCH_S + 0.1)
                 self.assertEqual(len(got), 1, f"IPv{family} epoch {epoch}: {got}")
                 reports.append(e.decode_elephant_digest(got[0]))
                 if epoch == 0:
