@@ -218,15 +218,3 @@ void jg_timer_release_burst_list(struct jg_engine *e)
 {
 	release_flow_list(e, JG_TIMER_BURST, 0, false);
 }
-
-void jg_record_delay(struct jg_engine *e, uint64_t delay_ns)
-{
-	uint64_t delay_us = delay_ns / 1000;
-	unsigned int bucket = 0;
-
-	if (delay_us > 0)
-		bucket = RTE_MIN(64u - (unsigned int)__builtin_clzll(delay_us),
-				 JG_DELAY_HISTOGRAM_BUCKETS - 1);
-	e->stats.merge.delay_histogram_us[bucket]++;
-	e->stats.merge.delay_sum_ns += delay_ns;
-}

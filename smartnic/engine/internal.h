@@ -78,6 +78,11 @@ void jg_flow_key_from_packet(const struct rte_mbuf *m,
 			     const struct jg_parsed *p,
 			     struct jg_flow_key *key);
 
+/* The fingerprint jg_flow_key_hash gives the key of a parsed TCP/UDP
+ * packet, hashed straight from its headers. */
+uint64_t jg_packet_fingerprint(const struct rte_mbuf *m,
+			       const struct jg_parsed *p);
+
 /* The same flow seen from the other direction. */
 void jg_flow_key_reverse(const struct jg_flow_key *key,
 			 struct jg_flow_key *reversed);
@@ -318,6 +323,12 @@ static inline bool jg_seq_before(uint32_t a, uint32_t b)
 int jg_flow_table_init(struct jg_engine *e);
 void jg_flow_table_free(struct jg_engine *e);
 void jg_flow_key_hash(const struct jg_flow_key *key, uint64_t *fingerprint);
+/* The same fingerprint from a flow's fields as they lie in a packet
+ * (ports: source then destination port; addresses of ip_version's size;
+ * all in network order), so the merge path need not build a key. */
+uint64_t jg_flow_fingerprint(uint8_t ip_version, uint8_t protocol,
+			     const void *ports, const void *src,
+			     const void *dst);
 /* Find a flow; NULL when absent. */
 struct jg_flow *jg_flow_find(struct jg_engine *e, uint64_t fingerprint);
 /* Find or create; creation may evict (and flush) another flow. NULL only
@@ -349,7 +360,19 @@ uint32_t jg_flow_wait_budget(const struct jg_engine *e, const struct jg_flow *f,
 			     uint32_t run_payload, uint32_t run_capacity);
 void jg_flow_observe_arrival(struct jg_flow *f, uint32_t payload,
 			     uint64_t now_ns);
-void jg_record_delay(struct jg_engine *e, uint64_t delay_ns);
+
+/* Account one input segment's delay; inline, as it runs per segment. */
+static inline void jg_record_delay(struct jg_engine *e, uint64_t delay_ns)
+{
+	uint64_t delay_us = delay_ns / 1000;
+	unsigned int bucket = 0;
+
+	if (delay_us > 0)
+		bucket = RTE_MIN(64u - (unsigned int)__builtin_clzll(delay_us),
+				 JG_DELAY_HISTOGRAM_BUCKETS - 1);
+	e->stats.merge.delay_histogram_us[bucket]++;
+	e->stats.merge.delay_sum_ns += delay_ns;
+}
 
 /* pmtu.c */
 int jg_pmtu_init(struct jg_engine *e);

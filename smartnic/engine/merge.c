@@ -278,25 +278,79 @@ static void view_of_held(const struct rte_mbuf *head, struct header_view *v)
 	v->ip_version = v->frame[v->l2_len] >> 4;
 }
 
+static inline uint64_t load64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint32_t load32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint16_t load16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* Bits that differ between len bytes at a and b (0: equal). Headers are
+ * compared on every segment, so this reads words (the last one
+ * overlapping) instead of calling memcmp for a dozen bytes. */
+static inline uint64_t bytes_diff(const uint8_t *a, const uint8_t *b,
+				  uint32_t len)
+{
+	uint64_t diff = 0;
+	uint32_t i;
+
+	/* An Ethernet header, TCP timestamps: two words, no loop. */
+	if (len >= sizeof(uint64_t) && len <= 2 * sizeof(uint64_t))
+		return (load64(a) ^ load64(b)) |
+		       (load64(a + len - sizeof(uint64_t)) ^
+			load64(b + len - sizeof(uint64_t)));
+	if (len < sizeof(uint64_t)) {
+		for (i = 0; i < len; i++)
+			diff |= (uint64_t)(a[i] ^ b[i]);
+		return diff;
+	}
+	for (i = 0; i + sizeof(uint64_t) < len; i += sizeof(uint64_t))
+		diff |= load64(a + i) ^ load64(b + i);
+	return diff | (load64(a + len - sizeof(uint64_t)) ^
+		       load64(b + len - sizeof(uint64_t)));
+}
+
 /*
  * May a packet whose headers are `later` follow a run whose first headers
  * are `first` and that carries `segments` inputs? Returns the IPv4 ID mode
  * the run then has (JG_RUN_ID_*; 0 for IPv6), or -1.
+ *
+ * Fields are compared as raw words of the wire bytes, all differences
+ * OR-ed together, so a segment that may follow costs no branch per field.
  */
 static int may_follow(const struct header_view *first, uint8_t run_flags,
 		      uint16_t segments, const struct header_view *later)
 {
-	const uint8_t *a3, *b3;
-	const struct rte_tcp_hdr *a4, *b4;
+	const uint8_t *a3, *b3, *a4, *b4;
+	uint64_t diff;
 	int id_mode = 0;
 
 	if (first->l2_len != later->l2_len || first->l3_len != later->l3_len ||
 	    first->l4_len != later->l4_len ||
-	    first->ip_version != later->ip_version ||
-	    memcmp(first->frame, later->frame, first->l2_len) != 0)
+	    first->ip_version != later->ip_version)
 		return -1;
 	a3 = first->frame + first->l2_len;
 	b3 = later->frame + later->l2_len;
+	a4 = a3 + first->l3_len;
+	b4 = b3 + later->l3_len;
+	diff = bytes_diff(first->frame, later->frame, first->l2_len);
 	if (first->ip_version == 4) {
 		const struct rte_ipv4_hdr *a = (const void *)a3;
 		const struct rte_ipv4_hdr *b = (const void *)b3;
@@ -305,12 +359,11 @@ static int may_follow(const struct header_view *first, uint8_t run_flags,
 		bool df = (b->fragment_offset &
 			   rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG)) != 0;
 
-		if (a->type_of_service != b->type_of_service ||
-		    a->time_to_live != b->time_to_live ||
-		    a->fragment_offset != b->fragment_offset ||
-		    a->next_proto_id != b->next_proto_id ||
-		    a->src_addr != b->src_addr || a->dst_addr != b->dst_addr)
-			return -1;
+		/* Version and TOS; fragment field, TTL and protocol;
+		 * addresses. Length, ID and checksum may differ. */
+		diff |= (uint64_t)(load16(a3) ^ load16(b3)) |
+			(load32(a3 + 6) ^ load32(b3 + 6)) |
+			(load64(a3 + 12) ^ load64(b3 + 12));
 		if (df && b_id == a_id)
 			id_mode = JG_RUN_ID_FIXED;
 		else if (b_id == (uint16_t)(a_id + segments))
@@ -321,28 +374,28 @@ static int may_follow(const struct header_view *first, uint8_t run_flags,
 		    !(run_flags & id_mode))
 			return -1;
 	} else {
-		const struct rte_ipv6_hdr *a = (const void *)a3;
-		const struct rte_ipv6_hdr *b = (const void *)b3;
-
-		/* Version, traffic class (ECN included) and flow label. */
-		if (a->vtc_flow != b->vtc_flow || a->proto != b->proto ||
-		    a->hop_limits != b->hop_limits ||
-		    memcmp(a->src_addr, b->src_addr, 32) != 0 ||
-		    memcmp(a3 + sizeof(*a), b3 + sizeof(*b),
-			   first->l3_len - sizeof(*a)) != 0)
-			return -1;
+		/* Version, traffic class (ECN included) and flow label;
+		 * next header and hop limit; addresses and extension
+		 * headers. Only the payload length may differ. */
+		diff |= (uint64_t)(load32(a3) ^ load32(b3)) |
+			(load16(a3 + 6) ^ load16(b3 + 6)) |
+			bytes_diff(a3 + 8, b3 + 8, first->l3_len - 8u);
 	}
-	a4 = (const void *)(a3 + first->l3_len);
-	b4 = (const void *)(b3 + later->l3_len);
-	if (a4->src_port != b4->src_port || a4->dst_port != b4->dst_port ||
-	    a4->recv_ack != b4->recv_ack || a4->data_off != b4->data_off ||
-	    a4->rx_win != b4->rx_win ||
-	    ((a4->tcp_flags ^ b4->tcp_flags) &
-	     ~(JG_TCP_FLAG_PSH | JG_TCP_FLAG_FIN | JG_TCP_FLAG_CWR)) != 0 ||
-	    (b4->tcp_flags & JG_TCP_FLAG_CWR) != 0 ||
-	    memcmp(a4 + 1, b4 + 1, first->l4_len - sizeof(*a4)) != 0)
-		return -1;
-	return id_mode;
+	/* Ports; ACK number; data offset; window; options. Sequence number
+	 * and checksum may differ, and the flags PSH, FIN and CWR (CWR only
+	 * on the first segment of a packet). */
+	diff |= (uint64_t)(load32(a4) ^ load32(b4)) |
+		(load32(a4 + 8) ^ load32(b4 + 8)) |
+		(uint64_t)(a4[12] ^ b4[12]) |
+		(uint64_t)((a4[13] ^ b4[13]) &
+			   (uint8_t)~(JG_TCP_FLAG_PSH | JG_TCP_FLAG_FIN |
+				      JG_TCP_FLAG_CWR)) |
+		(uint64_t)(b4[13] & JG_TCP_FLAG_CWR) |
+		(load16(a4 + 14) ^ load16(b4 + 14)) |
+		bytes_diff(a4 + sizeof(struct rte_tcp_hdr),
+			   b4 + sizeof(struct rte_tcp_hdr),
+			   first->l4_len - (uint32_t)sizeof(struct rte_tcp_hdr));
+	return diff == 0 ? id_mode : -1;
 }
 
 /* Remove the headers from the front of a run or segment so its payload
@@ -372,15 +425,16 @@ static void add_payload_sum(struct jg_run_meta *run, uint32_t run_payload_now,
 			    (run_payload_now & 1) ? jg_csum_swap(sum) : sum);
 }
 
-static void or_end_flags(struct rte_mbuf *head, uint8_t flags)
-{
-	held_tcp(head)->tcp_flags |=
-		flags & (JG_TCP_FLAG_PSH | JG_TCP_FLAG_FIN);
-}
-
 static bool ends_run(uint8_t tcp_flags)
 {
 	return (tcp_flags & (JG_TCP_FLAG_PSH | JG_TCP_FLAG_FIN)) != 0;
+}
+
+static void or_end_flags(struct rte_mbuf *head, uint8_t flags)
+{
+	if (ends_run(flags))
+		held_tcp(head)->tcp_flags |=
+			flags & (JG_TCP_FLAG_PSH | JG_TCP_FLAG_FIN);
 }
 
 static void mark_not_segment_start(struct jg_engine *e, struct rte_mbuf *m)
@@ -406,7 +460,8 @@ static void init_run(struct jg_engine *e, struct rte_mbuf *head,
 	meta->segments = 1;
 	meta->mss = mss;
 	meta->flags = flags;
-	if (ends_run(held_tcp(head)->tcp_flags) ||
+	/* The head's headers are those of the segment p describes. */
+	if (ends_run(p->tcp_flags) ||
 	    head->nb_segs >= e->config.max_chain_segments)
 		meta->flags |= JG_RUN_CLOSED;
 }
@@ -569,7 +624,7 @@ static enum insert_result insert_segment(struct jg_engine *e, struct jg_flow *f,
 					 struct segment *s)
 {
 	struct rte_mbuf *previous = NULL, *next = f->runs, *run;
-	uint32_t end = s->seq + s->p.payload_length;
+	uint32_t end = s->seq + s->p.payload_length, previous_end = 0;
 	int id_mode = -1;
 
 	while (next != NULL && !jg_seq_before(s->seq, jg_meta(e, next)->seq)) {
@@ -581,11 +636,13 @@ static enum insert_result insert_segment(struct jg_engine *e, struct jg_flow *f,
 	if ((f->flags & JG_FLOW_RELEASED_VALID) &&
 	    jg_seq_before(s->seq, f->released_end))
 		return OVERLAPS;
-	if ((previous != NULL && jg_seq_before(s->seq, run_end(e, previous))) ||
+	if (previous != NULL)
+		previous_end = run_end(e, previous);
+	if ((previous != NULL && jg_seq_before(s->seq, previous_end)) ||
 	    (next != NULL && jg_seq_before(jg_meta(e, next)->seq, end)))
 		return OVERLAPS;
 
-	if (previous != NULL && run_end(e, previous) == s->seq) {
+	if (previous != NULL && previous_end == s->seq) {
 		struct jg_run_meta *meta = jg_meta(e, previous);
 		struct header_view first, later;
 
@@ -731,7 +788,6 @@ static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
 {
 	struct jg_merge_stats *stats = &e->stats.merge;
 	struct segment s;
-	struct jg_flow_key key;
 	struct jg_flow *f;
 	uint64_t fingerprint;
 
@@ -743,17 +799,13 @@ static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
 	}
 	if (!s.p.l4_complete) {
 		f = NULL;
-		if (s.p.fragment_shows_ports) {
-			jg_flow_key_from_packet(m, &s.p, &key);
-			jg_flow_key_hash(&key, &fingerprint);
-			f = jg_flow_find(e, fingerprint);
-		}
+		if (s.p.fragment_shows_ports)
+			f = jg_flow_find(e, jg_packet_fingerprint(m, &s.p));
 		release_flow_then_pass(e, f, m);
 		return;
 	}
 	stats->tcp_payload_in += s.p.payload_length;
-	jg_flow_key_from_packet(m, &s.p, &key);
-	jg_flow_key_hash(&key, &fingerprint);
+	fingerprint = jg_packet_fingerprint(m, &s.p);
 
 	if (!mergeable_shape(&s.p)) {
 		f = jg_flow_find(e, fingerprint);
@@ -821,14 +873,45 @@ static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
 /* ------------------------------------------------------------------ */
 /* API                                                                 */
 
+/*
+ * Received mbufs are cold: the NIC (or the benchmark) wrote them long
+ * before. A segment's work reads both cache lines of its mbuf (the second
+ * holds the chain link and the run metadata) and the first two cache
+ * lines of its frame (headers with TCP options end past byte 64), so
+ * each is asked for a few packets ahead; the data address is known only
+ * once the mbuf's first line is in.
+ */
+#define PREFETCH_MBUF_AHEAD 4
+#define PREFETCH_DATA_AHEAD 2
+
+static inline void prefetch_mbuf(const struct rte_mbuf *m)
+{
+	rte_prefetch0(m);
+	rte_prefetch0(&m->cacheline1);
+}
+
+static inline void prefetch_headers(const struct rte_mbuf *m)
+{
+	const uint8_t *data = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	rte_prefetch0(data);
+	rte_prefetch0(data + RTE_CACHE_LINE_SIZE);
+}
+
 uint16_t jg_merge_burst(struct jg_engine *e, struct rte_mbuf **pkts,
 			uint16_t nb_pkts, uint64_t now_ns,
 			struct rte_mbuf **out, uint16_t out_cap)
 {
 	e->now_ns = now_ns;
+	for (uint16_t i = 0; i < nb_pkts && i < PREFETCH_MBUF_AHEAD; i++)
+		prefetch_mbuf(pkts[i]);
+	for (uint16_t i = 0; i < nb_pkts && i < PREFETCH_DATA_AHEAD; i++)
+		prefetch_headers(pkts[i]);
 	for (uint16_t i = 0; i < nb_pkts; i++) {
-		if (i + 1 < nb_pkts)
-			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
+		if (i + PREFETCH_MBUF_AHEAD < nb_pkts)
+			prefetch_mbuf(pkts[i + PREFETCH_MBUF_AHEAD]);
+		if (i + PREFETCH_DATA_AHEAD < nb_pkts)
+			prefetch_headers(pkts[i + PREFETCH_DATA_AHEAD]);
 		merge_one(e, pkts[i]);
 	}
 	jg_timer_expire(e, now_ns);

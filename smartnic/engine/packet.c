@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Header parsing. Everything the engine decides rests on this, so it
  * trusts nothing: every length is checked against the bytes present. */
+#include <stddef.h>
 #include <string.h>
 
 #include <rte_ether.h>
@@ -192,6 +193,22 @@ void jg_flow_key_from_packet(const struct rte_mbuf *m,
 		memcpy(key->src.v6, ip->src_addr, 16);
 		memcpy(key->dst.v6, ip->dst_addr, 16);
 	}
+}
+
+uint64_t jg_packet_fingerprint(const struct rte_mbuf *m,
+			       const struct jg_parsed *p)
+{
+	const uint8_t *l3 = jg_l3(m, p);
+
+	if (p->ip_version == 4)
+		return jg_flow_fingerprint(
+			4, p->l4_protocol, jg_l4(m, p),
+			l3 + offsetof(struct rte_ipv4_hdr, src_addr),
+			l3 + offsetof(struct rte_ipv4_hdr, dst_addr));
+	return jg_flow_fingerprint(
+		6, p->l4_protocol, jg_l4(m, p),
+		l3 + offsetof(struct rte_ipv6_hdr, src_addr),
+		l3 + offsetof(struct rte_ipv6_hdr, dst_addr));
 }
 
 void jg_flow_key_reverse(const struct jg_flow_key *key,
