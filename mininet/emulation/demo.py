@@ -31,6 +31,12 @@ MICE_COUNT = 200
 # thousand packets a second are shared by all of them: the fewer, the closer
 # together each flow's segments reach the SmartNIC, and the fuller its merges.
 STREAMS_PER_HOST = 2
+# Inbound streams write 64 KB blocks at a set rate, so each block leaves its
+# sender as one train of 45 segments, as a fast Internet sender's TSO sends
+# it; together they stay below what BMv2 carries, so the trains are not
+# squeezed into ACK-clocked bursts of a few segments.
+INBOUND_STREAM_MBPS = 5
+INBOUND_WRITE_KB = 64
 
 
 @dataclass
@@ -39,6 +45,7 @@ class BulkResult:
 
     label: str
     streams_per_host: int = STREAMS_PER_HOST
+    stream_shape: str = ""  # how each stream sends, when it is not as fast as it can
     goodput_mbps: float = 0.0
     goodput_bytes: int = 0
     retransmits: int = 0
@@ -75,6 +82,9 @@ class MiceResult:
     merge_path_packets: int = 0
     bypass_packets: int = 0
     flows_onloaded: int = 0
+    # Many flows, so they show the ECMP spread better than a few bulk ones.
+    per_uplink_in: dict[str, int] = field(default_factory=dict)
+    per_uplink_out: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -122,17 +132,24 @@ def _uplink_delta(before: dict, after: dict, direction: str) -> dict[str, int]:
 
 
 def inbound_bulk(rack: Rack, instance: plan.Instance, outdir: Path, seconds: float) -> BulkResult:
-    """Both external hosts send to the instance, STREAMS_PER_HOST streams each, on merge-service ports."""
+    """Both external hosts send to the instance, STREAMS_PER_HOST trains-of-64-KB streams each, on merge-service ports."""
     receiver = rack.host(instance.host)
     root = rack.host(plan.MGMT_NODE)
     ports = plan.IPERF_PORTS[: len(plan.EXTERNAL_HOSTS)]
     measure.start_iperf_servers(receiver, ports)
-    result = BulkResult(f"inbound to {instance.host} (MTU {instance.mtu})")
+    result = BulkResult(f"inbound to {instance.host} (MTU {instance.mtu})", stream_shape=f"{INBOUND_WRITE_KB} KB writes at {INBOUND_STREAM_MBPS} Mbit/s")
     stats_before, switch_before = stats(rack), measure.switch_port_counters(root)
     intf_before = measure.counters(receiver, f"{instance.host}-eth0")
     capture = measure.Capture(receiver, f"{instance.host}-eth0", outdir / f"inbound-{instance.host}.pcap", direction="in")
     clients = [
-        measure.iperf_client(rack.host(ext.host), instance.address.ip4, port, seconds=seconds, streams=STREAMS_PER_HOST)
+        measure.iperf_client(
+            rack.host(ext.host),
+            instance.address.ip4,
+            port,
+            seconds=seconds,
+            streams=STREAMS_PER_HOST,
+            extra=f"-b {INBOUND_STREAM_MBPS}M -l {INBOUND_WRITE_KB}K",
+        )
         for ext, port in zip(plan.EXTERNAL_HOSTS, ports, strict=True)
     ]
     runs = [measure.iperf_result(c, timeout=seconds + 60) for c in clients]
@@ -191,12 +208,12 @@ def mice(rack: Rack) -> MiceResult:
     server = server_host.popen(measure.module_command("mice", "serve", MICE_PORT), env=measure.MODULE_ENV)
     try:
         measure.wait_listening(server_host, (MICE_PORT,))
-        before = stats(rack)
+        before, switch_before = stats(rack), measure.switch_port_counters(rack.host(plan.MGMT_NODE))
         client = rack.host(plan.EXTERNAL_HOSTS[0].host).popen(
             measure.module_command("mice", "run", plan.JUMBO.address.ip4, MICE_PORT, MICE_COUNT), env=measure.MODULE_ENV
         )
         out, _ = client.communicate(timeout=120)
-        after = stats(rack)
+        after, switch_after = stats(rack), measure.switch_port_counters(rack.host(plan.MGMT_NODE))
     finally:
         server.terminate()
         server.wait(5)
@@ -210,6 +227,8 @@ def mice(rack: Rack) -> MiceResult:
         merge_path_packets=_int(after, "merge_path", "packets") - _int(before, "merge_path", "packets"),
         bypass_packets=_int(after, "bypass", "packets") - _int(before, "bypass", "packets"),
         flows_onloaded=len(onloaded),
+        per_uplink_in=_uplink_delta(switch_before, switch_after, "rx"),
+        per_uplink_out=_uplink_delta(switch_before, switch_after, "tx"),
     )
 
 

@@ -43,6 +43,7 @@ OFFLOADS_OFF = ("rx", "tx", "sg", "tso", "gso", "gro")
 
 NIC_MAX_DELAY_US = 8000
 SENDER_MIN_TSO_SEGS = 44
+SENDER_INITIAL_WINDOW = 64  # segments; Linux's application-limited window never falls below it
 
 
 @dataclass(frozen=True)
@@ -342,13 +343,16 @@ def configure_external(node: Host, ext: plan.ExternalHost) -> None:
     # PSH on its last segment and one timestamp, and a merge ends there as
     # Linux GRO's does. At the emulation's few Mbit/s per flow that is 2-4
     # segments; on the Internet links the border is built for it is 64 KB.
-    # External hosts send bursts of 44 segments at least, as fast senders do.
+    # External hosts send GSO packets of 44 segments at least, and start (and
+    # never shrink below) a congestion window that lets a 64 KB write leave
+    # as one burst, as fast senders do (docs/emulation.md, "slow motion").
     node.cmd(f"sysctl -qw net.ipv4.tcp_min_tso_segs={SENDER_MIN_TSO_SEGS}")
     intf = f"{ext.host}-eth0"
     add_addresses(node, intf, ext.address)
     # Both routers, hashed per flow: inbound traffic uses both uplinks too.
-    node.cmd("ip route add default " + " ".join(f"nexthop via {r.lan.ip4} dev {intf}" for r in plan.ROUTERS))
-    node.cmd("ip -6 route add default " + " ".join(f"nexthop via {r.lan.ip6} dev {intf}" for r in plan.ROUTERS))
+    window = f"initcwnd {SENDER_INITIAL_WINDOW}"
+    node.cmd(f"ip route add default {window} " + " ".join(f"nexthop via {r.lan.ip4} dev {intf}" for r in plan.ROUTERS))
+    node.cmd(f"ip -6 route add default {window} " + " ".join(f"nexthop via {r.lan.ip6} dev {intf}" for r in plan.ROUTERS))
 
 
 def configure_instance(node: Host, instance: plan.Instance) -> None:

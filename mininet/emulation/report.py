@@ -20,11 +20,15 @@ def _bulk_lines(r) -> list[str]:
     ]
 
 
+def _per_uplink(packets: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in packets.items())
+
+
 def render(res) -> str:
     j, leg, out, mice, pol = res.inbound_jumbo, res.inbound_legacy, res.outbound, res.mice, res.policy
     lines = [f"jumbogate emulated rack: demo report ({res.seconds:.0f} s)", ""]
     lines.append(
-        f"1. Inbound bulk TCP, {len(plan.EXTERNAL_HOSTS)} external hosts x {j.streams_per_host} streams over IPv4, to {plan.JUMBO.host} (MTU {plan.JUMBO.mtu})"
+        f"1. Inbound bulk TCP, {len(plan.EXTERNAL_HOSTS)} external hosts x {j.streams_per_host} streams ({j.stream_shape}) over IPv4, to {plan.JUMBO.host} (MTU {plan.JUMBO.mtu})"
     )
     lines += _bulk_lines(j)
     lines.append(f"  SmartNIC: {j.nic_merged} merged packets out, conversion yield {_pct(j.conversion_yield)}")
@@ -51,8 +55,10 @@ def render(res) -> str:
     lines.append(f"  ip route get, back on (after flushing the learned MTU): {_first_lines(pol.route_after)}")
     lines.append("")
     lines.append("5. ECMP over the upstream routers (packets per uplink)")
-    lines.append("  inbound:  " + ", ".join(f"{k} {v}" for k, v in j.per_uplink_packets.items()))
-    lines.append("  outbound: " + ", ".join(f"{k} {v}" for k, v in out.per_uplink_packets.items()))
+    lines.append(f"  {mice.exchanges} mice flows, inbound:  " + _per_uplink(mice.per_uplink_in))
+    lines.append(f"  {mice.exchanges} mice flows, outbound: " + _per_uplink(mice.per_uplink_out))
+    lines.append("  bulk phases, inbound:  " + _per_uplink(j.per_uplink_packets))
+    lines.append("  bulk phases, outbound: " + _per_uplink(out.per_uplink_packets))
     lines.append("")
     lines.append("6. Wire efficiency, TCP/IPv4 with timestamps (payload / bytes on an Ethernet wire incl. preamble, FCS, gap)")
     lines.append(f"  MTU 1500: theory {_pct(measure.theoretical_efficiency(1500))}, measured at {plan.LEGACY.host} {_pct(leg.efficiency)}")
@@ -124,11 +130,11 @@ def plots(res, outdir: Path) -> list[Path]:
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
     routers = [r.host for r in plan.ROUTERS]
-    ax1.bar([i - 0.2 for i in range(len(routers))], [res.inbound_jumbo.per_uplink_packets.get(r, 0) for r in routers], 0.4, label="inbound")
-    ax1.bar([i + 0.2 for i in range(len(routers))], [res.outbound.per_uplink_packets.get(r, 0) for r in routers], 0.4, label="outbound")
+    ax1.bar([i - 0.2 for i in range(len(routers))], [res.mice.per_uplink_in.get(r, 0) for r in routers], 0.4, label="inbound")
+    ax1.bar([i + 0.2 for i in range(len(routers))], [res.mice.per_uplink_out.get(r, 0) for r in routers], 0.4, label="outbound")
     ax1.set_xticks(range(len(routers)), routers)
     ax1.set_ylabel("packets")
-    ax1.set_title("ECMP: packets per upstream router", fontsize=10)
+    ax1.set_title(f"ECMP: packets per upstream router, {res.mice.exchanges} flows", fontsize=10)
     ax1.legend(fontsize=8)
     theory = [measure.theoretical_efficiency(1500), measure.theoretical_efficiency(8500)]
     measured = [res.inbound_legacy.efficiency, res.inbound_jumbo.efficiency]

@@ -15,7 +15,8 @@ def made_up_results() -> DemoResults:
     policy = PolicyResult(
         events=[(2.0, "instance jumbo off"), (4.0, "fleet jumbo off")], timeline_in=[(0.5, 8500), (2.5, 1500)], icmp_generated=3, icmp_received=3
     )
-    return DemoResults(jumbo, legacy, out, MiceResult(exchanges=200), policy, seconds=60)
+    mice = MiceResult(exchanges=200, per_uplink_in={"up1": 1010, "up2": 990}, per_uplink_out={"up1": 980, "up2": 1020})
+    return DemoResults(jumbo, legacy, out, mice, policy, seconds=60)
 
 
 def test_report_names_every_phase_and_the_theory():
@@ -24,6 +25,7 @@ def test_report_names_every_phase_and_the_theory():
         assert phase in text
     assert "theory 94.1%" in text and "theory 98.9%" in text
     assert "5.73 arrived per delivered" in text
+    assert "200 mice flows, outbound: up1 980, up2 1020" in text
 
 
 def test_plots_are_written(tmp_path):
