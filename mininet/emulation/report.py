@@ -113,10 +113,12 @@ def plots(res, outdir: Path) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(10, 3.6))
     pol = res.policy
+    # Both directions carry 1500-byte packets while a flag is off: the sent
+    # ones are drawn as larger dots underneath, so the received stay visible.
+    if pol.timeline_out:
+        ax.scatter(*zip(*pol.timeline_out, strict=True), s=8, label=f"sent by {plan.JUMBO.host}", color="tab:orange")
     if pol.timeline_in:
         ax.scatter(*zip(*pol.timeline_in, strict=True), s=2, label=f"received by {plan.JUMBO.host}", color="tab:blue")
-    if pol.timeline_out:
-        ax.scatter(*zip(*pol.timeline_out, strict=True), s=2, label=f"sent by {plan.JUMBO.host}", color="tab:orange")
     for t, what in pol.events:
         ax.axvline(t, color="gray", linestyle="--", linewidth=0.8)
         ax.text(t, 8700, what, rotation=0, fontsize=7, ha="left", va="bottom")
