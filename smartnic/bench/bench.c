@@ -173,8 +173,8 @@ static bool path_start(struct path *p, struct bench *b, enum path_kind kind,
 		b->results[kind].static_memory =
 			after.heap_allocsz_bytes - before.heap_allocsz_bytes;
 		p->flush_period_ns = b->opt.max_delay_us * 1000ull;
-		p->next_flush_ns = b->trace.packets[0].time_ns +
-				   p->flush_period_ns;
+		p->next_flush_ns =
+			b->trace.packets[0].time_ns + p->flush_period_ns;
 	}
 	return true;
 }
@@ -321,8 +321,9 @@ static bool build_chunk(struct bench *b, uint32_t first, uint32_t n,
 {
 	for (uint32_t i = 0; i < n; i++) {
 		const struct trace_packet *tp = &b->trace.packets[first + i];
-		struct rte_mbuf *m = pb_from_bytes(
-			b->input_pool, b->trace.bytes + tp->offset, tp->length, 0);
+		struct rte_mbuf *m = pb_from_bytes(b->input_pool,
+						   b->trace.bytes + tp->offset,
+						   tp->length, 0);
 
 		if (m == NULL) {
 			rte_pktmbuf_free_bulk(pkts, i);
@@ -421,10 +422,10 @@ static bool run_path(struct bench *b, enum path_kind kind, uint32_t run)
 
 static double mpps(const struct result *r)
 {
-	return r->best_cycles == 0 ? 0.0
-				   : (double)r->packets_in *
-					     (double)rte_get_tsc_hz() /
-					     (double)r->best_cycles / 1e6;
+	return r->best_cycles == 0
+		       ? 0.0
+		       : (double)r->packets_in * (double)rte_get_tsc_hz() /
+				 (double)r->best_cycles / 1e6;
 }
 
 static double delay_quantile_us(const struct result *r, double q)
@@ -449,8 +450,7 @@ static double share(uint64_t part, uint64_t whole)
 
 static double memory_mib(const struct result *r)
 {
-	return (double)(r->static_memory +
-			r->peak_held_mbufs * r->mbuf_bytes) /
+	return (double)(r->static_memory + r->peak_held_mbufs * r->mbuf_bytes) /
 	       (1024.0 * 1024.0);
 }
 
@@ -514,8 +514,7 @@ static void write_json(const struct bench *b)
 			continue;
 		fprintf(f,
 			"%s\"%s\": {\"mpps\": %.4f, \"packets_in\": %" PRIu64
-			", \"bytes_in\": %" PRIu64
-			", \"packets_out\": %" PRIu64
+			", \"bytes_in\": %" PRIu64 ", \"packets_out\": %" PRIu64
 			", \"bytes_out\": %" PRIu64
 			", \"yield_within_mtu\": %.4f, \"yield_any_size\": "
 			"%.4f, \"largest_ip_length\": %" PRIu64
@@ -525,7 +524,8 @@ static void write_json(const struct bench *b)
 			", \"peak_held_mbufs\": %" PRIu64 "}",
 			first ? "" : ", ", path_names[k], mpps(r),
 			r->packets_in, r->bytes_in, r->packets_out,
-			r->bytes_out, share(r->full_within_mtu, b->input_payload),
+			r->bytes_out,
+			share(r->full_within_mtu, b->input_payload),
 			share(r->full_any_size, b->input_payload),
 			r->largest_ip_length,
 			r->delays ? r->delay_sum_ns / 1e3 / r->delays : 0.0,
@@ -640,29 +640,66 @@ static bool parse_options(int argc, char **argv, struct options *o)
 		o->paths[k] = true;
 	while ((c = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
 		switch (c) {
-		case 'l': o->label = optarg; break;
-		case 'f': o->trace.flows = (uint32_t)atol(optarg); break;
-		case 'n': o->trace.packets = (uint32_t)atol(optarg); break;
-		case 't': o->trace.train = (uint32_t)atol(optarg); break;
-		case 'c': o->trace.concurrency = (uint32_t)atol(optarg); break;
-		case 'r': o->trace.reorder = atof(optarg); break;
-		case 'x': o->trace.loss = atof(optarg); break;
-		case '6': o->trace.ipv6_share = atof(optarg); break;
-		case 'm': o->trace.mice = (uint32_t)atol(optarg); break;
-		case 'g': o->trace.line_gbps = atof(optarg); break;
-		case 's': o->trace.seed = (uint64_t)atoll(optarg); break;
-		case 'p': o->pcap = optarg; break;
-		case 'u': o->internal_mtu = (uint32_t)atol(optarg); break;
-		case 'd': o->max_delay_us = (uint32_t)atol(optarg); break;
-		case 'R': o->repeat = (uint32_t)atol(optarg); break;
+		case 'l':
+			o->label = optarg;
+			break;
+		case 'f':
+			o->trace.flows = (uint32_t)atol(optarg);
+			break;
+		case 'n':
+			o->trace.packets = (uint32_t)atol(optarg);
+			break;
+		case 't':
+			o->trace.train = (uint32_t)atol(optarg);
+			break;
+		case 'c':
+			o->trace.concurrency = (uint32_t)atol(optarg);
+			break;
+		case 'r':
+			o->trace.reorder = atof(optarg);
+			break;
+		case 'x':
+			o->trace.loss = atof(optarg);
+			break;
+		case '6':
+			o->trace.ipv6_share = atof(optarg);
+			break;
+		case 'm':
+			o->trace.mice = (uint32_t)atol(optarg);
+			break;
+		case 'g':
+			o->trace.line_gbps = atof(optarg);
+			break;
+		case 's':
+			o->trace.seed = (uint64_t)atoll(optarg);
+			break;
+		case 'p':
+			o->pcap = optarg;
+			break;
+		case 'u':
+			o->internal_mtu = (uint32_t)atol(optarg);
+			break;
+		case 'd':
+			o->max_delay_us = (uint32_t)atol(optarg);
+			break;
+		case 'R':
+			o->repeat = (uint32_t)atol(optarg);
+			break;
 		case 'P':
 			if (!select_paths(o, optarg))
 				return false;
 			break;
-		case 'S': o->software_checksums = true; break;
-		case 'V': o->verify = true; break;
-		case 'j': o->json = optarg; break;
-		default: return false;
+		case 'S':
+			o->software_checksums = true;
+			break;
+		case 'V':
+			o->verify = true;
+			break;
+		case 'j':
+			o->json = optarg;
+			break;
+		default:
+			return false;
 		}
 	}
 	return optind == argc && o->repeat > 0 && o->trace.line_gbps > 0 &&
@@ -678,9 +715,8 @@ static bool prepare(struct bench *b)
 	};
 	uint32_t bursts;
 
-	if (b->opt.pcap != NULL
-		    ? !trace_load_pcap(&b->trace, b->opt.pcap, 0.0)
-		    : !trace_generate(&b->trace, &b->opt.trace)) {
+	if (b->opt.pcap != NULL ? !trace_load_pcap(&b->trace, b->opt.pcap, 0.0)
+				: !trace_generate(&b->trace, &b->opt.trace)) {
 		fprintf(stderr, "cannot build the trace\n");
 		return false;
 	}
@@ -689,18 +725,16 @@ static bool prepare(struct bench *b)
 	if (b->burst_time == NULL)
 		return false;
 	for (uint32_t i = 0; i < bursts; i++)
-		b->burst_time[i] =
-			b->trace.packets[RTE_MIN((i + 1) * BURST,
-						 b->trace.count) -
-					 1]
-				.time_ns;
+		b->burst_time[i] = b->trace.packets[RTE_MIN((i + 1) * BURST,
+							    b->trace.count) -
+						    1]
+					   .time_ns;
 	b->full_ip_length = (b->opt.internal_mtu * 9 + 9) / 10;
 	for (uint32_t i = 0; i < b->trace.count; i++) {
 		const struct trace_packet *tp = &b->trace.packets[i];
 
-		b->input_payload +=
-			bench_tcp_payload(b->trace.bytes + tp->offset,
-					  tp->length);
+		b->input_payload += bench_tcp_payload(
+			b->trace.bytes + tp->offset, tp->length);
 		if (b->opt.verify)
 			b->input_digest += bench_digest_frame(
 				b->trace.bytes + tp->offset, tp->length);
@@ -725,9 +759,17 @@ int main(int argc, char **argv)
 {
 	static struct bench b;
 	char *eal_argv[] = {
-		argv[0],      "--no-huge", "--no-pci",	"-l",
-		"0",	      "-m",	   "1536",	"--no-telemetry",
-		"--log-level", "*:error",  "--file-prefix=jumbogate-bench",
+		argv[0],
+		"--no-huge",
+		"--no-pci",
+		"-l",
+		"0",
+		"-m",
+		"1536",
+		"--no-telemetry",
+		"--log-level",
+		"*:error",
+		"--file-prefix=jumbogate-bench",
 		"--no-shconf",
 	};
 	bool ok = true;

@@ -5,16 +5,16 @@
 
 #include <rte_mbuf.h>
 
-#define ETHER_TYPE_VLAN	   0x8100u
-#define ETHER_TYPE_QINQ	   0x88a8u
-#define ETHER_TYPE_IPV4	   0x0800u
-#define ETHER_TYPE_IPV6	   0x86ddu
-#define PROTOCOL_TCP	   6u
-#define MAX_PACKET_BYTES   (65535u + 64u)
-#define DIGEST_SEQ_WEIGHT  0x9e3779b97f4a7c15ull
-#define DIGEST_OTHER_SALT  0x5bd1e9955bd1e995ull
-#define FNV_OFFSET	   0xcbf29ce484222325ull
-#define FNV_PRIME	   0x100000001b3ull
+#define ETHER_TYPE_VLAN	  0x8100u
+#define ETHER_TYPE_QINQ	  0x88a8u
+#define ETHER_TYPE_IPV4	  0x0800u
+#define ETHER_TYPE_IPV6	  0x86ddu
+#define PROTOCOL_TCP	  6u
+#define MAX_PACKET_BYTES  (65535u + 64u)
+#define DIGEST_SEQ_WEIGHT 0x9e3779b97f4a7c15ull
+#define DIGEST_OTHER_SALT 0x5bd1e9955bd1e995ull
+#define FNV_OFFSET	  0xcbf29ce484222325ull
+#define FNV_PRIME	  0x100000001b3ull
 
 static uint16_t get16(const uint8_t *p)
 {
@@ -40,8 +40,8 @@ static bool parse(const uint8_t *f, uint32_t length, uint32_t total,
 	if (length < l2)
 		return false;
 	type = get16(f + 12);
-	for (int tags = 0; tags < 2 && (type == ETHER_TYPE_VLAN ||
-					 type == ETHER_TYPE_QINQ);
+	for (int tags = 0;
+	     tags < 2 && (type == ETHER_TYPE_VLAN || type == ETHER_TYPE_QINQ);
 	     tags++) {
 		if (length < l2 + 4)
 			return false;
@@ -122,16 +122,16 @@ uint64_t bench_digest_frame(const uint8_t *f, uint32_t length)
 
 	for (uint32_t i = 0; i < h.payload_length; i++)
 		digest += (payload[i] + 1u) *
-			  (h.flow_key + (uint32_t)(h.seq + i) *
-						DIGEST_SEQ_WEIGHT);
+			  (h.flow_key +
+			   (uint32_t)(h.seq + i) * DIGEST_SEQ_WEIGHT);
 	return digest;
 }
 
 uint64_t bench_digest_packet(const struct rte_mbuf *m)
 {
 	static uint8_t frame[MAX_PACKET_BYTES];
-	uint32_t length = m->pkt_len < sizeof(frame) ? m->pkt_len
-						      : sizeof(frame);
+	uint32_t length =
+		m->pkt_len < sizeof(frame) ? m->pkt_len : sizeof(frame);
 	const uint8_t *bytes = rte_pktmbuf_read(m, 0, length, frame);
 
 	return bench_digest_frame(bytes, length);

@@ -172,8 +172,9 @@ static uint32_t generate_events(const struct trace_params *params,
 	for (uint32_t i = 0; i < count; i++) {
 		if (uniform(rng) >= params->reorder)
 			continue;
-		uint32_t j = i + 1 + (uint32_t)(next_random(rng) %
-						MAX_REORDER_DISTANCE);
+		uint32_t j =
+			i + 1 +
+			(uint32_t)(next_random(rng) % MAX_REORDER_DISTANCE);
 
 		if (j < count) {
 			struct event t = events[i];
@@ -225,8 +226,9 @@ bool trace_generate(struct trace *t, const struct trace_params *params)
 	if (count == UINT32_MAX)
 		goto fail;
 	/* Headers are at most 14 + 40 + 20 + 12 bytes. */
-	if (!reserve(t, count, (uint64_t)count * 96 + p.packets * p.mss +
-				       p.mice * 3ull * MOUSE_MAX_PAYLOAD))
+	if (!reserve(t, count,
+		     (uint64_t)count * 96 + p.packets * p.mss +
+			     p.mice * 3ull * MOUSE_MAX_PAYLOAD))
 		goto fail;
 	for (uint32_t i = 0; i < count; i++) {
 		const struct event *ev = &events[i];
@@ -245,8 +247,8 @@ bool trace_generate(struct trace *t, const struct trace_params *params)
 		spec.tcp_options[7] = (uint8_t)ev->tick;
 		spec.tcp_options[6] = (uint8_t)(ev->tick >> 8);
 		spec.tcp_options[5] = (uint8_t)(ev->tick >> 16);
-		spec.payload = pattern + (ev->offset + ev->flow * 131u) %
-						 PATTERN_BYTES;
+		spec.payload = pattern +
+			       (ev->offset + ev->flow * 131u) % PATTERN_BYTES;
 		spec.payload_length = ev->length;
 
 		struct trace_packet *tp = &t->packets[i];
@@ -295,7 +297,8 @@ bool trace_load_pcap(struct trace *t, const char *path, double line_gbps)
 		if (header->caplen < header->len || header->caplen < 14)
 			continue; /* truncated: no way to replay it */
 		if (t->count == t->capacity) {
-			uint32_t capacity = t->capacity ? 2 * t->capacity : 4096;
+			uint32_t capacity =
+				t->capacity ? 2 * t->capacity : 4096;
 			void *p = realloc(t->packets,
 					  capacity * sizeof(*t->packets));
 

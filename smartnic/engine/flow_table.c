@@ -80,9 +80,9 @@ _Static_assert(offsetof(struct jg_flow_key, dst_port) ==
 
 void jg_flow_key_hash(const struct jg_flow_key *key, uint64_t *fingerprint)
 {
-	*fingerprint = jg_flow_fingerprint(key->ip_version, key->protocol,
-					   &key->src_port, &key->src,
-					   &key->dst);
+	*fingerprint =
+		jg_flow_fingerprint(key->ip_version, key->protocol,
+				    &key->src_port, &key->src, &key->dst);
 }
 
 static inline uint32_t signature_of(uint64_t fingerprint)

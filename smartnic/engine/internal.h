@@ -213,6 +213,9 @@ struct jg_run_meta {
 #define JG_RUN_ID_FIXED 0x02 /* IPv4 ID constant (DF set) */
 #define JG_RUN_ID_INCR	0x04 /* IPv4 ID +1 per segment */
 #define JG_RUN_MODIFIED 0x08 /* headers must be rewritten on emission */
+/* Joined with a later run: segments behind the head may be older than it
+ * (a late segment filled the hole in front of them). */
+#define JG_RUN_JOINED 0x10
 
 #define JG_INDEX_NONE UINT32_MAX
 
@@ -266,7 +269,7 @@ struct jg_bucket {
 _Static_assert((uint64_t)JG_MAX_DELAY_US * 1000u <
 		       ((uint64_t)JG_WHEEL_SLOTS << JG_WHEEL_SLOT_SHIFT),
 	       "the timer wheel must span the largest delay");
-#define JG_ETM_MAX_SHAPE    64u
+#define JG_ETM_MAX_SHAPE 64u
 
 struct rte_lpm;
 struct rte_lpm6;
@@ -293,6 +296,11 @@ struct jg_engine {
 
 	uint64_t now_ns;
 	uint64_t held_segments;
+	/* Smoothed time between bursts that carried packets, and the last
+	 * such burst: how late a segment may reach the engine after it
+	 * arrived (see jg_observe_poll). */
+	uint64_t last_burst_ns;
+	uint32_t poll_interval_ns;
 
 	/* Delay model, precomputed. */
 	float etm_quantile[JG_ETM_MAX_SHAPE + 1]; /* of Gamma(k, 1) */
@@ -360,6 +368,8 @@ uint32_t jg_flow_wait_budget(const struct jg_engine *e, const struct jg_flow *f,
 			     uint32_t run_payload, uint32_t run_capacity);
 void jg_flow_observe_arrival(struct jg_flow *f, uint32_t payload,
 			     uint64_t now_ns);
+/* Learn the interval between bursts; call once per burst with packets. */
+void jg_observe_poll(struct jg_engine *e, uint64_t now_ns);
 
 /* Account one input segment's delay; inline, as it runs per segment. */
 static inline void jg_record_delay(struct jg_engine *e, uint64_t delay_ns)

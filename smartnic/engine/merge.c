@@ -230,7 +230,28 @@ static bool emit_closed_front(struct jg_engine *e, struct jg_flow *f)
 	return emitted;
 }
 
-/* Deadline: the oldest held run's arrival plus what the flow may wait. */
+/* How long the oldest segment of a run has been held. A run's head
+ * arrived first unless the run was joined with a later one; joins happen
+ * only under reordering, so only then are its segments walked. */
+static uint32_t run_oldest_age(struct jg_engine *e, struct rte_mbuf *run,
+			       uint32_t now)
+{
+	const struct jg_run_meta *meta = jg_meta(e, run);
+	uint32_t oldest = now - meta->arrival_ns;
+
+	if (!(meta->flags & JG_RUN_JOINED))
+		return oldest;
+	for (struct rte_mbuf *m = run->next; m != NULL; m = m->next) {
+		const struct jg_run_meta *segment = jg_meta(e, m);
+
+		if (segment->segment_start)
+			oldest = RTE_MAX(oldest, now - segment->arrival_ns);
+	}
+	return oldest;
+}
+
+/* Deadline: the oldest held segment's arrival plus what the flow may
+ * wait. */
 static void schedule_flow(struct jg_engine *e, struct jg_flow *f)
 {
 	uint32_t now = (uint32_t)e->now_ns, oldest_age = 0, budget;
@@ -241,9 +262,7 @@ static void schedule_flow(struct jg_engine *e, struct jg_flow *f)
 		return;
 	}
 	for (struct rte_mbuf *r = first; r != NULL; r = jg_meta(e, r)->next_run)
-		oldest_age =
-			RTE_MAX(oldest_age,
-				(uint32_t)(now - jg_meta(e, r)->arrival_ns));
+		oldest_age = RTE_MAX(oldest_age, run_oldest_age(e, r, now));
 	budget = jg_flow_wait_budget(e, f, run_payload(first),
 				     run_capacity(e, first));
 	if (budget > 0 && f->timer_list == JG_TIMER_NONE)
@@ -388,13 +407,14 @@ static int may_follow(const struct header_view *first, uint8_t run_flags,
 		(load32(a4 + 8) ^ load32(b4 + 8)) |
 		(uint64_t)(a4[12] ^ b4[12]) |
 		(uint64_t)((a4[13] ^ b4[13]) &
-			   (uint8_t)~(JG_TCP_FLAG_PSH | JG_TCP_FLAG_FIN |
-				      JG_TCP_FLAG_CWR)) |
+			   (uint8_t) ~(JG_TCP_FLAG_PSH | JG_TCP_FLAG_FIN |
+				       JG_TCP_FLAG_CWR)) |
 		(uint64_t)(b4[13] & JG_TCP_FLAG_CWR) |
 		(load16(a4 + 14) ^ load16(b4 + 14)) |
 		bytes_diff(a4 + sizeof(struct rte_tcp_hdr),
 			   b4 + sizeof(struct rte_tcp_hdr),
-			   first->l4_len - (uint32_t)sizeof(struct rte_tcp_hdr));
+			   first->l4_len -
+				   (uint32_t)sizeof(struct rte_tcp_hdr));
 	return diff == 0 ? id_mode : -1;
 }
 
@@ -460,9 +480,13 @@ static void init_run(struct jg_engine *e, struct rte_mbuf *head,
 	meta->segments = 1;
 	meta->mss = mss;
 	meta->flags = flags;
-	/* The head's headers are those of the segment p describes. */
+	/* The head's headers are those of the segment p describes. A
+	 * segment that already fills the internal MTU, or exceeds it (a
+	 * 1500-byte IPv6 segment under a 1280-byte internal MTU), takes
+	 * nothing more: there is no room to fill to the byte. */
 	if (ends_run(p->tcp_flags) ||
-	    head->nb_segs >= e->config.max_chain_segments)
+	    head->nb_segs >= e->config.max_chain_segments ||
+	    run_payload(head) >= run_capacity(e, head))
 		meta->flags |= JG_RUN_CLOSED;
 }
 
@@ -606,7 +630,7 @@ static void try_join_next(struct jg_engine *e, struct jg_flow *f,
 	add_payload_sum(meta, have, next_sum);
 	meta->last = jg_mbuf_append_chain(run, meta->last, payload_chain);
 	meta->segments = (uint16_t)(meta->segments + next_segments);
-	meta->flags |= (uint8_t)(id_mode | JG_RUN_MODIFIED |
+	meta->flags |= (uint8_t)(id_mode | JG_RUN_MODIFIED | JG_RUN_JOINED |
 				 (next_run_flags & JG_RUN_CLOSED));
 	if (have + run_payload(next) == run_capacity(e, run))
 		meta->flags |= JG_RUN_CLOSED;
@@ -903,6 +927,8 @@ uint16_t jg_merge_burst(struct jg_engine *e, struct rte_mbuf **pkts,
 			struct rte_mbuf **out, uint16_t out_cap)
 {
 	e->now_ns = now_ns;
+	if (nb_pkts > 0)
+		jg_observe_poll(e, now_ns);
 	for (uint16_t i = 0; i < nb_pkts && i < PREFETCH_MBUF_AHEAD; i++)
 		prefetch_mbuf(pkts[i]);
 	for (uint16_t i = 0; i < nb_pkts && i < PREFETCH_DATA_AHEAD; i++)

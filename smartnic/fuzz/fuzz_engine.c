@@ -59,10 +59,10 @@ static void die(const char *what)
 static void init_once(void)
 {
 	static char *eal_argv[] = {
-		"fuzz",		   "--no-huge",	  "--no-pci",
-		"-l",		   "0",		  "-m",
-		"256",		   "--no-shconf", "--no-telemetry",
-		"--log-level",	   "*:critical",  "--file-prefix=jumbogate-fuzz",
+		"fuzz",	       "--no-huge",   "--no-pci",
+		"-l",	       "0",	      "-m",
+		"256",	       "--no-shconf", "--no-telemetry",
+		"--log-level", "*:critical",  "--file-prefix=jumbogate-fuzz",
 	};
 	struct jg_engine_config config;
 
@@ -222,10 +222,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else if ((op & 7) == OP_FLUSH) {
 			flush_and_check();
 		} else if (length > 0) {
-			m = pb_from_bytes(pool, data + at, length,
-					  split == 0 ? 0
-						     : (uint16_t)RTE_MAX(
-							       split * 8u,
+			m = pb_from_bytes(
+				pool, data + at, length,
+				split == 0 ? 0
+					   : (uint16_t)RTE_MAX(split * 8u,
 							       MIN_SEGMENT));
 			/* Held packets may use up the pool: that record is
 			 * skipped, as a NIC drops when its ring is empty. */

@@ -54,7 +54,8 @@ static int replay_directory(const char *path, unsigned int *count)
 		perror(path);
 		return 1;
 	}
-	while ((entry = readdir(dir)) != NULL && n < sizeof(names) / sizeof(names[0]))
+	while ((entry = readdir(dir)) != NULL &&
+	       n < sizeof(names) / sizeof(names[0]))
 		if (entry->d_name[0] != '.')
 			names[n++] = strdup(entry->d_name);
 	closedir(dir);
@@ -145,8 +146,9 @@ static void tcp_stream(struct writer *w, uint8_t ip_version, bool reorder,
 		spec.ip_id = (uint16_t)(100 + k);
 		spec.payload_length = k == 7 ? 700 : 1448;
 		spec.tcp_flags = k == 7 ? PB_TCP_ACK | PB_TCP_PSH : PB_TCP_ACK;
-		record(w, (uint8_t)((i == 7 ? OP_MERGE_BURST_END : OP_MERGE) |
-				    (good ? CHECKSUM_GOOD : 0) | STEP(i % 2)),
+		record(w,
+		       (uint8_t)((i == 7 ? OP_MERGE_BURST_END : OP_MERGE) |
+				 (good ? CHECKSUM_GOOD : 0) | STEP(i % 2)),
 		       i == 3 ? 32 : 0, &spec);
 	}
 }
@@ -212,9 +214,8 @@ static int write_seeds(const char *dir)
 	{
 		/* Header, two records, two 8-byte payloads. */
 		uint8_t caravan[6 + 2 * 6 + 16] = {
-			0x4a, 0x43, 1, 2, 0, 0,
-			0,    8,    0, 1, 0, 0,
-			0,    8,    0, 2, 0, 0,
+			0x4a, 0x43, 1, 2, 0, 0, 0, 8, 0,
+			1,    0,    0, 0, 8, 0, 2, 0, 0,
 		};
 
 		spec.tos = 43 << 2;

@@ -559,6 +559,45 @@ static void ip_id_wraparound(void)
 	expect_case(4, id_wraps, merged, 1, IPV4_ONLY);
 }
 
+/*
+ * Segments larger than the internal MTU (IPv6 under a 1280-byte internal
+ * MTU, 10 or 220 bytes over) cannot be made smaller by merging: each
+ * leaves whole and untouched, and none takes the next one's bytes.
+ * Checked in both checksum modes and with smaller segments after the
+ * large ones.
+ */
+static void segment_above_internal_mtu(void)
+{
+	for (int run = 0; run < 4; run++) {
+		const uint32_t big = run < 2 ? 1230 : 1440;
+		const uint32_t lengths[] = {big, big, big, 200, 200};
+		struct fixture fx;
+		struct pb_spec base;
+		struct rte_mbuf *pkts[RTE_DIM(lengths)];
+		uint32_t sent = 0;
+
+		fixture_config(&fx);
+		fx.config.internal_mtu = 1280;
+		fx.config.checksum_mode =
+			run % 2 ? JG_CHECKSUM_OFFLOAD : JG_CHECKSUM_SOFTWARE;
+		fixture_start(&fx);
+		pb_defaults(&base, 6);
+		for (unsigned int i = 0; i < RTE_DIM(lengths); i++) {
+			base.ip_id = (uint16_t)(100 + i);
+			pkts[i] = fixture_segment(&base, sent, lengths[i]);
+			sent += lengths[i];
+		}
+		fixture_merge(&fx, pkts, RTE_DIM(pkts));
+		fixture_flush(&fx);
+		/* The two small ones merge with each other only. */
+		const uint32_t expected[] = {big, big, big, 400};
+
+		fixture_expect_lengths(&fx, base.seq, expected,
+				       RTE_DIM(expected));
+		fixture_finish(&fx);
+	}
+}
+
 /* The internal MTU is a hard cap, met exactly: 8460 payload bytes fill
  * an 8500-byte IPv4 packet; one more byte spills into a second packet. */
 static void internal_mtu_cap_exact(void)
@@ -749,6 +788,7 @@ int main(int argc, char **argv)
 		HARNESS_CASE(ip_id_rules),
 		HARNESS_CASE(ip_id_wraparound),
 		HARNESS_CASE(internal_mtu_cap_exact),
+		HARNESS_CASE(segment_above_internal_mtu),
 		HARNESS_CASE(non_tcp_passes),
 		HARNESS_CASE(ethernet_padding_ignored),
 		HARNESS_CASE(chained_input),
