@@ -233,8 +233,12 @@ static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 
 	received = rte_eth_rx_burst(port->port_id, worker->queue_id, pkts,
 				    nic->options->burst);
-	if (received == 0)
+	if (received == 0) {
+		/* Tells the engine how soon a segment is seen after it
+		 * arrives, which its merge deadlines allow for. */
+		jg_merge_note_poll(engine, nic_now_ns());
 		return false;
+	}
 	worker->counters.rx_packets += received;
 	worker->counters.rx_bursts++;
 	out->port_id = port->tx_port_id;
@@ -272,6 +276,8 @@ static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 	}
 	if (merges)
 		run_merge(worker, engine, merge, merges, nic_now_ns(), out);
+	else
+		jg_merge_note_poll(engine, nic_now_ns());
 	if (packs)
 		run_stage(worker, engine, jg_caravan_pack, pack, packs, out);
 	if (splits)

@@ -15,11 +15,13 @@
  * poll interval after it arrived, and stamps it with that poll's time. A
  * run's first segment arrived no later than its stamp, so if the missing
  * segments arrive within the ETM of it, the last one is handed over by
- * stamp + ETM + one interval. The wait therefore adds the smoothed
- * interval between bursts to the ETM; without it, segments that arrived
- * in time but were handed over after the deadline end runs short (at 800
- * interleaved flows at 25 Gbps, bursts of 32 come every 16 us, a third of
- * a typical ETM, and one run in 25 left short of full).
+ * stamp + ETM + one interval. The wait therefore adds the smoothed gap
+ * between a burst and the poll before it (empty polls count when the
+ * caller notes them with jg_merge_note_poll) to the ETM; without it,
+ * segments that arrived in time but were handed over after the deadline
+ * end runs short (at 800 interleaved flows at 25 Gbps, bursts of 32 come
+ * every 16 us, a third of a typical ETM, and one run in 25 left short of
+ * full).
  *
  * Deadlines sit in a timer wheel of 16384 slots of 1.024 us; within the
  * current slot the exact deadline is compared, so a flow is released by
@@ -111,12 +113,13 @@ void jg_flow_observe_arrival(struct jg_flow *f, uint32_t payload,
 	}
 }
 
-void jg_observe_poll(struct jg_engine *e, uint64_t now_ns)
+void jg_observe_poll(struct jg_engine *e, uint64_t now_ns, bool brought_packets)
 {
-	/* The first burst has no interval; a pause longer than the delay
-	 * bound says nothing about how often a busy port is polled. */
-	if (e->last_burst_ns != 0 && now_ns > e->last_burst_ns) {
-		uint32_t sample = (uint32_t)RTE_MIN(now_ns - e->last_burst_ns,
+	/* The first poll has no gap; a pause longer than the delay bound
+	 * says nothing about how often a busy port is polled. */
+	if (brought_packets && e->last_poll_ns != 0 &&
+	    now_ns > e->last_poll_ns) {
+		uint32_t sample = (uint32_t)RTE_MIN(now_ns - e->last_poll_ns,
 						    (uint64_t)e->max_delay_ns);
 
 		e->poll_interval_ns =
@@ -124,7 +127,7 @@ void jg_observe_poll(struct jg_engine *e, uint64_t now_ns)
 				? sample
 				: (3u * e->poll_interval_ns + sample) / 4u;
 	}
-	e->last_burst_ns = now_ns;
+	e->last_poll_ns = now_ns;
 }
 
 uint32_t jg_flow_wait_budget(const struct jg_engine *e, const struct jg_flow *f,

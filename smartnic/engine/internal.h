@@ -296,10 +296,9 @@ struct jg_engine {
 
 	uint64_t now_ns;
 	uint64_t held_segments;
-	/* Smoothed time between bursts that carried packets, and the last
-	 * such burst: how late a segment may reach the engine after it
-	 * arrived (see jg_observe_poll). */
-	uint64_t last_burst_ns;
+	/* Smoothed gap between a burst and the poll before it: how late a
+	 * segment may reach the engine after it arrived (jg_observe_poll). */
+	uint64_t last_poll_ns;
 	uint32_t poll_interval_ns;
 
 	/* Delay model, precomputed. */
@@ -368,8 +367,10 @@ uint32_t jg_flow_wait_budget(const struct jg_engine *e, const struct jg_flow *f,
 			     uint32_t run_payload, uint32_t run_capacity);
 void jg_flow_observe_arrival(struct jg_flow *f, uint32_t payload,
 			     uint64_t now_ns);
-/* Learn the interval between bursts; call once per burst with packets. */
-void jg_observe_poll(struct jg_engine *e, uint64_t now_ns);
+/* Note a poll at now_ns; one that brought packets also measures the gap
+ * since the poll before it. */
+void jg_observe_poll(struct jg_engine *e, uint64_t now_ns,
+		     bool brought_packets);
 
 /* Account one input segment's delay; inline, as it runs per segment. */
 static inline void jg_record_delay(struct jg_engine *e, uint64_t delay_ns)

@@ -250,27 +250,36 @@ static uint32_t run_oldest_age(struct jg_engine *e, struct rte_mbuf *run,
 	return oldest;
 }
 
-/* Deadline: the oldest held segment's arrival plus what the flow may
- * wait. */
+/*
+ * Deadline: the runs' start plus what the model lets the flow wait, but
+ * never later than the oldest held segment's arrival plus the global
+ * bound. The two differ after a join: a run headed by a late segment
+ * holds older data behind it, and the model's wait counts from the run's
+ * start while the bound counts from that data.
+ */
 static void schedule_flow(struct jg_engine *e, struct jg_flow *f)
 {
-	uint32_t now = (uint32_t)e->now_ns, oldest_age = 0, budget;
+	uint32_t now = (uint32_t)e->now_ns, start_age = 0, oldest_age = 0;
+	uint32_t budget, wait, bound_left;
 	struct rte_mbuf *first = f->runs;
 
 	if (first == NULL) {
 		jg_timer_unlink(e, f);
 		return;
 	}
-	for (struct rte_mbuf *r = first; r != NULL; r = jg_meta(e, r)->next_run)
+	for (struct rte_mbuf *r = first; r != NULL;
+	     r = jg_meta(e, r)->next_run) {
+		start_age = RTE_MAX(start_age, now - jg_meta(e, r)->arrival_ns);
 		oldest_age = RTE_MAX(oldest_age, run_oldest_age(e, r, now));
+	}
 	budget = jg_flow_wait_budget(e, f, run_payload(first),
 				     run_capacity(e, first));
 	if (budget > 0 && f->timer_list == JG_TIMER_NONE)
 		e->stats.merge.delayed_flows++;
-	if (budget <= oldest_age)
-		jg_timer_schedule(e, f, e->now_ns);
-	else
-		jg_timer_schedule(e, f, e->now_ns + budget - oldest_age);
+	wait = budget > start_age ? budget - start_age : 0;
+	bound_left =
+		e->max_delay_ns > oldest_age ? e->max_delay_ns - oldest_age : 0;
+	jg_timer_schedule(e, f, e->now_ns + RTE_MIN(wait, bound_left));
 }
 
 /* An input segment on its way into a run. */
@@ -927,8 +936,7 @@ uint16_t jg_merge_burst(struct jg_engine *e, struct rte_mbuf **pkts,
 			struct rte_mbuf **out, uint16_t out_cap)
 {
 	e->now_ns = now_ns;
-	if (nb_pkts > 0)
-		jg_observe_poll(e, now_ns);
+	jg_observe_poll(e, now_ns, nb_pkts > 0);
 	for (uint16_t i = 0; i < nb_pkts && i < PREFETCH_MBUF_AHEAD; i++)
 		prefetch_mbuf(pkts[i]);
 	for (uint16_t i = 0; i < nb_pkts && i < PREFETCH_DATA_AHEAD; i++)
@@ -943,6 +951,11 @@ uint16_t jg_merge_burst(struct jg_engine *e, struct rte_mbuf **pkts,
 	jg_timer_expire(e, now_ns);
 	jg_timer_release_burst_list(e);
 	return jg_ready_drain(e, out, out_cap);
+}
+
+void jg_merge_note_poll(struct jg_engine *e, uint64_t now_ns)
+{
+	jg_observe_poll(e, now_ns, false);
 }
 
 uint16_t jg_merge_timer(struct jg_engine *e, uint64_t now_ns,

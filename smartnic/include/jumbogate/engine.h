@@ -174,6 +174,17 @@ uint16_t jg_merge_burst(struct jg_engine *engine, struct rte_mbuf **pkts,
 			uint16_t nb_pkts, uint64_t now_ns,
 			struct rte_mbuf **out, uint16_t out_cap);
 
+/**
+ * Note a receive poll of the port that brought no packets for merging.
+ * A held run waits for its missing segments plus the time a segment may
+ * sit in the port before a poll hands it over; the engine learns that
+ * time from the gap between a burst and the poll before it. Without this
+ * call it takes the gap between bursts, which overstates it when traffic
+ * is sparse (a poll loop that spins or sleeps briefly sees a segment long
+ * before the next one arrives).
+ */
+void jg_merge_note_poll(struct jg_engine *engine, uint64_t now_ns);
+
 /** Release held runs whose deadline is at or before now_ns. Call it when
  *  a poll returns no packets so tails do not wait for the next burst. */
 uint16_t jg_merge_timer(struct jg_engine *engine, uint64_t now_ns,
