@@ -230,13 +230,15 @@ static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 	bool count_flows = counting_flows(worker);
 	struct nic_packet_info info;
 	uint16_t received;
+	uint64_t now_ns;
 
 	received = rte_eth_rx_burst(port->port_id, worker->queue_id, pkts,
 				    nic->options->burst);
+	now_ns = nic_now_ns();
 	if (received == 0) {
 		/* Tells the engine how soon a segment is seen after it
 		 * arrives, which its merge deadlines allow for. */
-		jg_merge_note_poll(engine, nic_now_ns());
+		jg_merge_note_poll(engine, now_ns);
 		return false;
 	}
 	worker->counters.rx_packets += received;
@@ -275,9 +277,9 @@ static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 		}
 	}
 	if (merges)
-		run_merge(worker, engine, merge, merges, nic_now_ns(), out);
+		run_merge(worker, engine, merge, merges, now_ns, out);
 	else
-		jg_merge_note_poll(engine, nic_now_ns());
+		jg_merge_note_poll(engine, now_ns);
 	if (packs)
 		run_stage(worker, engine, jg_caravan_pack, pack, packs, out);
 	if (splits)
