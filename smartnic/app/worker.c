@@ -21,6 +21,7 @@
 
 #include "classify.h"
 #include "nic.h"
+#include "port.h"
 #include "stats.h"
 
 /* Room for a whole burst cut into the smallest segments plus the
@@ -478,29 +479,10 @@ static void idle(struct nic_worker *worker)
 {
 	const uint64_t max_ns =
 		(uint64_t)nic_instance->options->idle_sleep_max_us * 1000;
-	uint64_t now = nic_now_ns();
-	uint64_t deadline = next_deadline(worker);
-	uint64_t sleep_ns;
-	struct timespec duration;
 
-	if (max_ns == 0) {
-		rte_pause();
-		return;
-	}
-	worker->idle_sleep_ns =
-		worker->idle_sleep_ns
-			? RTE_MIN(worker->idle_sleep_ns * 2, max_ns)
-			: 1000;
-	sleep_ns = worker->idle_sleep_ns;
-	if (deadline != UINT64_MAX) {
-		if (deadline <= now)
-			return;
-		sleep_ns = RTE_MIN(sleep_ns, deadline - now);
-	}
-	duration.tv_sec = (time_t)(sleep_ns / 1000000000ull);
-	duration.tv_nsec = (long)(sleep_ns % 1000000000ull);
-	worker->counters.idle_sleeps++;
-	nanosleep(&duration, NULL);
+	if (jg_idle_sleep(&worker->idle_sleep_ns, max_ns, nic_now_ns(),
+			  next_deadline(worker)))
+		worker->counters.idle_sleeps++;
 }
 
 static uint64_t flush_all(struct nic_worker *worker)

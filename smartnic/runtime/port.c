@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "port.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_pause.h>
+
+#define RX_DESCRIPTORS 1024
+#define TX_DESCRIPTORS 1024
+/* The most data one mbuf can describe. */
+#define MAX_DATA_SIZE ((uint32_t)UINT16_MAX - RTE_PKTMBUF_HEADROOM)
+/* Ethernet header, two VLAN tags and the FCS around the IP packet. */
+#define FRAME_OVERHEAD                                                         \
+	(RTE_ETHER_HDR_LEN + 2 * RTE_VLAN_HLEN + RTE_ETHER_CRC_LEN)
+
+void jg_port_list(char *text, unsigned long length)
+{
+	uint16_t port_id;
+	size_t used = 0;
+
+	text[0] = '\0';
+	RTE_ETH_FOREACH_DEV(port_id)
+	{
+		char name[RTE_ETH_NAME_MAX_LEN];
+
+		if (rte_eth_dev_get_name_by_port(port_id, name) != 0)
+			continue;
+		used += (size_t)snprintf(text + used,
+					 used < length ? length - used : 0,
+					 "%s%s", used ? ", " : "", name);
+	}
+	if (text[0] == '\0')
+		snprintf(text, length, "none");
+}
+
+bool jg_port_find(const char *program, const char *name, uint16_t *port_id)
+{
+	char available[512];
+
+	if (rte_eth_dev_get_port_by_name(name, port_id) == 0)
+		return true;
+	jg_port_list(available, sizeof(available));
+	fprintf(stderr,
+		"%s: port '%s' not found; the EAL probed: %s (add it with -a "
+		"PCI_ADDRESS or --vdev before \"--\")\n",
+		program, name, available);
+	return false;
+}
+
+static struct rte_mempool *create_pool(const struct jg_port_params *p,
+				       uint32_t data_size, int socket)
+{
+	char name[RTE_MEMPOOL_NAMESIZE];
+	struct rte_mempool *pool;
+
+	snprintf(name, sizeof(name), "jg_rx_%u_%u", p->port_id, data_size);
+	pool = rte_pktmbuf_pool_create(
+		name, p->mbufs, 256, 0,
+		(uint16_t)(RTE_PKTMBUF_HEADROOM + data_size), socket);
+	if (pool == NULL)
+		fprintf(stderr,
+			"%s: port %s: cannot allocate %u buffers of %u bytes: "
+			"%s (give the EAL more memory, e.g. -m 512, or lower "
+			"--mbufs)\n",
+			p->program, p->name, p->mbufs, data_size,
+			rte_strerror(rte_errno));
+	return pool;
+}
+
+/* One receive and one transmit queue per worker; 0 or a negative errno. */
+static int setup_queues(const struct jg_port_params *p, int socket,
+			struct rte_mempool *pool)
+{
+	for (uint16_t q = 0; q < p->queues; q++) {
+		int result = rte_eth_rx_queue_setup(
+			p->port_id, q, RX_DESCRIPTORS, socket, NULL, pool);
+		if (result == 0)
+			result = rte_eth_tx_queue_setup(
+				p->port_id, q, TX_DESCRIPTORS, socket, NULL);
+		if (result != 0)
+			return result;
+	}
+	return 0;
+}
+
+bool jg_port_setup(const struct jg_port_params *p, struct rte_mempool **out)
+{
+	const int socket = rte_eth_dev_socket_id(p->port_id);
+	struct rte_eth_conf conf;
+	struct rte_eth_dev_info info;
+	struct rte_mempool *pool;
+	uint8_t rss_key[64];
+	uint32_t data_size;
+	int result;
+
+	memset(&conf, 0, sizeof(conf));
+	result = rte_eth_dev_info_get(p->port_id, &info);
+	if (result != 0) {
+		fprintf(stderr, "%s: port %s: no device info: %s\n", p->program,
+			p->name, rte_strerror(-result));
+		return false;
+	}
+	if (info.max_rx_queues < p->queues || info.max_tx_queues < p->queues) {
+		fprintf(stderr,
+			"%s: port %s has %u receive and %u transmit queues, "
+			"%u workers need one each (for net_af_packet set "
+			"qpairs=%u)\n",
+			p->program, p->name, info.max_rx_queues,
+			info.max_tx_queues, p->queues, p->queues);
+		return false;
+	}
+	if (info.max_mtu < p->mtu) {
+		fprintf(stderr,
+			"%s: port %s carries at most MTU %u, below the %u "
+			"asked for (for net_af_packet raise framesz and "
+			"blocksz)\n",
+			p->program, p->name, info.max_mtu, p->mtu);
+		return false;
+	}
+	/*
+	 * Some PMDs (net_af_packet among them) report a 1518-byte maximum
+	 * frame while their real limit is the MTU range they advertise (for
+	 * af_packet: the ring's frame size). ethdev refuses a jumbo MTU for
+	 * them, so they keep their default and carry what the interface's
+	 * own MTU lets through.
+	 */
+	if (info.max_rx_pktlen >= p->mtu + FRAME_OVERHEAD - 2 * RTE_VLAN_HLEN)
+		conf.rxmode.mtu = p->mtu;
+	else
+		fprintf(stderr,
+			"%s: port %s reports a %u-byte maximum frame; leaving "
+			"its MTU to the device (max MTU %u)\n",
+			p->program, p->name, info.max_rx_pktlen, info.max_mtu);
+	/* Flows are pinned to workers by the port's hash. The key repeats
+	 * 0x6d5a, which makes the Toeplitz hash symmetric: both directions
+	 * of a connection reach one worker, so the state a worker learns
+	 * from one direction applies to the other. */
+	if (p->queues > 1 && info.flow_type_rss_offloads != 0) {
+		for (unsigned int i = 0; i < sizeof(rss_key); i++)
+			rss_key[i] = i % 2 ? 0x5a : 0x6d;
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf.rx_adv_conf.rss_conf.rss_hf =
+			(RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP) &
+			info.flow_type_rss_offloads;
+		if (info.hash_key_size > 0 &&
+		    info.hash_key_size <= sizeof(rss_key)) {
+			conf.rx_adv_conf.rss_conf.rss_key = rss_key;
+			conf.rx_adv_conf.rss_conf.rss_key_len =
+				info.hash_key_size;
+		}
+	}
+	/* Verified checksums spare the programs from summing payloads. */
+	conf.rxmode.offloads =
+		info.rx_offload_capa &
+		(RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_TCP_CKSUM |
+		 RTE_ETH_RX_OFFLOAD_UDP_CKSUM);
+	/* Merged and split packets are mbuf chains. */
+	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	result = rte_eth_dev_configure(p->port_id, p->queues, p->queues, &conf);
+	if (result != 0) {
+		fprintf(stderr, "%s: port %s: configure failed: %s\n",
+			p->program, p->name, rte_strerror(-result));
+		return false;
+	}
+	/* Whole jumbo frames in one buffer: headers are never split across
+	 * segments of a received packet. Some PMDs need more (net_af_packet:
+	 * its whole ring frame) and say so only by refusing the queue;
+	 * without an explicit buffer size the buffers then grow. */
+	data_size = p->mbuf_size ? p->mbuf_size : p->mtu + FRAME_OVERHEAD;
+	for (;;) {
+		pool = create_pool(p, data_size, socket);
+		if (pool == NULL)
+			return false;
+		result = setup_queues(p, socket, pool);
+		if (result != -ENOMEM || p->mbuf_size ||
+		    data_size >= MAX_DATA_SIZE)
+			break;
+		rte_mempool_free(pool);
+		data_size = RTE_MIN(data_size * 2, MAX_DATA_SIZE);
+		fprintf(stderr,
+			"%s: port %s wants larger buffers; trying %u "
+			"bytes\n",
+			p->program, p->name, data_size);
+	}
+	if (result != 0) {
+		fprintf(stderr, "%s: port %s: queue setup failed: %s\n",
+			p->program, p->name, rte_strerror(-result));
+		if (result == -ENOMEM)
+			fprintf(stderr,
+				"%s: a buffer holds %u bytes; raise "
+				"--mbuf-size to what the port needs "
+				"(net_af_packet: its framesz)\n",
+				p->program, data_size);
+		return false;
+	}
+	result = rte_eth_dev_start(p->port_id);
+	if (result != 0) {
+		fprintf(stderr, "%s: port %s: start failed: %s\n", p->program,
+			p->name, rte_strerror(-result));
+		return false;
+	}
+	rte_eth_promiscuous_enable(p->port_id);
+	if (out != NULL)
+		*out = pool;
+	return true;
+}
+
+bool jg_idle_sleep(uint64_t *sleep_ns, uint64_t max_ns, uint64_t now_ns,
+		   uint64_t deadline_ns)
+{
+	uint64_t duration_ns;
+	struct timespec duration;
+
+	if (max_ns == 0) {
+		rte_pause();
+		return false;
+	}
+	*sleep_ns = *sleep_ns ? RTE_MIN(*sleep_ns * 2, max_ns) : 1000;
+	duration_ns = *sleep_ns;
+	if (deadline_ns != UINT64_MAX) {
+		if (deadline_ns <= now_ns)
+			return false;
+		duration_ns = RTE_MIN(duration_ns, deadline_ns - now_ns);
+	}
+	duration.tv_sec = (time_t)(duration_ns / 1000000000ull);
+	duration.tv_nsec = (long)(duration_ns % 1000000000ull);
+	nanosleep(&duration, NULL);
+	return true;
+}
