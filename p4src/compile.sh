@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Compile the v1model jumbogate program for one parse-depth profile.
 #   p4src/compile.sh PROFILE_BYTES OUTDIR
-# Writes OUTDIR/jumbogate.json (BMv2) and OUTDIR/jumbogate.p4info.txtpb.
+# Writes OUTDIR/jumbogate.json (BMv2) and OUTDIR/jumbogate.p4info.txtpb
+# (and nothing else). `make p4` writes them into p4src/compiled/, where they
+# are committed, so that no other machine needs p4c.
 # Any compiler warning fails the build.
 set -euo pipefail
 
@@ -21,11 +23,16 @@ fi
 
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$outdir"
-log="$outdir/p4c.log"
-if ! p4c --target bmv2 --arch v1model --std p4-16 \
+outdir=$(cd "$outdir" && pwd)
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+# Compiled from inside p4src/ with a relative path: the BMv2 JSON records
+# source file names, and the committed outputs must not depend on where
+# the checkout lives.
+if ! (cd "$here" && p4c --target bmv2 --arch v1model --std p4-16 \
         -DPARSE_DEPTH_BYTES="$depth" \
         --p4runtime-files "$outdir/jumbogate.p4info.txtpb" \
-        -o "$outdir" "$here/v1model/jumbogate.p4" >"$log" 2>&1; then
+        -o "$outdir" v1model/jumbogate.p4) >"$log" 2>&1; then
     cat "$log" >&2
     echo "compile.sh: p4c failed for PARSE_DEPTH_BYTES=$depth" >&2
     exit 1
@@ -39,6 +46,14 @@ known='\[--Wwarn=unsupported\] warning: Target does not support default_action f
 if grep -i "warning" "$log" | grep -Ev "$known" | grep -q .; then
     cat "$log" >&2
     echo "compile.sh: p4c reported warnings for PARSE_DEPTH_BYTES=$depth" >&2
+    exit 1
+fi
+# p4c also writes the preprocessed source (jumbogate.p4i) and names it in
+# the JSON by its absolute path; neither belongs in the committed output.
+rm -f "$outdir/jumbogate.p4i"
+sed -i "s|\"program\" : \"$outdir/jumbogate.p4i\"|\"program\" : \"jumbogate.p4i\"|" "$outdir/jumbogate.json"
+if grep -q "$outdir" "$outdir/jumbogate.json"; then
+    echo "compile.sh: $outdir/jumbogate.json still names its directory" >&2
     exit 1
 fi
 echo "compile.sh: PARSE_DEPTH_BYTES=$depth -> $outdir/jumbogate.json, $outdir/jumbogate.p4info.txtpb"

@@ -23,7 +23,7 @@ from . import cleanup, plan, procs
 from .bmv2 import Bmv2Switch, QuietBridge
 
 RACK_CONFIG = procs.REPO / "mininet" / "rack.yaml"
-PIPELINE = procs.REPO / "build" / "p4" / "depth512"
+PIPELINE = procs.REPO / "p4src" / "compiled" / "depth512"
 NIC_BINARY = procs.REPO / "build" / "smartnic" / "app" / "jumbogate-nic"
 VENV_BIN = procs.REPO / ".venv" / "bin"
 CONTROLLER = VENV_BIN / "jumbogate-controller"

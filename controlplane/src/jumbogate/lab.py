@@ -20,8 +20,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 BUILD = REPO / "build"
-# The P4 program as `make p4` compiles it.
-PIPELINE_512 = BUILD / "p4" / "depth512"
+# The compiled P4 program, committed (`make p4` refreshes it).
+PIPELINE_512 = REPO / "p4src" / "compiled" / "depth512"
 
 
 class LabError(RuntimeError):
