@@ -5,7 +5,9 @@ SHELL := /bin/bash
 VENV       := .venv
 PY         := $(VENV)/bin/python
 BUILD      := build
-P4_OUT     := $(BUILD)/p4
+# The compiled pipeline is committed, so that machines without p4c have it
+# (jumbogate-switch, the controller, the PTF suite); `make p4` refreshes it.
+P4_OUT     := p4src/compiled
 NIC_BUILD  := $(BUILD)/smartnic
 PROFILES   := 256 512
 PROTO_SRC  := $(wildcard proto/jumbogate/v1/*.proto)
@@ -18,8 +20,8 @@ space      := $(subst ,, )
 
 help:
 	@echo "make setup   install Debian/PyPI dependencies, generate protos, build the SmartNIC (and P4 when p4c is present)"
-	@echo "make test    run every test: Python, C, PTF on BMv2, SmartNIC integration, emulation"
-	@echo "make p4      compile the P4 program for both parse-depth profiles into $(P4_OUT)/depth{256,512}"
+	@echo "make test    run every test: Python, C, PTF on jumbogate-switch (and BMv2), SmartNIC integration, emulation"
+	@echo "make p4      recompile the P4 program (needs p4c) into $(P4_OUT)/depth{256,512}, which is committed"
 	@echo "make bench   benchmark the SmartNIC engine against DPDK GRO (TRACE=capture.pcap to replay a capture)"
 	@echo "make lint    ruff, clang-format check, P4 warnings as errors"
 	@echo "make run     bring up the emulated rack (Mininet + BMv2 + SmartNIC + controller); make stop tears it down"
@@ -41,10 +43,15 @@ $(PROTO_OUT)/.stamp: $(PROTO_SRC)
 	@touch $(PROTO_OUT)/__init__.py $@
 	@echo "proto: generated Python stubs in $(PROTO_OUT)"
 
+# jumbogate-switch's P4Runtime stubs come from the .proto files the pinned
+# finsy ships (one source of truth for the C++ server and the Python client).
+P4RT_PROTO = $(shell $(PY) -c 'import finsy, os; print(os.path.join(os.path.dirname(finsy.__file__), "proto"))' 2>/dev/null)
 smartnic:
-	@if [ ! -f $(NIC_BUILD)/build.ninja ]; then meson setup $(NIC_BUILD) smartnic >/dev/null && echo "smartnic: configured $(NIC_BUILD)"; fi
+	@[ -n "$(P4RT_PROTO)" ] || { echo "smartnic: finsy is not in .venv; run 'make setup'" >&2; exit 1; }
+	@if [ ! -f $(NIC_BUILD)/build.ninja ]; then meson setup $(NIC_BUILD) smartnic -Dp4runtime_proto=$(P4RT_PROTO) >/dev/null && echo "smartnic: configured $(NIC_BUILD)"; \
+	elif ! meson introspect --buildoptions $(NIC_BUILD) | grep -q '"$(P4RT_PROTO)"'; then meson configure $(NIC_BUILD) -Dp4runtime_proto=$(P4RT_PROTO) >/dev/null; fi
 	@ninja -C $(NIC_BUILD) | tail -n 1
-	@echo "smartnic: built in $(NIC_BUILD)"
+	@echo "smartnic: built in $(NIC_BUILD) (jumbogate-nic, jumbogate-switch)"
 
 P4_SRC     := $(wildcard p4src/include/*.p4 p4src/v1model/*.p4) p4src/compile.sh
 P4_JSON    := $(foreach depth,$(PROFILES),$(P4_OUT)/depth$(depth)/jumbogate.json)
@@ -53,7 +60,7 @@ P4_JSON    := $(foreach depth,$(PROFILES),$(P4_OUT)/depth$(depth)/jumbogate.json
 p4: $(P4_JSON)
 	@echo "p4: $(P4_OUT)/depth{$(subst $(space),$(comma),$(PROFILES))} up to date"
 $(P4_OUT)/depth%/jumbogate.json: $(P4_SRC)
-	@command -v p4c >/dev/null || { echo "p4: p4c is not on PATH; see README, 'Getting p4c and BMv2'" >&2; exit 1; }
+	@command -v p4c >/dev/null || { echo "p4: p4c is not on PATH; see README, 'Getting p4c and BMv2' (the committed $(P4_OUT) needs no p4c)" >&2; exit 1; }
 	@bash p4src/compile.sh $* $(@D)
 
 bench:

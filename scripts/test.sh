@@ -27,6 +27,9 @@ PY_TEST_DIRS=()
 for dir in controlplane/tests smartnic/tests/integration mininet/tests; do [ -d "$dir" ] && PY_TEST_DIRS+=("$dir"); done
 run_suite python "$PY" -m pytest -q -rs --junitxml="$RESULTS/python.xml" "${PY_TEST_DIRS[@]}"
 run_suite c meson test -C build/smartnic --print-errorlogs
-run_suite ptf bash ptf-tests/run.sh "$RESULTS/ptf.txt"
+# The same PTF suite on each target: jumbogate-switch always, BMv2 where
+# simple_switch_grpc is on PATH (else it counts its tests as skipped).
+run_suite ptf-soft bash ptf-tests/run.sh --target soft "$RESULTS/ptf-soft.txt"
+run_suite ptf-bmv2 bash ptf-tests/run.sh --target bmv2 "$RESULTS/ptf-bmv2.txt"
 
 "$PY" scripts/test_summary.py "$RESULTS" "${SUITES[@]}" -- "${STATUS[@]}"

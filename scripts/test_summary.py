@@ -52,7 +52,8 @@ def main() -> int:
     counts = {
         "python": pytest_counts(results),
         "c": meson_counts(Path("build/smartnic/meson-logs/testlog.json")),
-        "ptf": ptf_counts(results / "ptf.txt"),
+        "ptf-soft": ptf_counts(results / "ptf-soft.txt"),
+        "ptf-bmv2": ptf_counts(results / "ptf-bmv2.txt"),
     }
     print("\n===== summary =====")
     total = [0, 0, 0]

@@ -1,0 +1,282 @@
+"""jumbogate-switch's P4Runtime server, against the specification.
+
+Every test talks to the real program over real gRPC with hand-made
+messages: malformed writes get the canonical error for each update and
+change nothing, arbitration decides who may write, a foreign P4Info is
+refused with its first difference named.
+"""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from finsy.proto import p4r
+from switch_harness import Client, OnePortSwitch, p4info
+
+OK, INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED = 0, 3, 5, 6, 7
+FAILED_PRECONDITION, OUT_OF_RANGE = 9, 11
+INFO = p4info(512)
+
+
+def table(alias: str):
+    return next(t for t in INFO.tables if t.preamble.alias == alias)
+
+
+def action_id(alias: str) -> int:
+    return next(a.preamble.id for a in INFO.actions if a.preamble.alias == alias)
+
+
+def field_id(table_alias: str, name: str) -> int:
+    return next(f.id for f in table(table_alias).match_fields if f.name == name)
+
+
+def entry(table_alias: str, matches: list[p4r.FieldMatch], action: str | None = None, params: dict[str, bytes] | None = None, priority: int = 0) -> p4r.Entity:
+    t = table(table_alias)
+    e = p4r.TableEntry(table_id=t.preamble.id, match=matches, priority=priority)
+    if action is not None:
+        info = next(a for a in INFO.actions if a.preamble.alias == action)
+        e.action.action.action_id = info.preamble.id
+        for p in info.params:
+            e.action.action.params.add(param_id=p.id, value=(params or {})[p.name])
+    return p4r.Entity(table_entry=e)
+
+
+def exact(table_alias: str, name: str, value: bytes) -> p4r.FieldMatch:
+    return p4r.FieldMatch(field_id=field_id(table_alias, name), exact=p4r.FieldMatch.Exact(value=value))
+
+
+def lpm(table_alias: str, value: bytes, prefix_len: int) -> p4r.FieldMatch:
+    return p4r.FieldMatch(field_id=field_id(table_alias, "dst_addr"), lpm=p4r.FieldMatch.LPM(value=value, prefix_len=prefix_len))
+
+
+def update(kind, entity: p4r.Entity) -> p4r.Update:
+    return p4r.Update(type=kind, entity=entity)
+
+
+def port_role(port: int, role: int) -> p4r.Entity:
+    return entry("port_roles", [exact("port_roles", "ingress_port", port.to_bytes(2, "big"))], "set_port_role", {"role": bytes([role])})
+
+
+def route_v4(prefix: bytes, length: int, group: int = 1) -> p4r.Entity:
+    return entry("routes_v4", [lpm("routes_v4", prefix, length)], "set_next_hop_group", {"group_id": group.to_bytes(2, "big")})
+
+
+def all_table_entries(client: Client) -> list[p4r.TableEntry]:
+    return [e.table_entry for e in client.read([p4r.Entity(table_entry=p4r.TableEntry())])]
+
+
+@pytest.fixture(scope="module")
+def switch(log_dir):
+    wiring = OnePortSwitch(log_dir)
+    yield wiring
+    wiring.close()
+
+
+@pytest.fixture
+def primary(switch):
+    client = Client(switch.switch.grpc_address, election_low=100)
+    assert client.arbitrate().status.code == OK
+    client.set_pipeline(INFO)
+    yield client
+    client.close()
+
+
+def test_without_a_pipeline_reads_and_writes_fail_precondition(log_dir):
+    wiring = OnePortSwitch(log_dir)
+    try:
+        client = Client(wiring.switch.grpc_address, election_low=1)
+        client.arbitrate()
+        with pytest.raises(grpc.RpcError) as caught:
+            client.read([p4r.Entity(table_entry=p4r.TableEntry())])
+        assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "no forwarding pipeline config" in caught.value.details().lower()
+        assert client.write([update(p4r.Update.INSERT, port_role(1, 1))]) == [FAILED_PRECONDITION]
+        client.close()
+    finally:
+        wiring.close()
+
+
+def test_a_foreign_p4info_is_refused_naming_the_difference(switch, primary):
+    foreign = p4r.SetForwardingPipelineConfigRequest().config.p4info.__class__()
+    foreign.CopyFrom(INFO)
+    for t in foreign.tables:
+        if t.preamble.alias == "merge_flows":
+            next(f for f in t.match_fields if f.name == "src_port").bitwidth = 8
+    with pytest.raises(grpc.RpcError) as caught:
+        primary.set_pipeline(foreign)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "merge_flows" in caught.value.details()
+    renamed = foreign.__class__()
+    renamed.CopyFrom(INFO)
+    renamed.tables[0].preamble.id += 1
+    with pytest.raises(grpc.RpcError) as caught:
+        primary.set_pipeline(renamed)
+    assert "has id" in caught.value.details()
+
+
+def test_each_bad_update_gets_its_own_code_and_changes_nothing(primary):
+    good = port_role(1, 2)
+    bad_width = port_role(2, 9)  # role is bit<3>
+    unknown_table = p4r.Entity(table_entry=p4r.TableEntry(table_id=12345))
+    host_bits = route_v4(bytes([10, 1, 2, 3]), 16)
+    missing_field = entry("port_roles", [], "set_port_role", {"role": b"\x01"})
+    codes = primary.write(
+        [
+            update(p4r.Update.INSERT, good),
+            update(p4r.Update.INSERT, bad_width),
+            update(p4r.Update.INSERT, unknown_table),
+            update(p4r.Update.INSERT, host_bits),
+            update(p4r.Update.INSERT, missing_field),
+            update(p4r.Update.MODIFY, port_role(7, 1)),
+            update(p4r.Update.DELETE, port_role(8, 1)),
+            update(p4r.Update.INSERT, good),
+        ]
+    )
+    assert codes == [OK, INVALID_ARGUMENT, INVALID_ARGUMENT, INVALID_ARGUMENT, INVALID_ARGUMENT, NOT_FOUND, NOT_FOUND, ALREADY_EXISTS]
+    entries = all_table_entries(primary)
+    assert len(entries) == 1, entries
+    assert entries[0].table_id == table("port_roles").preamble.id
+    assert entries[0].action.action.params[0].value == b"\x02"
+
+
+def test_ternary_and_range_need_a_priority_and_exact_tables_refuse_one(primary):
+    service = entry(
+        "merge_services",
+        [
+            exact("merge_services", "ip_version", b"\x04"),
+            p4r.FieldMatch(field_id=field_id("merge_services", "dst_addr"), ternary=p4r.FieldMatch.Ternary(value=b"\x0a\x01\x00\x00", mask=b"\xff\xff\xff\x00")),
+        ],
+        "steer_merge_service",
+        {},
+    )
+    assert primary.write([update(p4r.Update.INSERT, service)]) == [INVALID_ARGUMENT]
+    service.table_entry.priority = 10
+    assert primary.write([update(p4r.Update.INSERT, service)]) == [OK]
+    prioritised_role = port_role(3, 1)
+    prioritised_role.table_entry.priority = 5
+    assert primary.write([update(p4r.Update.INSERT, prioritised_role)]) == [INVALID_ARGUMENT]
+    # A value with bits outside its mask.
+    service.table_entry.match[1].ternary.value = b"\x0a\x01\x00\x01"
+    service.table_entry.priority = 11
+    assert primary.write([update(p4r.Update.INSERT, service)]) == [INVALID_ARGUMENT]
+
+
+def test_values_are_read_back_canonical_and_leading_zeros_are_accepted(primary):
+    padded = port_role(4, 1)
+    padded.table_entry.match[0].exact.value = b"\x00\x00\x00\x04"
+    assert primary.write([update(p4r.Update.INSERT, padded)]) == [OK]
+    (read,) = primary.read([p4r.Entity(table_entry=p4r.TableEntry(table_id=table("port_roles").preamble.id))])
+    assert read.table_entry.match[0].exact.value == b"\x04"
+    # The same key in another spelling is the same entry.
+    assert primary.write([update(p4r.Update.INSERT, port_role(4, 1))]) == [ALREADY_EXISTS]
+
+
+def test_only_the_primary_writes(switch, primary):
+    backup = Client(switch.switch.grpc_address, election_low=50)
+    try:
+        answer = backup.arbitrate()
+        assert answer.status.code == ALREADY_EXISTS  # a backup
+        assert answer.election_id.low == 100  # the primary's
+        assert backup.write([update(p4r.Update.INSERT, port_role(5, 1))]) == [PERMISSION_DENIED]
+        with pytest.raises(grpc.RpcError) as caught:
+            backup.set_pipeline(INFO)
+        assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        # A backup may read.
+        assert backup.read([p4r.Entity(table_entry=p4r.TableEntry())]) == []
+        # A write naming the primary's election id without being it still
+        # fails once the primary has gone, and the backup is promoted.
+        primary.close()
+        promoted = backup.next_arbitration()
+        assert promoted.status.code == OK
+        assert backup.write([update(p4r.Update.INSERT, port_role(5, 1))]) == [OK]
+    finally:
+        backup.close()
+
+
+def test_a_second_client_with_the_same_election_id_is_refused(switch, primary):
+    twin = Client(switch.switch.grpc_address, election_low=100)
+    try:
+        twin.send(p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(device_id=1, election_id=p4r.Uint128(low=100))))
+        with pytest.raises(grpc.RpcError) as caught:
+            twin.next_response()
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    finally:
+        twin.close()
+
+
+def test_a_higher_election_id_takes_over(switch, primary):
+    usurper = Client(switch.switch.grpc_address, election_low=200)
+    try:
+        assert usurper.arbitrate().status.code == OK
+        demoted = primary.next_arbitration()
+        assert demoted.status.code == ALREADY_EXISTS
+        assert primary.write([update(p4r.Update.INSERT, port_role(6, 1))]) == [PERMISSION_DENIED]
+        assert usurper.write([update(p4r.Update.INSERT, port_role(6, 1))]) == [OK]
+    finally:
+        usurper.close()
+
+
+def test_wrong_device_is_not_found(switch):
+    stranger = Client(switch.switch.grpc_address, election_low=1, device_id=99)
+    try:
+        with pytest.raises(grpc.RpcError) as caught:
+            stranger.read([p4r.Entity(table_entry=p4r.TableEntry())])
+        assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    finally:
+        stranger.close()
+
+
+def test_default_entries_modify_and_reset(primary):
+    fleet = table("fleet_policy")
+    on = entry("fleet_policy", [], "set_fleet_jumbo", {"enabled": b"\x01"})
+    on.table_entry.is_default_action = True
+    assert primary.write([update(p4r.Update.MODIFY, on)]) == [OK]
+    insert_default = p4r.Entity()
+    insert_default.CopyFrom(on)
+    assert primary.write([update(p4r.Update.INSERT, insert_default)]) == [INVALID_ARGUMENT]
+    query = p4r.Entity(table_entry=p4r.TableEntry(table_id=fleet.preamble.id, is_default_action=True))
+    (read,) = primary.read([query])
+    assert read.table_entry.action.action.params[0].value == b"\x01"
+    reset = p4r.Entity(table_entry=p4r.TableEntry(table_id=fleet.preamble.id, is_default_action=True))
+    assert primary.write([update(p4r.Update.MODIFY, reset)]) == [OK]
+    (read,) = primary.read([query])
+    assert read.table_entry.action.action.action_id == action_id("set_fleet_jumbo")
+    assert read.table_entry.action.action.params[0].value == b"\x00"
+    # A const default action cannot be changed.
+    const = entry("routes_v4", [], "no_route", {})
+    const.table_entry.is_default_action = True
+    assert primary.write([update(p4r.Update.MODIFY, const)]) == [PERMISSION_DENIED]
+
+
+def test_tables_refuse_entries_past_their_size(primary):
+    size = table("port_roles").size
+    updates = [update(p4r.Update.INSERT, port_role(port, 1)) for port in range(size)]
+    assert set(primary.write(updates)) == {OK}
+    # port_t is 9 bits: 512 ports is both the size and the key space, so
+    # fill instances_v4 (16384) instead to see the limit.
+    instances = table("instances_v4")
+    rows = [
+        update(p4r.Update.INSERT, entry("instances_v4", [exact("instances_v4", "instance_addr", i.to_bytes(4, "big"))], "set_instance_jumbo", {"enabled": b"\x01"}))
+        for i in range(1, instances.size + 2)
+    ]
+    # In batches: a failed Write carries one error per update in its
+    # trailers, and gRPC clients cap trailers at a few KB.
+    codes = [code for start in range(0, len(rows), 256) for code in primary.write(rows[start : start + 256])]
+    assert codes[: instances.size] == [OK] * instances.size
+    assert codes[instances.size :] == [8]  # RESOURCE_EXHAUSTED
+    assert len(all_table_entries(primary)) == size + instances.size
+
+
+def test_meter_and_counter_indices_are_checked(primary):
+    meter_id = next(m.preamble.id for m in INFO.meters if m.preamble.alias == "icmp_signal_meter")
+    bad = p4r.Entity(meter_entry=p4r.MeterEntry(meter_id=meter_id, index=p4r.Index(index=100000), config=p4r.MeterConfig(cir=1, cburst=1, pir=1, pburst=1)))
+    assert primary.write([update(p4r.Update.MODIFY, bad)]) == [OUT_OF_RANGE]
+    good = p4r.Entity(meter_entry=p4r.MeterEntry(meter_id=meter_id, index=p4r.Index(index=3), config=p4r.MeterConfig(cir=5, cburst=2, pir=5, pburst=2)))
+    assert primary.write([update(p4r.Update.MODIFY, good)]) == [OK]
+    (read,) = primary.read([p4r.Entity(meter_entry=p4r.MeterEntry(meter_id=meter_id, index=p4r.Index(index=3)))])
+    assert read.meter_entry.config.pir == 5
+    counter_id = next(c.preamble.id for c in INFO.counters if c.preamble.alias == "paths")
+    write = p4r.Entity(counter_entry=p4r.CounterEntry(counter_id=counter_id, index=p4r.Index(index=1), data=p4r.CounterData(packet_count=7, byte_count=700)))
+    assert primary.write([update(p4r.Update.MODIFY, write)]) == [OK]
+    (read,) = primary.read([p4r.Entity(counter_entry=p4r.CounterEntry(counter_id=counter_id, index=p4r.Index(index=1)))])
+    assert (read.counter_entry.data.packet_count, read.counter_entry.data.byte_count) == (7, 700)
