@@ -184,3 +184,52 @@ class Bmv2:
     def stop(self) -> None:
         if self.process is not None:
             self.process.stop()
+
+
+SOFT_SWITCH = BUILD / "smartnic" / "switch" / "jumbogate-switch"
+SWITCH_TARGETS = ("soft", "bmv2")
+
+
+@dataclass
+class SoftSwitch:
+    """jumbogate-switch on the given ports, serving P4Runtime like BMv2 does (the controller pushes the pipeline)."""
+
+    ports: dict[int, str]
+    log: Path
+    grpc_address: str = ""
+    cpu_port: int = 255
+    device_id: int = 1
+    depth: int = 512
+    process: Process | None = None
+    _starts: int = 0
+
+    def start(self, timeout: float = 30.0) -> SoftSwitch:
+        if not SOFT_SWITCH.exists():
+            raise LabError(f"{SOFT_SWITCH} is not built; run 'make setup'")
+        if not self.grpc_address:
+            self.grpc_address = f"127.0.0.1:{free_tcp_port()}"
+        self._starts += 1
+        # A DPDK file prefix of its own per start, so that a restart never
+        # meets the runtime files of the process it replaces.
+        self.prefix = f"jgsw{os.getpid()}-{self._starts}"
+        args = [SOFT_SWITCH, "--no-huge", "-m", "1024", "--no-pci", "--file-prefix", self.prefix, "-l", "0-1", "--log-level=lib.eal:error", "--"]
+        for number, dev in sorted(self.ports.items()):
+            args += ["--port", f"{number}@{dev}"]
+        args += ["--grpc", self.grpc_address, "--cpu-port", str(self.cpu_port), "--device-id", str(self.device_id), "--depth", str(self.depth)]
+        self.process = Process(args, self.log).start()
+        wait_for_tcp(self.grpc_address, timeout, process=self.process.popen)
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()
+            shutil.rmtree(f"/var/run/dpdk/{self.prefix}", ignore_errors=True)
+
+
+def make_switch(target: str, ports: dict[int, str], log: Path) -> SoftSwitch | Bmv2:
+    """A switch of the given target ('soft' or 'bmv2') on these ports, not started."""
+    if target == "soft":
+        return SoftSwitch(ports, log)
+    if target == "bmv2":
+        return Bmv2(ports, log)
+    raise LabError(f"unknown switch target '{target}': use one of {', '.join(SWITCH_TARGETS)}")
