@@ -30,10 +30,11 @@ SWEEP_MARKERS = (
     *(f"mininet:{node}" for node in plan.NAMES.nodes),
     f"@{plan.SWITCH}-eth",
     f"--file-prefix={plan.NIC_FILE_PREFIX}",
+    f"--file-prefix={plan.SWITCH_FILE_PREFIX}",
     "mininet/rack.yaml",
     plan.P4RUNTIME_ADDRESS,
 )
-DPDK_RUNTIME_DIR = Path("/var/run/dpdk") / plan.NIC_FILE_PREFIX
+DPDK_RUNTIME_DIRS = [Path("/var/run/dpdk") / prefix for prefix in (plan.NIC_FILE_PREFIX, plan.SWITCH_FILE_PREFIX)]
 
 
 @dataclass
@@ -116,8 +117,7 @@ def find_leftovers(state: dict | None = None) -> Leftovers:
     left = Leftovers()
     left.processes = [f"{pid} {cmd[:120]}" for pid, cmd in sorted(_our_processes(state).items())]
     left.interfaces = _our_interfaces()
-    if DPDK_RUNTIME_DIR.exists():
-        left.files.append(str(DPDK_RUNTIME_DIR))
+    left.files += [str(directory) for directory in DPDK_RUNTIME_DIRS if directory.exists()]
     return left
 
 
@@ -144,6 +144,7 @@ def sweep(grace_s: float = 3.0) -> Leftovers:
     # namespaces went with the namespaces.
     for name in _our_interfaces():
         subprocess.run(["ip", "link", "del", name], capture_output=True, check=False)
-    shutil.rmtree(DPDK_RUNTIME_DIR, ignore_errors=True)
+    for directory in DPDK_RUNTIME_DIRS:
+        shutil.rmtree(directory, ignore_errors=True)
     procs.STATE_FILE.unlink(missing_ok=True)
     return found

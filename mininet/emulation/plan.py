@@ -11,7 +11,7 @@ demo and the end-to-end test. Change a number here and in rack.yaml together.
     up1    up2            upstream routers (Linux forwarding), 1500-byte uplinks
       |      |
     port1  port2          external ports
-    [ border: BMv2 simple_switch_grpc, CPU port 255 ]
+    [ border: jumbogate-switch or BMv2, CPU port 255 ]
     port3  port4  port5
       |      |      |
     jumbo1 legacy1  nic   instances (MTU 8500 / 1500); the SmartNIC namespace
@@ -158,6 +158,7 @@ NIC_INTF = f"{NIC_HOST}-eth0"
 # DPDK's --file-prefix: keeps the SmartNIC's runtime files apart from any
 # other DPDK process on the machine, and names what to sweep.
 NIC_FILE_PREFIX = "jumbogate-emu"
+SWITCH_FILE_PREFIX = "jumbogate-emu-switch"
 
 # TCP ports the demo uses; 5201-5210 are merge services in rack.yaml for the
 # jumbo instance, so bulk transfers take the merge path from their first packet.

@@ -1,4 +1,4 @@
-"""Bring the emulated rack up and down: Mininet, BMv2, jumbogate-nic, jumbogate-controller.
+"""Bring the emulated rack up and down: Mininet, the switch (jumbogate-switch or BMv2), jumbogate-nic, jumbogate-controller.
 
     with Rack() as rack:          # or rack.up() ... rack.down()
         rack.host("ext1").cmd(...)
@@ -20,7 +20,7 @@ from mininet.net import Mininet
 from mininet.node import Host, Switch
 
 from . import cleanup, plan, procs
-from .bmv2 import Bmv2Switch, QuietBridge
+from .switches import Bmv2Switch, QuietBridge, SoftSwitch, missing_switch, resolve_target
 
 RACK_CONFIG = procs.REPO / "mininet" / "rack.yaml"
 PIPELINE = procs.REPO / "p4src" / "compiled" / "depth512"
@@ -41,6 +41,10 @@ FORWARDING_TIMEOUT_S = 60.0
 OFFLOADS_OFF = ("rx", "tx", "sg", "tso", "gso", "gro")
 
 
+# Only on BMv2, which forwards a few thousand packets a second (the border in
+# slow motion, docs/emulation.md): the SmartNIC lets every flow wait up to
+# 8 ms, and senders send 64 KB trains. On jumbogate-switch the SmartNIC runs
+# with its default delay model and senders as Linux sends by default.
 NIC_MAX_DELAY_US = 8000
 SENDER_MIN_TSO_SEGS = 44
 SENDER_INITIAL_WINDOW = 64  # segments; Linux's application-limited window never falls below it
@@ -62,13 +66,18 @@ class PassiveSwitch(Switch):
         pass
 
 
-def missing_prerequisites(parts: Parts = Parts()) -> list[str]:
+def missing_prerequisites(parts: Parts = Parts(), target: str | None = None) -> list[str]:
     """What `make run` needs that is not there, as sentences saying how to get it."""
     missing = []
     if not procs.is_root():
         missing.append("run as root (Mininet creates namespaces and veths)")
-    if parts.switch and shutil.which("simple_switch_grpc") is None:
-        missing.append("simple_switch_grpc is not on PATH (see README, 'Getting p4c and BMv2')")
+    if parts.switch:
+        try:
+            problem = missing_switch(resolve_target(target))
+        except procs.StartError as err:
+            problem = str(err)
+        if problem:
+            missing.append(problem)
     if parts.controller and not (PIPELINE / "jumbogate.json").exists():
         missing.append(f"no compiled P4 program in {PIPELINE.relative_to(procs.REPO)} (run 'make p4')")
     if parts.nic and not NIC_BINARY.exists():
@@ -82,8 +91,13 @@ def missing_prerequisites(parts: Parts = Parts()) -> list[str]:
 
 
 class Rack:
-    def __init__(self, parts: Parts = Parts(), *, verbose: bool = False, nic_options: tuple[str, ...] = ()):
+    def __init__(self, parts: Parts = Parts(), *, verbose: bool = False, nic_options: tuple[str, ...] = (), switch_target: str | None = None):
         self.parts = parts
+        # 'soft' (jumbogate-switch) or 'bmv2'; $SWITCH or the default when not given.
+        self.target = resolve_target(switch_target)
+        # BMv2 is too slow for the SmartNIC's default delay model and for
+        # senders as Linux configures them (see NIC_MAX_DELAY_US).
+        self.slow_motion = self.target == "bmv2"
         self.nic_options = tuple(nic_options)  # extra jumbogate-nic options (after the defaults)
         self.verbose = verbose
         self.net: Mininet | None = None
@@ -130,7 +144,7 @@ class Rack:
         self._record_namespaces()
         self._configure_links()
         self._configure_hosts()
-        # Starts BMv2 (Bmv2Switch.start waits for its gRPC server) and the bridge.
+        # Starts the switch (its start() waits for its gRPC server) and the bridge.
         self.net.start()
         if self.parts.nic:
             self._start_nic()
@@ -140,7 +154,7 @@ class Rack:
 
     def _build(self) -> Mininet:
         net = Mininet(controller=None, build=False, autoSetMacs=False, autoStaticArp=False)
-        if self.parts.switch:
+        if self.parts.switch and self.target == "bmv2":
             border = net.addSwitch(
                 plan.SWITCH,
                 cls=Bmv2Switch,
@@ -149,6 +163,16 @@ class Rack:
                 thrift_port=plan.THRIFT_PORT,
                 device_id=plan.DEVICE_ID,
                 cpu_port=plan.CPU_PORT,
+            )
+        elif self.parts.switch:
+            border = net.addSwitch(
+                plan.SWITCH,
+                cls=SoftSwitch,
+                dpid="1",
+                grpc_address=plan.P4RUNTIME_ADDRESS,
+                device_id=plan.DEVICE_ID,
+                cpu_port=plan.CPU_PORT,
+                file_prefix=plan.SWITCH_FILE_PREFIX,
             )
         else:
             border = net.addSwitch(plan.SWITCH, cls=PassiveSwitch, dpid="1")
@@ -187,7 +211,7 @@ class Rack:
         for router in plan.ROUTERS:
             configure_router(self.host(router.host), router)
         for ext in plan.EXTERNAL_HOSTS:
-            configure_external(self.host(ext.host), ext)
+            configure_external(self.host(ext.host), ext, fast_sender_trains=self.slow_motion)
         for instance in plan.INSTANCES:
             configure_instance(self.host(instance.host), instance)
         self._pin_lan_neighbours()
@@ -235,16 +259,14 @@ class Rack:
             plan.RACK_PREFIX.v4,
             "--internal-prefix",
             plan.RACK_PREFIX.v6,
+        ]
+        if self.slow_motion:
             # BMv2 carries a few thousand packets a second, so a flow's next
             # segment is hundreds of microseconds to milliseconds away: far
             # below the 1 Gbit/s under which flows merge only within one
             # receive burst, and beyond the 64 us a line-rate port waits.
             # Every flow may wait, up to 8 ms.
-            "--delay-rate-threshold-gbps",
-            "0",
-            "--delay-max-us",
-            str(NIC_MAX_DELAY_US),
-        ]
+            options += ["--delay-rate-threshold-gbps", "0", "--delay-max-us", str(NIC_MAX_DELAY_US)]
         return [str(NIC_BINARY), *eal, "--", *options, *self.nic_options]
 
     def _start_nic(self) -> None:
@@ -337,8 +359,17 @@ def configure_router(node: Host, router: plan.Router) -> None:
     node.cmd(f"ip -6 route add {plan.RACK_PREFIX.v6} via {router.border.ip6} dev {uplink}")
 
 
-def configure_external(node: Host, ext: plan.ExternalHost) -> None:
+def configure_external(node: Host, ext: plan.ExternalHost, *, fast_sender_trains: bool) -> None:
     host_sysctls(node)
+    intf = f"{ext.host}-eth0"
+    add_addresses(node, intf, ext.address)
+    routers = " ".join(f"nexthop via {r.lan.ip4} dev {intf}" for r in plan.ROUTERS)
+    routers6 = " ".join(f"nexthop via {r.lan.ip6} dev {intf}" for r in plan.ROUTERS)
+    if not fast_sender_trains:
+        # Both routers, hashed per flow: inbound traffic uses both uplinks too.
+        node.cmd(f"ip route add default {routers}")
+        node.cmd(f"ip -6 route add default {routers6}")
+        return
     # A Linux sender sends one GSO packet per ~1 ms of its pacing rate, with
     # PSH on its last segment and one timestamp, and a merge ends there as
     # Linux GRO's does. At the emulation's few Mbit/s per flow that is 2-4
@@ -347,12 +378,9 @@ def configure_external(node: Host, ext: plan.ExternalHost) -> None:
     # never shrink below) a congestion window that lets a 64 KB write leave
     # as one burst, as fast senders do (docs/emulation.md, "slow motion").
     node.cmd(f"sysctl -qw net.ipv4.tcp_min_tso_segs={SENDER_MIN_TSO_SEGS}")
-    intf = f"{ext.host}-eth0"
-    add_addresses(node, intf, ext.address)
-    # Both routers, hashed per flow: inbound traffic uses both uplinks too.
     window = f"initcwnd {SENDER_INITIAL_WINDOW}"
-    node.cmd(f"ip route add default {window} " + " ".join(f"nexthop via {r.lan.ip4} dev {intf}" for r in plan.ROUTERS))
-    node.cmd(f"ip -6 route add default {window} " + " ".join(f"nexthop via {r.lan.ip6} dev {intf}" for r in plan.ROUTERS))
+    node.cmd(f"ip route add default {window} {routers}")
+    node.cmd(f"ip -6 route add default {window} {routers6}")
 
 
 def configure_instance(node: Host, instance: plan.Instance) -> None:

@@ -11,14 +11,22 @@ from . import plan, procs
 from .rack import JUMBOGATECTL, Parts, Rack, missing_prerequisites
 
 
-def banner() -> str:
+def switch_line(target: str, logs) -> str:
+    if target == "bmv2":
+        return (
+            f"  switch      BMv2 simple_switch_grpc '{plan.SWITCH}': P4Runtime {plan.P4RUNTIME_ADDRESS} (device {plan.DEVICE_ID}),"
+            f" thrift {plan.THRIFT_PORT}, CPU port {plan.CPU_PORT}; log {logs}/bmv2.log"
+        )
+    return f"  switch      jumbogate-switch '{plan.SWITCH}': P4Runtime {plan.P4RUNTIME_ADDRESS} (device {plan.DEVICE_ID}), CPU port {plan.CPU_PORT}; log {logs}/switch.log"
+
+
+def banner(target: str) -> str:
     ctl = f"{JUMBOGATECTL.relative_to(procs.REPO)} --controller {plan.CONTROLLER_ADDRESS}"
     logs = procs.LOG_DIR.relative_to(procs.REPO)
     lines = [
         "",
-        "jumbogate: the emulated rack is up",
-        f"  switch      BMv2 simple_switch_grpc '{plan.SWITCH}': P4Runtime {plan.P4RUNTIME_ADDRESS} (device {plan.DEVICE_ID}),"
-        f" thrift {plan.THRIFT_PORT}, CPU port {plan.CPU_PORT}; log {logs}/bmv2.log",
+        f"jumbogate: the emulated rack is up on {'BMv2' if target == 'bmv2' else 'jumbogate-switch'} (SWITCH={target})",
+        switch_line(target, logs),
     ]
     for port in plan.SWITCH_PORTS:
         lines.append(f"              port {port.number} {port.intf:<12} {port.role:<8} -> {port.peer} ({port.peer_intf}, MTU {port.mtu})")
@@ -53,16 +61,17 @@ def banner() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make run", description=__doc__)
     parser.add_argument("--verbose", action="store_true", help="Mininet's own progress lines")
+    parser.add_argument("--switch", choices=("soft", "bmv2"), help="the switch target (default: $SWITCH, else BMv2 where installed, else jumbogate-switch)")
     args = parser.parse_args(argv)
-    missing = missing_prerequisites(Parts())
+    missing = missing_prerequisites(Parts(), args.switch)
     if missing:
         print("make run: cannot start the emulated rack:\n  " + "\n  ".join(missing), file=sys.stderr)
         return 1
-    rack = Rack(verbose=args.verbose)
+    rack = Rack(verbose=args.verbose, switch_target=args.switch)
     try:
-        print("make run: starting Mininet, BMv2, jumbogate-nic and jumbogate-controller ...", flush=True)
+        print(f"make run: starting Mininet, the switch (SWITCH={rack.target}), jumbogate-nic and jumbogate-controller ...", flush=True)
         rack.up()
-        print(banner(), flush=True)
+        print(banner(rack.target), flush=True)
         CLI(rack.net)
     except procs.StartError as err:
         print(f"make run: {err}", file=sys.stderr)

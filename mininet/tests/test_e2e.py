@@ -1,6 +1,6 @@
-"""End to end on BMv2: the real switch program, SmartNIC program and controller, real TCP between real hosts.
+"""End to end on each switch target: the real switch, SmartNIC program and controller, real TCP between real hosts.
 
-Bounded: one rack for the module, transfers of FILE_MB each way over IPv4 and IPv6.
+Bounded: one rack per target (jumbogate-switch always, BMv2 where present), transfers of FILE_MB each way over IPv4 and IPv6.
 """
 
 import hashlib
@@ -17,15 +17,16 @@ INBOUND_PORT = plan.IPERF_PORTS[4]  # a merge service of the jumbo instance
 RETURN_PORT = 6001
 TRANSFER_TIMEOUT_S = 240
 
-pytestmark = [pytest.mark.bmv2, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.timeout(900)]
+TARGETS = [pytest.param("soft", id="soft"), pytest.param("bmv2", id="bmv2", marks=pytest.mark.bmv2)]
 
 
-@pytest.fixture(scope="module")
-def rack():
-    missing = missing_prerequisites(Parts())
+@pytest.fixture(scope="module", params=TARGETS)
+def rack(request):
+    missing = missing_prerequisites(Parts(), request.param)
     if missing:
         pytest.skip("emulation prerequisites missing: " + "; ".join(missing))
-    with Rack() as rack:
+    with Rack(switch_target=request.param) as rack:
         yield rack
 
 
