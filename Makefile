@@ -13,6 +13,9 @@ PROFILES   := 256 512
 PROTO_SRC  := $(wildcard proto/jumbogate/v1/*.proto)
 PROTO_OUT  := controlplane/src/jumbogate/v1
 TRACE      ?=
+# The emulation's switch target: soft (jumbogate-switch) or bmv2; unset: BMv2
+# where simple_switch_grpc is on PATH, else jumbogate-switch.
+export SWITCH
 comma      := ,
 space      := $(subst ,, )
 
@@ -24,7 +27,7 @@ help:
 	@echo "make p4      recompile the P4 program (needs p4c) into $(P4_OUT)/depth{256,512}, which is committed"
 	@echo "make bench   benchmark the SmartNIC engine against DPDK GRO (TRACE=capture.pcap to replay a capture)"
 	@echo "make lint    ruff, clang-format check, P4 warnings as errors"
-	@echo "make run     bring up the emulated rack (Mininet + BMv2 + SmartNIC + controller); make stop tears it down"
+	@echo "make run     bring up the emulated rack (Mininet + switch + SmartNIC + controller; SWITCH=soft|bmv2); make stop tears it down"
 	@echo "make demo    scripted demo with report and plots"
 	@echo "make clean   remove build outputs"
 

@@ -1,6 +1,8 @@
 """`make demo`: a scripted session on the emulated rack, a readable report and plots.
 
-Phases (each a few seconds of real TCP through BMv2):
+Phases (each a few seconds of real TCP through the switch target, jumbogate-switch
+or BMv2: SWITCH=soft|bmv2):
+ 0. headline: one and 8 parallel inbound TCP streams to the jumbo instance;
  1. inbound bulk to the jumbo instance, then the same to the 1500 instance;
  2. outbound bulk from the jumbo instance to external hosts;
  3. mice: many short exchanges with the jumbo instance;
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import subprocess
 import sys
 import time
@@ -31,12 +35,15 @@ MICE_COUNT = 200
 # thousand packets a second are shared by all of them: the fewer, the closer
 # together each flow's segments reach the SmartNIC, and the fuller its merges.
 STREAMS_PER_HOST = 2
-# Inbound streams write 64 KB blocks at a set rate, so each block leaves its
-# sender as one train of 45 segments, as a fast Internet sender's TSO sends
-# it; together they stay below what BMv2 carries, so the trains are not
-# squeezed into ACK-clocked bursts of a few segments.
+# On BMv2 only (the border in slow motion): inbound streams write 64 KB
+# blocks at a set rate, so each block leaves its sender as one train of 45
+# segments, as a fast Internet sender's TSO sends it; together they stay
+# below what BMv2 carries. On jumbogate-switch senders send as fast as TCP
+# lets them.
 INBOUND_STREAM_MBPS = 5
 INBOUND_WRITE_KB = 64
+# The headline runs: one stream, then this many, from one external host.
+HEADLINE_STREAMS = (1, 8)
 
 
 @dataclass
@@ -59,6 +66,18 @@ class BulkResult:
     nic_segments_out: int = 0
     conversion_yield: float = 0.0
     checksum_errors: int = 0
+
+    @property
+    def payload_yield(self) -> float:
+        """Share of the payload delivered in packets of at least measure.CONVERTED_MIN_BYTES (IP sizes, 52 bytes of IPv4+TCP headers)."""
+        payload = [max(0, size - 52) for size in self.receiver_sizes]
+        total = sum(payload)
+        converted = sum(p for p, size in zip(payload, self.receiver_sizes, strict=True) if size >= measure.CONVERTED_MIN_BYTES)
+        return converted / total if total else 0.0
+
+    @property
+    def arrived_per_delivered(self) -> float:
+        return self.arrived_packets / self.delivered_packets if self.delivered_packets else 0.0
 
     @property
     def largest(self) -> int:
@@ -107,6 +126,13 @@ class DemoResults:
     mice: MiceResult
     policy: PolicyResult
     seconds: float
+    target: str = "soft"  # the switch target: soft (jumbogate-switch) or bmv2
+    machine: str = ""
+    headline: list[BulkResult] = field(default_factory=list)  # HEADLINE_STREAMS runs
+
+
+def describe_machine() -> str:
+    return f"{os.cpu_count()} cores, Linux {platform.release()}, {platform.machine()}"
 
 
 def stats(rack: Rack) -> dict:
@@ -131,26 +157,26 @@ def _uplink_delta(before: dict, after: dict, direction: str) -> dict[str, int]:
     return out
 
 
-def inbound_bulk(rack: Rack, instance: plan.Instance, outdir: Path, seconds: float) -> BulkResult:
-    """Both external hosts send to the instance, STREAMS_PER_HOST trains-of-64-KB streams each, on merge-service ports."""
+def inbound_bulk(
+    rack: Rack, instance: plan.Instance, outdir: Path, seconds: float, *, streams: int = STREAMS_PER_HOST, senders: tuple = plan.EXTERNAL_HOSTS, tag: str = ""
+) -> BulkResult:
+    """The senders send to the instance, `streams` streams each, on merge-service ports (trains of 64 KB on BMv2)."""
     receiver = rack.host(instance.host)
     root = rack.host(plan.MGMT_NODE)
-    ports = plan.IPERF_PORTS[: len(plan.EXTERNAL_HOSTS)]
+    ports = plan.IPERF_PORTS[: len(senders)]
     measure.start_iperf_servers(receiver, ports)
-    result = BulkResult(f"inbound to {instance.host} (MTU {instance.mtu})", stream_shape=f"{INBOUND_WRITE_KB} KB writes at {INBOUND_STREAM_MBPS} Mbit/s")
+    shape = f"-b {INBOUND_STREAM_MBPS}M -l {INBOUND_WRITE_KB}K" if rack.slow_motion else ""
+    result = BulkResult(
+        f"inbound to {instance.host} (MTU {instance.mtu})",
+        streams_per_host=streams,
+        stream_shape=f"{INBOUND_WRITE_KB} KB writes at {INBOUND_STREAM_MBPS} Mbit/s" if shape else "as fast as TCP sends",
+    )
     stats_before, switch_before = stats(rack), measure.switch_port_counters(root)
     intf_before = measure.counters(receiver, f"{instance.host}-eth0")
-    capture = measure.Capture(receiver, f"{instance.host}-eth0", outdir / f"inbound-{instance.host}.pcap", direction="in")
+    capture = measure.Capture(receiver, f"{instance.host}-eth0", outdir / f"inbound-{instance.host}{tag}.pcap", direction="in")
     clients = [
-        measure.iperf_client(
-            rack.host(ext.host),
-            instance.address.ip4,
-            port,
-            seconds=seconds,
-            streams=STREAMS_PER_HOST,
-            extra=f"-b {INBOUND_STREAM_MBPS}M -l {INBOUND_WRITE_KB}K",
-        )
-        for ext, port in zip(plan.EXTERNAL_HOSTS, ports, strict=True)
+        measure.iperf_client(rack.host(ext.host), instance.address.ip4, port, seconds=seconds, streams=streams, extra=shape)
+        for ext, port in zip(senders, ports, strict=True)
     ]
     runs = [measure.iperf_result(c, timeout=seconds + 60) for c in clients]
     result.receiver_sizes = capture.stop()
@@ -295,6 +321,10 @@ def count_too_big(host, pcap: Path) -> int:
 
 def run_demo(rack: Rack, outdir: Path, seconds: float) -> DemoResults:
     start = time.monotonic()
+    headline = []
+    for streams in HEADLINE_STREAMS:
+        print(f"demo: 0/6 {streams} inbound stream(s) from {plan.EXTERNAL_HOSTS[0].host} to {plan.JUMBO.host} ...", flush=True)
+        headline.append(inbound_bulk(rack, plan.JUMBO, outdir, seconds, streams=streams, senders=plan.EXTERNAL_HOSTS[:1], tag=f"-{streams}-streams"))
     print(f"demo: 1/6 inbound bulk to {plan.JUMBO.host} ...", flush=True)
     jumbo = inbound_bulk(rack, plan.JUMBO, outdir, seconds)
     print(f"demo: 1/6 inbound bulk to {plan.LEGACY.host} ...", flush=True)
@@ -305,15 +335,18 @@ def run_demo(rack: Rack, outdir: Path, seconds: float) -> DemoResults:
     small = mice(rack)
     print("demo: 4/6 policy flips during traffic ...", flush=True)
     flips = policy(rack, outdir, step_s=max(2.0, seconds / 3))
-    return DemoResults(jumbo, legacy, outbound, small, flips, time.monotonic() - start)
+    return DemoResults(jumbo, legacy, outbound, small, flips, time.monotonic() - start, rack.target, describe_machine(), headline)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make demo", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=8.0, help="length of each bulk phase (default %(default)s)")
     parser.add_argument("--out", type=Path, default=None, help="results directory (default results/demo-<time>)")
+    parser.add_argument("--switch", choices=("soft", "bmv2"), help="the switch target (default: $SWITCH, else BMv2 where installed, else jumbogate-switch)")
     args = parser.parse_args(argv)
-    missing = missing_prerequisites(Parts())
+    if args.seconds <= 0:
+        parser.error("--seconds must be positive")
+    missing = missing_prerequisites(Parts(), args.switch)
     if missing:
         print("make demo: cannot start the emulated rack:\n  " + "\n  ".join(missing), file=sys.stderr)
         return 1
@@ -323,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print("demo: bringing up the emulated rack ...", flush=True)
     try:
-        with Rack() as rack:
+        with Rack(switch_target=args.switch) as rack:
             results = run_demo(rack, outdir, args.seconds)
     except (procs.StartError, RuntimeError, subprocess.SubprocessError) as err:
         print(f"make demo: {err}", file=sys.stderr)

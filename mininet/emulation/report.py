@@ -24,9 +24,38 @@ def _per_uplink(packets: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in packets.items())
 
 
+TARGET_NAMES = {"soft": "jumbogate-switch (SWITCH=soft)", "bmv2": "BMv2 simple_switch_grpc, the P4 reference model (SWITCH=bmv2)"}
+
+
+def _headline(res) -> list[str]:
+    """The numbers first: goodput, packets at the border against packets delivered, yield, outbound sizes."""
+    out = res.outbound
+    lines = ["Headline", f"  {'inbound to ' + plan.JUMBO.host:<32} {'goodput':>12} {'arrived':>9} {'delivered':>10} {'ratio':>6} {'yield':>7}"]
+    for r in [*res.headline, res.inbound_jumbo]:
+        label = f"{r.streams_per_host} stream(s) from ext1" if r in res.headline else f"{r.streams_per_host} streams x {len(plan.EXTERNAL_HOSTS)} hosts"
+        lines.append(
+            f"  {label:<32} {r.goodput_mbps:>7.0f} Mbit/s {r.arrived_packets:>9} {r.delivered_packets:>10} {r.arrived_per_delivered:>5.2f}x {_pct(r.payload_yield):>7}"
+        )
+    lines.append(
+        f"  (yield: share of the payload in packets of at least {measure.CONVERTED_MIN_BYTES} bytes; ratio: packets at the external ports per packet delivered)"
+    )
+    largest = max(out.receiver_sizes, default=0)
+    lines.append(
+        f"  outbound: {out.goodput_mbps:.0f} Mbit/s, largest packet at the external hosts {largest} B (path MTU {plan.MTU_EXTERNAL}), checksum/header errors {out.checksum_errors}"
+    )
+    lines.append("")
+    return lines
+
+
 def render(res) -> str:
     j, leg, out, mice, pol = res.inbound_jumbo, res.inbound_legacy, res.outbound, res.mice, res.policy
-    lines = [f"jumbogate emulated rack: demo report ({res.seconds:.0f} s)", ""]
+    lines = [
+        f"jumbogate emulated rack: demo report ({res.seconds:.0f} s)",
+        f"switch target: {TARGET_NAMES.get(res.target, res.target)}",
+        f"machine: {res.machine or 'not recorded'}",
+        "",
+    ]
+    lines += _headline(res)
     lines.append(
         f"1. Inbound bulk TCP, {len(plan.EXTERNAL_HOSTS)} external hosts x {j.streams_per_host} streams ({j.stream_shape}) over IPv4, to {plan.JUMBO.host} (MTU {plan.JUMBO.mtu})"
     )
@@ -107,7 +136,7 @@ def plots(res, outdir: Path) -> list[Path]:
     goodputs = [res.inbound_jumbo.goodput_mbps, res.inbound_legacy.goodput_mbps, res.outbound.goodput_mbps]
     ax2.bar(["in: " + labels[0], "in: " + labels[1], "out: " + labels[0]], goodputs, color=["tab:green", "tab:gray", "tab:olive"])
     ax2.set_ylabel("Mbit/s")
-    ax2.set_title("goodput through BMv2", fontsize=10)
+    ax2.set_title(f"goodput through {'BMv2' if res.target == 'bmv2' else 'jumbogate-switch'}", fontsize=10)
     fig.tight_layout()
     paths.append(_save(fig, outdir / "packets-and-goodput.png"))
 

@@ -16,7 +16,11 @@ def made_up_results() -> DemoResults:
         events=[(2.0, "instance jumbo off"), (4.0, "fleet jumbo off")], timeline_in=[(0.5, 8500), (2.5, 1500)], icmp_generated=3, icmp_received=3
     )
     mice = MiceResult(exchanges=200, per_uplink_in={"up1": 1010, "up2": 990}, per_uplink_out={"up1": 980, "up2": 1020})
-    return DemoResults(jumbo, legacy, out, mice, policy, seconds=60)
+    headline = [
+        BulkResult("in", streams_per_host=n, goodput_mbps=700.0 + n, arrived_packets=50_000, delivered_packets=10_000, receiver_sizes=[8500] * 9 + [1500])
+        for n in (1, 8)
+    ]
+    return DemoResults(jumbo, legacy, out, mice, policy, seconds=60, target="soft", machine="2 cores", headline=headline)
 
 
 def test_report_names_every_phase_and_the_theory():
@@ -26,6 +30,16 @@ def test_report_names_every_phase_and_the_theory():
     assert "theory 94.1%" in text and "theory 98.9%" in text
     assert "5.73 arrived per delivered" in text
     assert "200 mice flows, outbound: up1 980, up2 1020" in text
+
+
+def test_report_leads_with_the_target_and_the_headline_numbers():
+    text = render(made_up_results())
+    head = text.splitlines()[:12]
+    assert "switch target: jumbogate-switch (SWITCH=soft)" in head
+    assert "machine: 2 cores" in head
+    one_stream = next(line for line in head if "1 stream(s) from ext1" in line)
+    # 9 packets of 8448 payload bytes and one of 1448: 98.1% of the payload in jumbo packets.
+    assert "701 Mbit/s" in one_stream and "5.00x" in one_stream and "98.1%" in one_stream
 
 
 def test_plots_are_written(tmp_path):
