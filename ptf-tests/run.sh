@@ -57,10 +57,10 @@ finish() {  # exit-code line
 planned_tests() {
     local count
     if [ $# -gt 0 ]; then
-        count=$("$PTF" "${PTF_PATHS[@]}" --list-test-names "$@" 2>/dev/null | grep -c '^test_')
+        count=$("$PTF" "${PTF_PATHS[@]}" --log-file /dev/null --list-test-names "$@" 2>/dev/null | grep -c '^test_')
     else
-        count=$(( $("$PTF" "${PTF_PATHS[@]}" --list-test-names 2>/dev/null | grep -c '^test_') \
-                + $("$PTF" "${PTF_PATHS[@]}" --list-test-names depth 2>/dev/null | grep -c '^test_') ))
+        count=$(( $("$PTF" "${PTF_PATHS[@]}" --log-file /dev/null --list-test-names 2>/dev/null | grep -c '^test_') \
+                + $("$PTF" "${PTF_PATHS[@]}" --log-file /dev/null --list-test-names depth 2>/dev/null | grep -c '^test_') ))
     fi
     echo "${count:-0}"
 }

@@ -144,7 +144,9 @@ def test_ternary_and_range_need_a_priority_and_exact_tables_refuse_one(primary):
         "merge_services",
         [
             exact("merge_services", "ip_version", b"\x04"),
-            p4r.FieldMatch(field_id=field_id("merge_services", "dst_addr"), ternary=p4r.FieldMatch.Ternary(value=b"\x0a\x01\x00\x00", mask=b"\xff\xff\xff\x00")),
+            p4r.FieldMatch(
+                field_id=field_id("merge_services", "dst_addr"), ternary=p4r.FieldMatch.Ternary(value=b"\x0a\x01\x00\x00", mask=b"\xff\xff\xff\x00")
+            ),
         ],
         "steer_merge_service",
         {},
@@ -256,7 +258,9 @@ def test_tables_refuse_entries_past_their_size(primary):
     # fill instances_v4 (16384) instead to see the limit.
     instances = table("instances_v4")
     rows = [
-        update(p4r.Update.INSERT, entry("instances_v4", [exact("instances_v4", "instance_addr", i.to_bytes(4, "big"))], "set_instance_jumbo", {"enabled": b"\x01"}))
+        update(
+            p4r.Update.INSERT, entry("instances_v4", [exact("instances_v4", "instance_addr", i.to_bytes(4, "big"))], "set_instance_jumbo", {"enabled": b"\x01"})
+        )
         for i in range(1, instances.size + 2)
     ]
     # In batches: a failed Write carries one error per update in its
