@@ -158,7 +158,13 @@ def test_merge_services_with_disjoint_ports_are_allowed(raw):
     assert (cfg.merge_services[1].port_lo, cfg.merge_services[1].port_hi) == (443, 443)
 
 
-@pytest.mark.parametrize("ports", ["5210-5201", "http", "0-10", "1-70000"])
+def test_one_merge_service_port_may_be_written_as_a_string(raw):
+    raw["merge_services"].append({"prefix": "10.10.0.0/24", "ports": "443"})
+    cfg = parse_config(raw, "rack.yaml")
+    assert (cfg.merge_services[1].port_lo, cfg.merge_services[1].port_hi) == (443, 443)
+
+
+@pytest.mark.parametrize("ports", ["5210-5201", "http", "0-10", "1-70000", "0", "70000"])
 def test_bad_merge_service_ports_are_rejected(raw, ports):
     raw["merge_services"][0]["ports"] = ports
     assert rejection(raw).field == "merge_services[0].ports"

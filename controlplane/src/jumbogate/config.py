@@ -345,6 +345,9 @@ def _parse_port_range(r: _Reader, value: Any, path: str) -> tuple[int, int]:
         port = r.integer(value, path, 1, 65535)
         return port, port
     text = str(value)
+    if text.strip().isdigit():  # one port written as a string, e.g. "443"
+        port = r.integer(int(text), path, 1, 65535)
+        return port, port
     lo_text, sep, hi_text = text.partition("-")
     if not sep or not lo_text.strip().isdigit() or not hi_text.strip().isdigit():
         raise r.fail(path, f"{value!r} is not a TCP port or a range like 5201-5210")
