@@ -108,3 +108,11 @@ def test_slow_watcher_loses_oldest_events_only(state):
     for port in (5201, 5202, 5203):
         state.onload(to_web(port), FlowOrigin.OPERATOR)
     assert [queue.get_nowait().flow.dst_port for _ in range(2)] == [5202, 5203]
+
+
+def test_flows_of_both_families_sort_ipv4_first():
+    v6 = FiveTuple.parse("2001:db8::7", "fd00:10::10", 6, 40001, 443)
+    v4 = FiveTuple.parse("203.0.113.7", "10.10.0.10", 6, 40000, 5201)
+    v4_later = FiveTuple.parse("203.0.113.7", "10.10.0.10", 6, 40002, 5201)
+    assert sorted([v6, v4_later, v4]) == [v4, v4_later, v6]
+    assert sorted({v6, v4}) == [v4, v6]

@@ -9,6 +9,7 @@ nothing about P4Runtime or gRPC transport.
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import time
 from dataclasses import dataclass, field, replace
@@ -33,7 +34,8 @@ def invalid(message: str) -> PolicyError:
     return PolicyError("INVALID_ARGUMENT", message)
 
 
-@dataclass(frozen=True, order=True)
+@functools.total_ordering
+@dataclass(frozen=True)
 class FiveTuple:
     src_ip: IPAddress
     dst_ip: IPAddress
@@ -60,6 +62,16 @@ class FiveTuple:
             if not 0 < port < 65536:
                 raise invalid(f"{name} {port} is outside 1..65535")
         return cls(src, dst, protocol, src_port, dst_port)
+
+    def sort_key(self) -> tuple[int, int, int, int, int, int]:
+        # IPv4 and IPv6 addresses do not compare with each other: order by
+        # family first, so that a mix of flows sorts (IPv4 before IPv6).
+        return (self.src_ip.version, int(self.src_ip), int(self.dst_ip), self.protocol, self.src_port, self.dst_port)
+
+    def __lt__(self, other: FiveTuple) -> bool:
+        if not isinstance(other, FiveTuple):
+            return NotImplemented
+        return self.sort_key() < other.sort_key()
 
     def __str__(self) -> str:
         proto = {TCP: "tcp", UDP: "udp"}.get(self.protocol, str(self.protocol))

@@ -1,0 +1,170 @@
+"""The controller's SmartNIC link (jumbogate.nic.NicLink) against the real jumbogate-nic.
+
+No switch is needed: the link talks to the SmartNIC's control API only. After
+each step the SmartNIC is read back through its own API, never through the
+link: the config it runs, its path MTUs, its flows; then it is killed and
+started again, and the link must notice, report it, and push everything anew.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+from jumbogate import lab
+from jumbogate.config import load_config
+from jumbogate.nic import NicLink
+from jumbogate.state import EventKind, FiveTuple, FlowOrigin, PolicyState
+from jumbogate.v1 import nic_pb2, nic_pb2_grpc
+
+pytestmark = [pytest.mark.timeout(180)]
+
+NIC_BINARY = lab.BUILD / "smartnic" / "app" / "jumbogate-nic"
+ELEPHANT = FiveTuple.parse("203.0.113.7", "10.10.0.10", 6, 40000, 5201)
+SECOND = FiveTuple.parse("2001:db8::7", "fd00:10::10", 6, 40001, 443)
+STALE_PREFIX = "192.0.2.0/24"
+
+
+def rack_yaml(tmp: Path, control: str) -> Path:
+    path = tmp / "rack.yaml"
+    path.write_text(
+        f"""
+fleet: {{jumbo: true}}
+mtu: {{guest_jumbo: 8000, default_external: 1400}}
+switch:
+  p4runtime: 127.0.0.1:1
+  pipeline: {lab.PIPELINE_512}
+  ports: [{{port: 1, role: external}}, {{port: 3, role: internal}}, {{port: 5, role: nic}}]
+routes:
+  - {{prefix: 0.0.0.0/0, next_hops: [{{port: 1, src_mac: "02:00:00:00:00:01", dst_mac: "02:00:00:00:00:02"}}]}}
+path_mtus: [{{prefix: 198.51.100.0/24, mtu: 1300}}, {{prefix: "2001:db8:5::/48", mtu: 1280}}]
+instances: [{{id: web-1, addresses: [10.10.0.10, "fd00:10::10"], jumbo: true}}]
+smartnic: {{control: "{control}"}}
+"""
+    )
+    return path
+
+
+class Nic:
+    """The real jumbogate-nic on one veth, and a stub of its own API for reading it back."""
+
+    def __init__(self, tmp: Path, iface: str, control: str):
+        self.tmp, self.iface, self.control = tmp, iface, control
+        self.starts = 0
+        self.process: lab.Process | None = None
+
+    def start(self) -> None:
+        self.starts += 1
+        self.process = lab.Process(
+            [
+                NIC_BINARY,
+                "--no-huge",
+                "-m",
+                "512",
+                "--no-pci",
+                "--file-prefix",
+                f"jgl-nic-{self.starts}",
+                "-l",
+                "0-1",
+                f"--vdev=net_af_packet0,iface={self.iface},blocksz=12288,framesz=12288,framecnt=512,qpairs=1",
+                "--",
+                "--grpc",
+                self.control,
+                "--internal-prefix",
+                "10.10.0.0/24",
+                # A path MTU the rack config does not list: the link must remove it.
+                "--path-mtu",
+                f"{STALE_PREFIX}=1300",
+            ],  # fmt: skip
+            self.tmp / f"nic-{self.starts}.log",
+        ).start()
+        lab.wait_for_tcp(self.control, 30, process=self.process.popen)
+
+    def kill(self) -> None:
+        self.process.stop(sig=signal.SIGKILL)
+
+    def stub(self) -> nic_pb2_grpc.NicStub:
+        return nic_pb2_grpc.NicStub(grpc.insecure_channel(self.control))
+
+    def config(self) -> nic_pb2.NicConfig:
+        return self.stub().GetConfig(nic_pb2.GetConfigRequest(), timeout=5)
+
+    def path_mtus(self) -> dict[str, int]:
+        return {e.prefix.cidr: e.mtu for e in self.stub().ListPathMtus(nic_pb2.ListPathMtusRequest(), timeout=5).entries}
+
+    def flows(self) -> set[FiveTuple]:
+        reply = self.stub().ListFlows(nic_pb2.ListNicFlowsRequest(), timeout=5)
+        return {FiveTuple.parse(f.flow.src_ip, f.flow.dst_ip, f.flow.protocol, f.flow.src_port, f.flow.dst_port) for f in reply.flows}
+
+    def boot_id(self) -> int:
+        return self.stub().GetInfo(nic_pb2.GetInfoRequest(), timeout=5).boot_id
+
+
+async def eventually(predicate, what: str, timeout: float = 10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = await asyncio.to_thread(predicate)
+        if value:
+            return value
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def test_link_configures_mirrors_reports_and_repushes(tmp_path):
+    if not NIC_BINARY.exists():
+        pytest.fail(f"{NIC_BINARY} is missing; run 'make setup'")
+    control = f"127.0.0.1:{lab.free_tcp_port()}"
+    config = load_config(rack_yaml(tmp_path, control))
+    state = PolicyState.from_config(config)
+    with lab.veth_pairs("jgl", 1) as veths:
+        nic = Nic(tmp_path, veths[0].b, control)
+        nic.start()
+
+        async def scenario():
+            link = NicLink(config, state, poll_interval=0.1)
+            task = asyncio.create_task(link.run())
+            try:
+                await eventually(lambda: link.up, "the link to see the SmartNIC")
+                first_boot = await asyncio.to_thread(nic.boot_id)
+                assert link.status.boot_id == first_boot
+                # The rack's MTUs and exactly its path MTUs (the stale one removed).
+                running = await asyncio.to_thread(nic.config)
+                assert (running.internal_mtu, running.default_path_mtu) == (8000, 1400)
+                assert await asyncio.to_thread(nic.path_mtus) == {"198.51.100.0/24": 1300, "2001:db8:5::/48": 1280}
+
+                # Onloaded flows are mirrored, offloaded ones removed.
+                state.onload(ELEPHANT, FlowOrigin.ELEPHANT, idle_timeout_s=30)
+                state.onload(SECOND, FlowOrigin.OPERATOR)
+                await eventually(lambda: nic.flows() == {ELEPHANT, SECOND}, "both flows on the SmartNIC")
+                state.offload(SECOND)
+                await eventually(lambda: nic.flows() == {ELEPHANT}, "the offloaded flow to leave the SmartNIC")
+
+                # Killed: reported down, with an event.
+                await asyncio.to_thread(nic.kill)
+                await eventually(lambda: not link.up, "the link to report the SmartNIC down")
+                assert any(e.kind == EventKind.NIC_DOWN for e in state.events.history)
+                assert not link.has_flow(ELEPHANT)
+
+                # Restarted (a new boot id, empty): everything pushed again.
+                await asyncio.to_thread(nic.start)
+                await eventually(lambda: link.up, "the link to see the restarted SmartNIC")
+                assert link.status.boot_id == await asyncio.to_thread(nic.boot_id) != first_boot
+                running = await asyncio.to_thread(nic.config)
+                assert (running.internal_mtu, running.default_path_mtu) == (8000, 1400)
+                assert await asyncio.to_thread(nic.path_mtus) == {"198.51.100.0/24": 1300, "2001:db8:5::/48": 1280}
+                await eventually(lambda: nic.flows() == {ELEPHANT}, "the onloaded flow re-pushed")
+                assert [e.kind for e in state.events.history].count(EventKind.NIC_UP) == 2
+            finally:
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+
+        try:
+            asyncio.run(scenario())
+        finally:
+            nic.kill()
