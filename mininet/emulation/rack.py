@@ -10,6 +10,7 @@ leaves nothing behind either.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import time
@@ -268,6 +269,23 @@ class Rack:
             # Every flow may wait, up to 8 ms.
             options += ["--delay-rate-threshold-gbps", "0", "--delay-max-us", str(NIC_MAX_DELAY_US)]
         return [str(NIC_BINARY), *eal, "--", *options, *self.nic_options]
+
+    def start_nic(self) -> None:
+        """(Re)start jumbogate-nic; the controller notices and configures it."""
+        self._start_nic()
+
+    def wait_nic_down(self, timeout: float = 10.0) -> None:
+        """Until the controller reports the SmartNIC unreachable (it then steers nothing to it)."""
+
+        def down() -> bool:
+            done = self.ctl("stats", json_output=True, check=False)
+            return done.returncode == 0 and not json.loads(done.stdout).get("nic", {}).get("reachable", False)
+
+        procs.wait_until("the controller to see the SmartNIC down", down, timeout=timeout, proc=self.controller_process, role="controller")
+
+    def start_controller(self) -> None:
+        """(Re)start jumbogate-controller and wait until it serves."""
+        self._start_controller()
 
     def _start_nic(self) -> None:
         nic = self.host(plan.NIC_HOST)

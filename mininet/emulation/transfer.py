@@ -1,7 +1,8 @@
 """Send a file over one TCP connection and check it arrived whole: `serve` and `send`, run inside Mininet hosts.
 
 python3 -m emulation.transfer serve PORT OUTFILE   # prints "<bytes> <sha256>" after the sender closes
-python3 -m emulation.transfer send HOST PORT FILE  # prints "<bytes> <sha256>" of what it sent
+python3 -m emulation.transfer send HOST PORT FILE [MBIT_S]  # prints "<bytes> <sha256>" of what it sent;
+                                                       # MBIT_S paces the sender (for a transfer that lasts)
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import socket
 import sys
+import time
 
 CHUNK = 1 << 16
 
@@ -31,14 +33,19 @@ def serve(port: int, outfile: str) -> str:
     return f"{total} {digest.hexdigest()}"
 
 
-def send(host: str, port: int, infile: str) -> str:
+def send(host: str, port: int, infile: str, rate_mbps: float = 0.0) -> str:
     digest, total = hashlib.sha256(), 0
+    start = time.monotonic()
     with socket.create_connection((host, port), timeout=30) as conn, open(infile, "rb") as data:
         conn.settimeout(None)
         while chunk := data.read(CHUNK):
             conn.sendall(chunk)
             digest.update(chunk)
             total += len(chunk)
+            if rate_mbps > 0:
+                ahead = total * 8 / (rate_mbps * 1e6) - (time.monotonic() - start)
+                if ahead > 0:
+                    time.sleep(ahead)
         conn.shutdown(socket.SHUT_WR)
     return f"{total} {digest.hexdigest()}"
 
@@ -47,8 +54,8 @@ def main(argv: list[str]) -> int:
     if len(argv) == 3 and argv[0] == "serve":
         print(serve(int(argv[1]), argv[2]), flush=True)
         return 0
-    if len(argv) == 4 and argv[0] == "send":
-        print(send(argv[1], int(argv[2]), argv[3]), flush=True)
+    if len(argv) in (4, 5) and argv[0] == "send":
+        print(send(argv[1], int(argv[2]), argv[3], float(argv[4]) if len(argv) == 5 else 0.0), flush=True)
         return 0
     print(__doc__, file=sys.stderr)
     return 2
