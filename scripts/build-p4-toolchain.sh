@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Build the optional P4 toolchain from p4lang sources and install it into
+# /usr/local: p4c (BMv2 backend), PI and BMv2's simple_switch_grpc.
+#
+#   sudo scripts/build-p4-toolchain.sh            # everything missing
+#   P4_BUILD_DIR=/srv/p4 sudo scripts/build-p4-toolchain.sh
+#
+# jumbogate needs none of it: its pipeline is committed (p4src/compiled/)
+# and its software switch, jumbogate-switch, runs without it. With it,
+# `make test` also runs the PTF suite, the controller and the emulation on
+# BMv2 (the P4 reference model), and checks the committed compile against
+# a fresh one. `make setup` and CI never run this script.
+#
+# Pinned commits, so that a build today equals a build next year. Idempotent:
+# a step whose result is installed (the tool on PATH and its stamp file for
+# the same commit) is skipped. Prints each step's time. About 50-90 minutes
+# on two cores; the build runs at low priority.
+set -euo pipefail
+
+BASE=${P4_SOURCES_BASE:-https://github.com}
+WORK=${P4_BUILD_DIR:-/opt/p4-toolchain}
+JOBS=${JOBS:-$(nproc)}
+
+# p4c v1.2.4.8 builds against Debian 12's protobuf 3.21 without abseil.
+P4C_COMMIT=32893b7e879db9e1c368d3568d41cb3d20c034d0       # tag v1.2.4.8
+# The P4Runtime commit p4c v1.2.4.8 pins (CMakeLists.txt, FetchContent p4runtime).
+P4RUNTIME_FOR_P4C=1e771c4e05c4e7e250df00212b3ca02ee3202d71
+# PI and BMv2 main of the same period (BMv2's CI builds PI main).
+PI_COMMIT=f96af95e090619491e3abf2df69df340c2c9cb46
+BMV2_COMMIT=9674187f610c81878e3586f9a1746dcc7f903114
+
+DEBIAN_PACKAGES=(
+  cmake bison flex libfl-dev libboost-dev libboost-iostreams-dev libboost-graph-dev
+  libboost-program-options-dev libboost-thread-dev libboost-filesystem-dev libgc-dev libgmp-dev
+  libjudy-dev libreadline-dev libnanomsg-dev libthrift-dev thrift-compiler libxxhash-dev
+  libjsoncpp-dev autoconf automake libtool libtool-bin pkg-config libgrpc++-dev libgrpc-dev
+  protobuf-compiler-grpc libprotobuf-dev libprotoc-dev protobuf-compiler libpcap-dev python3
+  python3-dev libssl-dev libevent-dev libffi-dev g++ make git python3-six python3-thrift
+)
+
+say() { printf 'build-p4-toolchain: %s\n' "$*"; }
+started=$SECONDS
+step_start=$SECONDS
+step() { say "$* (at $(( (SECONDS - started) / 60 )) min)"; step_start=$SECONDS; }
+done_step() { say "$1 done in $(( (SECONDS - step_start) / 60 )) min $(( (SECONDS - step_start) % 60 )) s"; }
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "build-p4-toolchain: run as root (it installs Debian packages and into /usr/local)" >&2
+  exit 1
+fi
+mkdir -p "$WORK/src" "$WORK/build" "$WORK/stamps"
+
+# checkout REPO DIR COMMIT: a clone of one pinned commit.
+checkout() {
+  local repo=$1 dir=$2 commit=$3
+  if [ ! -d "$dir/.git" ]; then
+    git clone --quiet --no-checkout "$BASE/$repo" "$dir"
+  fi
+  git -C "$dir" fetch --quiet origin "$commit" 2>/dev/null || true
+  git -C "$dir" -c advice.detachedHead=false checkout --quiet --force "$commit"
+}
+
+installed() {  # TOOL STAMP: the tool is on PATH and was built from this commit
+  command -v "$1" >/dev/null 2>&1 && [ -f "$WORK/stamps/$2" ]
+}
+
+step "Debian packages"
+missing=()
+for pkg in "${DEBIAN_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+done_step "Debian packages"
+
+if installed p4c "p4c-$P4C_COMMIT"; then
+  say "p4c $P4C_COMMIT is installed: skipped"
+else
+  step "p4c (BMv2 backend)"
+  checkout p4lang/p4c "$WORK/src/p4c" "$P4C_COMMIT"
+  checkout p4lang/p4runtime "$WORK/src/p4runtime-for-p4c" "$P4RUNTIME_FOR_P4C"
+  mkdir -p "$WORK/build/p4c"
+  (cd "$WORK/build/p4c" && cmake "$WORK/src/p4c" -DCMAKE_INSTALL_PREFIX=/usr/local -DCMAKE_BUILD_TYPE=Release \
+      -DENABLE_BMV2=ON -DENABLE_EBPF=OFF -DENABLE_UBPF=OFF -DENABLE_DPDK=OFF -DENABLE_P4TC=OFF \
+      -DENABLE_GTESTS=OFF -DENABLE_TEST_TOOLS=OFF -DP4C_USE_PREINSTALLED_PROTOBUF=ON \
+      -DFETCHCONTENT_FULLY_DISCONNECTED=ON -DFETCHCONTENT_SOURCE_DIR_P4RUNTIME="$WORK/src/p4runtime-for-p4c" >/dev/null \
+    && nice -n 15 make -j"$JOBS" >/dev/null && make install >/dev/null)
+  touch "$WORK/stamps/p4c-$P4C_COMMIT"
+  done_step "p4c"
+fi
+
+if [ -f "$WORK/stamps/pi-$PI_COMMIT" ]; then
+  say "PI $PI_COMMIT is installed: skipped"
+else
+  step "PI"
+  checkout p4lang/PI "$WORK/src/PI" "$PI_COMMIT"
+  # The submodules PI needs with --with-proto (not openconfig/public).
+  git -C "$WORK/src/PI" submodule update --quiet --init proto/p4runtime proto/openconfig/gnmi third_party/googletest third_party/uthash
+  (cd "$WORK/src/PI" && ./autogen.sh >/dev/null 2>&1 \
+    && ./configure --with-proto --without-internal-rpc --without-cli --without-bmv2 >/dev/null \
+    && nice -n 15 make -j"$JOBS" >/dev/null && make install >/dev/null && ldconfig)
+  touch "$WORK/stamps/pi-$PI_COMMIT"
+  done_step "PI"
+fi
+
+if installed simple_switch_grpc "bmv2-$BMV2_COMMIT"; then
+  say "BMv2 $BMV2_COMMIT is installed: skipped"
+else
+  step "BMv2 (simple_switch_grpc)"
+  checkout p4lang/behavioral-model "$WORK/src/behavioral-model" "$BMV2_COMMIT"
+  (cd "$WORK/src/behavioral-model" && ./autogen.sh >/dev/null 2>&1 \
+    && ./configure --with-pi >/dev/null \
+    && nice -n 15 make -j"$JOBS" >/dev/null && make install >/dev/null && ldconfig)
+  touch "$WORK/stamps/bmv2-$BMV2_COMMIT"
+  done_step "BMv2"
+fi
+
+say "p4c: $(p4c --version 2>&1 | head -1)"
+say "simple_switch_grpc: $(command -v simple_switch_grpc)"
+say "total $(( (SECONDS - started) / 60 )) min"
