@@ -19,6 +19,9 @@ from .state import EventKind, FiveTuple, PolicyState
 from .v1 import common_pb2, nic_pb2, nic_pb2_grpc
 
 LOG = logging.getLogger("jumbogate.nic")
+# Polls in a row that may time out before a SmartNIC that still holds its
+# connection is reported down.
+SLOW_POLLS_BEFORE_DOWN = 2
 
 
 def _flow_pb(flow: FiveTuple) -> nic_pb2.NicFlowRequest:
@@ -49,6 +52,7 @@ class NicLink:
         self.rpc_timeout = rpc_timeout
         self.status = NicStatus()
         self._channel: grpc.aio.Channel | None = None
+        self._slow_polls = 0
         self._stub: nic_pb2_grpc.NicStub | None = None
 
     @property
@@ -81,12 +85,20 @@ class NicLink:
         try:
             info = await self._call("GetInfo", nic_pb2.GetInfoRequest())
         except grpc.aio.AioRpcError as err:
+            # A SmartNIC that is gone refuses the connection at once: report
+            # it down now, so traffic bypasses it within a poll. One that is
+            # only slow to answer (a loaded machine) gets a second poll first.
+            self._slow_polls = self._slow_polls + 1 if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED else SLOW_POLLS_BEFORE_DOWN
+            if self.status.reachable and self._slow_polls < SLOW_POLLS_BEFORE_DOWN:
+                LOG.info("SmartNIC at %s was slow to answer (%s); asking again", self.address, err.code().name)
+                return
             if self.status.reachable:
                 LOG.warning("SmartNIC at %s stopped answering (%s): flows bypass the merge path", self.address, err.code().name)
                 self.status = NicStatus()
                 self.state.note(EventKind.NIC_DOWN, detail=f"SmartNIC {self.address} unreachable")
                 self.state.touch()
             return
+        self._slow_polls = 0
         if self.status.reachable and info.boot_id == self.status.boot_id:
             return
         restarted = self.status.boot_id != 0

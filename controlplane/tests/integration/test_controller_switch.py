@@ -352,7 +352,13 @@ def send_and_capture(rig: Rig, veths: list[lab.VethPair], packets, *, dport: int
 
 
 def nic_packets_in(rig: Rig) -> int:
-    return int(rig.stats()["nic"].get("packets_in", 0))
+    """The SmartNIC's own counter, read from it directly (not through the controller's cached view)."""
+    import grpc
+
+    from jumbogate.v1 import nic_pb2, nic_pb2_grpc
+
+    with grpc.insecure_channel(rig.config.smartnic_control) as channel:
+        return nic_pb2_grpc.NicStub(channel).GetStats(nic_pb2.GetNicStatsRequest(), timeout=10).packets_in
 
 
 def assert_merged_through_nic(rig: Rig, veths: list[lab.VethPair], sport: int) -> None:

@@ -9,6 +9,7 @@ started again, and the link must notice, report it, and push everything anew.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import time
 from pathlib import Path
@@ -105,7 +106,7 @@ class Nic:
         return self.stub().GetInfo(nic_pb2.GetInfoRequest(), timeout=5).boot_id
 
 
-async def eventually(predicate, what: str, timeout: float = 10.0):
+async def eventually(predicate, what: str, timeout: float = 30.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = await asyncio.to_thread(predicate)
@@ -144,9 +145,21 @@ def test_link_configures_mirrors_reports_and_repushes(tmp_path):
                 state.offload(SECOND)
                 await eventually(lambda: nic.flows() == {ELEPHANT}, "the offloaded flow to leave the SmartNIC")
 
-                # Killed: reported down, with an event.
+                # Slow (stopped for a moment, its connection held): one
+                # unanswered poll does not take it down.
+                os.kill(nic.process.popen.pid, signal.SIGSTOP)
+                try:
+                    await asyncio.sleep(1.5)  # one poll times out after its 1 s
+                    assert link.up, "a SmartNIC slow for one poll was reported down"
+                finally:
+                    os.kill(nic.process.popen.pid, signal.SIGCONT)
+                await eventually(lambda: link._slow_polls == 0, "the next poll to be answered")
+
+                # Killed: reported down within 2 s, with an event.
                 await asyncio.to_thread(nic.kill)
-                await eventually(lambda: not link.up, "the link to report the SmartNIC down")
+                killed = time.monotonic()
+                await eventually(lambda: not link.up, "the link to report the SmartNIC down", timeout=2.0)
+                print(f"SmartNIC reported down {time.monotonic() - killed:.2f} s after SIGKILL")
                 assert any(e.kind == EventKind.NIC_DOWN for e in state.events.history)
                 assert not link.has_flow(ELEPHANT)
 
