@@ -55,13 +55,16 @@ finish() {  # exit-code line
 # How many tests a run would have made: the whole suite plus the depth
 # group again on the 512-byte profile (or the given spec once).
 planned_tests() {
-    local count
+    # PTF deletes and rewrites its log file: never give it /dev/null.
+    local count listing_log
+    listing_log=$(mktemp)
     if [ $# -gt 0 ]; then
-        count=$("$PTF" "${PTF_PATHS[@]}" --log-file /dev/null --list-test-names "$@" 2>/dev/null | grep -c '^test_')
+        count=$("$PTF" "${PTF_PATHS[@]}" --log-file "$listing_log" --list-test-names "$@" 2>/dev/null | grep -c '^test_')
     else
-        count=$(( $("$PTF" "${PTF_PATHS[@]}" --log-file /dev/null --list-test-names 2>/dev/null | grep -c '^test_') \
-                + $("$PTF" "${PTF_PATHS[@]}" --log-file /dev/null --list-test-names depth 2>/dev/null | grep -c '^test_') ))
+        count=$(( $("$PTF" "${PTF_PATHS[@]}" --log-file "$listing_log" --list-test-names 2>/dev/null | grep -c '^test_') \
+                + $("$PTF" "${PTF_PATHS[@]}" --log-file "$listing_log" --list-test-names depth 2>/dev/null | grep -c '^test_') ))
     fi
+    rm -f "$listing_log"
     echo "${count:-0}"
 }
 

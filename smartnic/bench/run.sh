@@ -16,7 +16,7 @@ repeat=${BENCH_REPEAT:-5}
 if [ ! -f "$build/build.ninja" ]; then
 	meson setup "$build" "$root/smartnic" --buildtype=release
 fi
-ninja -C "$build" bench/jumbogate-bench
+ninja -C "$build" bench/jumbogate-bench switch/jumbogate-switch-bench
 bench="$build/bench/jumbogate-bench"
 
 mkdir -p "$out"
@@ -54,3 +54,8 @@ if [ -x "$root/.venv/bin/python" ]; then
 	python="$root/.venv/bin/python"
 fi
 "$python" "$root/smartnic/bench/report.py" "$results" "$out/perf.png"
+
+# The software switch's pipeline on one core, next to a pass-through
+# (docs/switch.md, "Speed").
+echo
+"$build/switch/jumbogate-switch-bench" --seconds "${BENCH_SWITCH_SECONDS:-2}" | tee "$out/switch.txt"
