@@ -1,4 +1,4 @@
-"""The topology alone (no BMv2): it comes up as planned and goes away without a trace, also after a crash."""
+"""The topology alone: it comes up as planned and goes away without a trace, also after a crash (then also with every part on each switch target)."""
 
 import os
 import signal
@@ -67,22 +67,40 @@ def test_instances_route_through_the_border(rack):
         assert plan.switch_port(inst.host).mac in rack.host(inst.host).cmd("ip neigh show")
 
 
-def test_stop_cleans_up_after_a_crash(rack):
-    """A second emulation process killed with SIGKILL mid-run leaves state; `make stop` removes all of it."""
+@pytest.mark.parametrize(
+    "target",
+    [
+        pytest.param(None, id="topology"),
+        pytest.param("soft", id="soft"),
+        pytest.param("bmv2", id="bmv2", marks=pytest.mark.bmv2),
+    ],
+)
+def test_stop_cleans_up_after_a_crash(rack, target):
+    """A second emulation process killed with SIGKILL mid-run leaves state; `make stop` removes all of it.
+
+    Once with the topology alone, and once per switch target with every part
+    running (switch, SmartNIC, controller).
+    """
     # The module's own rack is torn down first: two emulations cannot share names.
     rack.down()
     repo = procs.REPO
-    script = "from emulation.rack import Parts, Rack; import time; r = Rack(Parts(False, False, False)); r.up(); print('up', flush=True); time.sleep(600)"
+    parts = "Parts(False, False, False)" if target is None else "Parts()"
+    script = (
+        f"from emulation.rack import Parts, Rack; import time; r = Rack({parts}, switch_target={target!r}); r.up(); print('up', flush=True); time.sleep(600)"
+    )
     env = dict(os.environ, PYTHONPATH=str(repo / "mininet"))
     child = subprocess.Popen([sys.executable, "-c", script], cwd=repo, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        assert child.stdout.readline().strip() == "up"
+        assert child.stdout.readline().strip() == "up", "the rack did not come up"
         # Something started inside a host outlives the crash unless the namespace sweep finds it.
         subprocess.Popen(["mnexec", "-da", str(_shell_pid("ext1")), "sleep", "600"], start_new_session=True)
         os.killpg(child.pid, signal.SIGKILL)
         child.wait(10)
         time.sleep(0.5)
-        assert cleanup.find_leftovers(), "the crashed run should have left something to clean"
+        left = cleanup.find_leftovers()
+        assert left, "the crashed run should have left something to clean"
+        if target == "soft":
+            assert any("jumbogate-switch" in p for p in left.processes), left.describe()
         result = subprocess.run(["bash", str(repo / "mininet" / "stop.sh")], capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stderr
         assert not cleanup.find_leftovers(), cleanup.find_leftovers().describe()
