@@ -184,3 +184,20 @@ def test_listen_address_in_use_is_reported():
                 await serve(controller.service, address)
 
     asyncio.run(go())
+
+
+def test_watch_events_carry_the_values_of_their_moment():
+    """Events read after the flags changed again still say what changed then."""
+    controller = Controller(load_config(EXAMPLE), Path("unused"), listen="127.0.0.1:0")
+    state, service = controller.state, controller.service
+    instance = next(i.id for i in state.config.instances if i.jumbo)
+    state.set_fleet(True)
+    state.set_instance_jumbo(instance, False)
+    state.set_fleet(False)
+    state.set_fleet(True)
+    state.set_instance_jumbo(instance, True)
+    events = [service.event_to_pb(e) for e in state.events.history]
+    fleet = [e.fleet.jumbo for e in events if e.HasField("fleet")]
+    assert fleet[-2:] == [False, True]
+    flags = [(e.instance.jumbo, e.instance.effective_mtu) for e in events if e.HasField("instance") and e.instance.id == instance]
+    assert flags == [(False, 1500), (True, state.config.mtu.guest_jumbo)]

@@ -125,16 +125,17 @@ class Controller:
         encoded = [entity.encode(schema) for entity in desired]
         result = plan(encoded, await read_managed(switch, self.state))
         totals = self.reconcile_totals
-        totals.runs += 1
+        if not result.empty:
+            LOG.info("reconcile: %s", result.summary())
+            for batch in result.batches():
+                await switch._write_request(batch, strict=True, warn_only=False)  # finsy has no public write of ready-made Update protobufs
+            totals.inserted += len(result.inserts)
+            totals.modified += len(result.modifies)
+            totals.deleted += len(result.deletes)
+        # A run counts once its writes are done: whoever sees runs go up
+        # also sees every write of that run in the totals.
         totals.unchanged_last = result.unchanged
-        if result.empty:
-            return
-        LOG.info("reconcile: %s", result.summary())
-        for batch in result.batches():
-            await switch._write_request(batch, strict=True, warn_only=False)  # finsy has no public write of ready-made Update protobufs
-        totals.inserted += len(result.inserts)
-        totals.modified += len(result.modifies)
-        totals.deleted += len(result.deletes)
+        totals.runs += 1
 
     # ----- digests and idle timeouts -----
 

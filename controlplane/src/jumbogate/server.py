@@ -42,17 +42,19 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
 
     # ----- helpers -----
 
-    def _fleet(self) -> policy_pb2.Fleet:
+    def _fleet(self, jumbo: bool | None = None) -> policy_pb2.Fleet:
+        """The fleet now, or with the flag an event recorded."""
         mtu = self.state.config.mtu
-        return policy_pb2.Fleet(jumbo=self.state.fleet_jumbo, guest_jumbo_mtu=mtu.guest_jumbo, default_mtu=mtu.default_external)
+        return policy_pb2.Fleet(jumbo=self.state.fleet_jumbo if jumbo is None else jumbo, guest_jumbo_mtu=mtu.guest_jumbo, default_mtu=mtu.default_external)
 
-    def _instance(self, instance_id: str) -> policy_pb2.Instance:
+    def _instance(self, instance_id: str, jumbo: bool | None = None, effective_mtu: int | None = None) -> policy_pb2.Instance:
+        """The instance now, or with the flag and MTU an event recorded."""
         instance = self.state.require_instance(instance_id)
         return policy_pb2.Instance(
             id=instance.id,
             addresses=[str(a) for a in instance.addresses],
-            jumbo=self.state.instance_jumbo[instance.id],
-            effective_mtu=self.state.effective_mtu(instance.id),
+            jumbo=self.state.instance_jumbo[instance.id] if jumbo is None else jumbo,
+            effective_mtu=self.state.effective_mtu(instance.id) if effective_mtu is None else effective_mtu,
         )
 
     def _flow(self, record: MergeFlow) -> policy_pb2.MergeFlow:
@@ -68,10 +70,12 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
         msg = policy_pb2.Event(kind=_EVENT_KINDS[event.kind], time=event.time, estimated_bytes=event.estimated_bytes, detail=event.detail)
         if event.flow is not None:
             msg.flow.CopyFrom(five_tuple_to_pb(event.flow))
+        # What the event recorded, not what holds now: a watcher may read it
+        # after the flags changed again.
         if event.instance_id is not None:
-            msg.instance.CopyFrom(self._instance(event.instance_id))
+            msg.instance.CopyFrom(self._instance(event.instance_id, event.instance_jumbo, event.instance_mtu))
         if event.fleet_jumbo is not None:
-            msg.fleet.CopyFrom(self._fleet())
+            msg.fleet.CopyFrom(self._fleet(event.fleet_jumbo))
         return msg
 
     @staticmethod

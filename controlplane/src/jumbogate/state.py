@@ -114,6 +114,10 @@ class Event:
     flow: FiveTuple | None = None
     instance_id: str | None = None
     fleet_jumbo: bool | None = None
+    # The instance's flag and effective MTU when the event happened (a
+    # watcher reads the event later, when they may have changed again).
+    instance_jumbo: bool | None = None
+    instance_mtu: int | None = None
     estimated_bytes: int = 0
     detail: str = ""
 
@@ -230,7 +234,13 @@ class PolicyState:
         if self.instance_jumbo[instance_id] == on:
             return
         self.instance_jumbo[instance_id] = on
-        self._publish(EventKind.INSTANCE_CHANGED, instance_id=instance_id, detail=f"instance {instance_id} jumbo {'on' if on else 'off'}")
+        self._publish(
+            EventKind.INSTANCE_CHANGED,
+            instance_id=instance_id,
+            instance_jumbo=on,
+            instance_mtu=self.effective_mtu(instance_id),
+            detail=f"instance {instance_id} jumbo {'on' if on else 'off'}",
+        )
         self._drop_ineligible_flows(f"instance {instance_id} jumbo turned off")
         self._bump()
 
