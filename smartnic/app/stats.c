@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include <rte_common.h>
+
 /* The engine's statistics blocks consist of uint64_t counters only, which
  * lets them be summed as arrays; the asserts catch a future field of
  * another type. */
@@ -33,6 +35,8 @@ void nic_stats_add(struct jg_stats *sum, const struct jg_stats *add)
 	sum->flow_capacity += add->flow_capacity;
 	sum->flow_entry_bytes = add->flow_entry_bytes;
 	sum->memory_bytes += add->memory_bytes;
+	sum->merge_delay_max_ns =
+		RTE_MAX(sum->merge_delay_max_ns, add->merge_delay_max_ns);
 }
 
 void nic_totals_compute(struct nic_totals *totals,

@@ -383,6 +383,8 @@ static inline void jg_record_delay(struct jg_engine *e, uint64_t delay_ns)
 				 JG_DELAY_HISTOGRAM_BUCKETS - 1);
 	e->stats.merge.delay_histogram_us[bucket]++;
 	e->stats.merge.delay_sum_ns += delay_ns;
+	if (delay_ns > e->stats.merge_delay_max_ns)
+		e->stats.merge_delay_max_ns = delay_ns;
 }
 
 /* pmtu.c */

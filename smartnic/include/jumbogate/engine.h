@@ -406,6 +406,9 @@ struct jg_stats {
 	uint32_t flow_capacity;
 	uint32_t flow_entry_bytes; /**< memory per flow-table entry */
 	uint64_t memory_bytes;	   /**< memory the engine allocated */
+	/** The longest any input segment waited (ns), exactly: the
+	 *  histogram's power-of-two buckets cannot show a bound. */
+	uint64_t merge_delay_max_ns;
 };
 
 void jg_engine_get_stats(const struct jg_engine *engine,
