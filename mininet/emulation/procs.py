@@ -89,10 +89,23 @@ def wait_until(what: str, ready: Callable[[], bool], *, timeout: float, proc: su
 
 
 def start_grpc_service(role: str, what: str, argv: list[str], marker: str, address: str, *, timeout: float, popen=None) -> subprocess.Popen:
-    """Start a process that serves gRPC and return once address answers (never a fixed sleep)."""
-    proc = start_process(role, argv, marker, popen=popen)
-    wait_until(f"{what} gRPC server on {address}", lambda: grpc_answers(address), timeout=timeout, proc=proc, role=role)
-    return proc
+    """Start a process that serves gRPC and return once address answers (never a fixed sleep).
+
+    A DPDK program whose af_packet fanout id clashed with another's is
+    started again (lab.AF_PACKET_FANOUT_CLASH), at most a few times.
+    """
+    from jumbogate.lab import AF_PACKET_FANOUT_CLASH, DPDK_START_ATTEMPTS
+
+    for attempt in range(1, DPDK_START_ATTEMPTS + 1):
+        proc = start_process(role, argv, marker, popen=popen)
+        try:
+            wait_until(f"{what} gRPC server on {address}", lambda: grpc_answers(address), timeout=timeout, proc=proc, role=role)
+            return proc
+        except StartError:
+            stop_process(proc)
+            if attempt == DPDK_START_ATTEMPTS or AF_PACKET_FANOUT_CLASH not in tail(log_path(role), 50):
+                raise
+    raise AssertionError("unreachable")
 
 
 def grpc_answers(address: str, timeout: float = 0.5) -> bool:

@@ -56,6 +56,27 @@ def wait_for_tcp(address: str, timeout: float, *, process: subprocess.Popen | No
     raise LabError(f"nothing answered on {address} within {timeout:.0f}s")
 
 
+# DPDK's net_af_packet names its fanout group after (pid ^ ifindex): two DPDK
+# programs on one machine can draw the same id, and the second then fails
+# to open its port with this message. A new process draws a new pid.
+AF_PACKET_FANOUT_CLASH = "could not set PACKET_FANOUT"
+DPDK_START_ATTEMPTS = 3
+
+
+def start_dpdk_service(args: Sequence, log: Path, address: str, *, timeout: float = 30.0) -> Process:
+    """Start a DPDK program that serves on address; start it again (bounded) if its af_packet fanout id clashed."""
+    for attempt in range(1, DPDK_START_ATTEMPTS + 1):
+        process = Process(args, log).start()
+        try:
+            wait_for_tcp(address, timeout, process=process.popen)
+            return process
+        except LabError:
+            process.stop()
+            if attempt == DPDK_START_ATTEMPTS or AF_PACKET_FANOUT_CLASH not in process.output():
+                raise
+    raise AssertionError("unreachable")
+
+
 def quiet_interface(dev: str, mtu: int, netns: str | None = None) -> None:
     """Set the MTU, turn offloads off and IPv6 autoconfiguration chatter off, bring it up.
 
@@ -216,8 +237,7 @@ class SoftSwitch:
         for number, dev in sorted(self.ports.items()):
             args += ["--port", f"{number}@{dev}"]
         args += ["--grpc", self.grpc_address, "--cpu-port", str(self.cpu_port), "--device-id", str(self.device_id), "--depth", str(self.depth)]
-        self.process = Process(args, self.log).start()
-        wait_for_tcp(self.grpc_address, timeout, process=self.process.popen)
+        self.process = start_dpdk_service(args, self.log, self.grpc_address, timeout=timeout)
         return self
 
     def stop(self) -> None:

@@ -297,7 +297,7 @@ def start_nic(rig: Rig, veths: list[lab.VethPair]) -> lab.Process:
     binary = lab.BUILD / "smartnic" / "app" / "jumbogate-nic"
     assert binary.exists(), "jumbogate-nic is not built: run 'make setup'"
     rig.nic_generation = getattr(rig, "nic_generation", 0) + 1
-    nic = lab.Process(
+    nic = lab.start_dpdk_service(
         [
             binary,
             "--no-huge",
@@ -324,8 +324,8 @@ def start_nic(rig: Rig, veths: list[lab.VethPair]) -> lab.Process:
             "1000",
         ],  # fmt: skip
         rig.tmp / f"nic-{rig.nic_generation}.log",
-    ).start()
-    lab.wait_for_tcp(rig.config.smartnic_control, 30, process=nic.popen)
+        rig.config.smartnic_control,
+    )
     return nic
 
 

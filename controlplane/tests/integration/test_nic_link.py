@@ -61,7 +61,7 @@ class Nic:
 
     def start(self) -> None:
         self.starts += 1
-        self.process = lab.Process(
+        self.process = lab.start_dpdk_service(
             [
                 NIC_BINARY,
                 "--no-huge",
@@ -83,8 +83,8 @@ class Nic:
                 f"{STALE_PREFIX}=1300",
             ],  # fmt: skip
             self.tmp / f"nic-{self.starts}.log",
-        ).start()
-        lab.wait_for_tcp(self.control, 30, process=self.process.popen)
+            self.control,
+        )
 
     def kill(self) -> None:
         self.process.stop(sig=signal.SIGKILL)
