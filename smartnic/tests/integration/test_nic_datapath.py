@@ -3,6 +3,8 @@ counters and telemetry, checked on the frames that come back."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from nic_harness import SinglePort, tshark_checksums, write_pcap
 from nic_packets import (
@@ -140,7 +142,27 @@ def test_outbound_caravans_are_unpacked_byte_for_byte(single_port):
     assert out == datagrams
 
 
+_own_flows = itertools.count()
+
+
+def own_traffic(wiring) -> None:
+    """One of each kind of work (merge, split, caravan out and back), so that a test of the counters needs no earlier test.
+
+    Every call uses flows of its own: the SmartNIC remembers a flow's
+    sequence numbers, and a repeated segment is a retransmission, not merged.
+    """
+    n = next(_own_flows)
+    merged = tcp_frames_of(exchange(wiring, tcp_segments(INTERNET, INSTANCE, 41900 + n, 80, count=12, size=1448, seq=1000)), 41900 + n)
+    assert 0 < len(merged) < 12
+    split = tcp_frames_of(exchange(wiring, [tcp_packet(INSTANCE, "192.0.2.9", 42900 + n, 443, size=8000, seq=5000)]), 42900 + n)
+    assert len(split) > 1
+    exchange(wiring, [udp_datagram(INTERNET, INSTANCE, 44900 + n, 53, pattern(i, 400 + i), ident=900 + i, tos=0) for i in range(6)])
+    datagrams = [udp_datagram(INSTANCE, INTERNET, 45900 + n, 4500, pattern(i, 300 + 10 * i), ident=950 + i) for i in range(4)]
+    exchange(wiring, [encode_caravan(datagrams)], expect=len(datagrams))
+
+
 def test_counters_account_for_every_packet(single_port):
+    own_traffic(single_port)
     stats = single_port.nic.telemetry("/jumbogate/stats")
     assert stats["packets_in"] > 0
     assert (
@@ -158,6 +180,7 @@ def test_counters_account_for_every_packet(single_port):
 
 
 def test_telemetry_serves_info_and_the_delay_histogram(single_port):
+    own_traffic(single_port)
     info = single_port.nic.telemetry("/jumbogate/info")
     assert info["workers"] == 1 and info["ports"] == ["net_af_packet0"]
     assert str(info["boot_id"]) in single_port.nic.ready_line
