@@ -250,5 +250,10 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("replayed %u inputs\n", count);
+	if (count == 0) {
+		/* An empty or missing corpus proves nothing: fail. */
+		fprintf(stderr, "replay: no input found\n");
+		return 1;
+	}
 	return status;
 }
