@@ -201,3 +201,37 @@ def test_watch_events_carry_the_values_of_their_moment():
     assert fleet[-2:] == [False, True]
     flags = [(e.instance.jumbo, e.instance.effective_mtu) for e in events if e.HasField("instance") and e.instance.id == instance]
     assert flags == [(False, 1500), (True, state.config.mtu.guest_jumbo)]
+
+
+def test_the_controller_address_defaults_to_the_environment(api):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, JUMBOGATE_CONTROLLER=api.address)
+    done = subprocess.run([sys.executable, "-m", "jumbogate.cli", "--json", "fleet", "show"], env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == cli.EXIT_OK, done.stderr
+    assert "jumbo" in json.loads(done.stdout)
+
+
+def test_an_unexpected_status_exits_5(capsys):
+    """A server that is not a jumbogate controller answers UNIMPLEMENTED: 'other error'."""
+    from concurrent import futures
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        code = cli.main(["--controller", f"127.0.0.1:{port}", "stats"])
+        _, err = capsys.readouterr()
+        assert code == cli.EXIT_ERROR == 5 and "unimplemented" in err
+    finally:
+        server.stop(0)
+
+
+def test_udp_flows_are_refused_as_not_merge_eligible(api, capsys):
+    """--proto udp reaches the controller as UDP, which the merge path does not take (only TCP merges)."""
+    code, _, err = ctl(api, capsys, "flows", "onload", "203.0.113.7:40000", "10.10.0.10:5201", "--proto", "udp")
+    assert code == cli.EXIT_REFUSED and "not merge-eligible" in err and "udp" in err
+    code, _, _ = ctl(api, capsys, "flows", "onload", "203.0.113.7:40000", "10.10.0.10:5201", "--proto", "tcp")
+    assert code == cli.EXIT_OK
