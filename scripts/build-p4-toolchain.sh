@@ -13,7 +13,7 @@
 #
 # Pinned commits, so that a build today equals a build next year. Idempotent:
 # a step whose result is installed (the tool on PATH and its stamp file for
-# the same commit) is skipped. Prints each step's time. About 50-90 minutes
+# the same commit) is skipped. Prints each step's time. About 80 minutes
 # on two cores; the build runs at low priority.
 set -euo pipefail
 
