@@ -291,7 +291,8 @@ int sw_ternary_set(struct sw_ternary *table,
 {
 	if (count > table->capacity)
 		return -ENOSPC;
-	memcpy(table->rules, rules, (size_t)count * sizeof(*rules));
+	if (count > 0) /* memcpy from NULL is undefined even for 0 bytes */
+		memcpy(table->rules, rules, (size_t)count * sizeof(*rules));
 	table->count = count;
 	qsort(table->rules, count, sizeof(*rules), by_priority);
 	return 0;
