@@ -19,12 +19,13 @@ export SWITCH
 comma      := ,
 space      := $(subst ,, )
 
-.PHONY: help setup test test-python test-c test-ptf lint proto smartnic p4 bench run stop demo clean
+.PHONY: help setup test test-python test-c test-ptf sanitized lint proto smartnic p4 bench run stop demo clean
 
 help:
 	@echo "make setup   install Debian/PyPI dependencies, generate protos, build the SmartNIC (and P4 when p4c is present)"
 	@echo "make test    run every test: Python, C, PTF on jumbogate-switch (and BMv2), SmartNIC integration, emulation"
 	@echo "make p4      recompile the P4 program (needs p4c) into $(P4_OUT)/depth{256,512}, which is committed"
+	@echo "make sanitized  the engine's C suites and jumbogate-nic's integration tests on an ASan+UBSan build (part of make test)"
 	@echo "make bench   benchmark the SmartNIC engine against DPDK GRO (TRACE=capture.pcap to replay a capture)"
 	@echo "make lint    ruff, clang-format check, P4 warnings as errors"
 	@echo "make run     bring up the emulated rack (Mininet + switch + SmartNIC + controller; SWITCH=soft|bmv2); make stop tears it down"
@@ -68,6 +69,9 @@ $(P4_OUT)/depth%/jumbogate.json: $(P4_SRC)
 
 bench:
 	@bash smartnic/bench/run.sh $(TRACE)
+
+sanitized:
+	@bash scripts/sanitized.sh c && bash scripts/sanitized.sh nic
 
 lint:
 	@$(VENV)/bin/ruff check controlplane mininet ptf-tests

@@ -31,5 +31,9 @@ run_suite c meson test -C build/smartnic --print-errorlogs
 # simple_switch_grpc is on PATH (else it counts its tests as skipped).
 run_suite ptf-soft bash ptf-tests/run.sh --target soft "$RESULTS/ptf-soft.txt"
 run_suite ptf-bmv2 bash ptf-tests/run.sh --target bmv2 "$RESULTS/ptf-bmv2.txt"
+# The engine's C suites and jumbogate-nic's integration tests once more on an
+# AddressSanitizer + UBSan build (build/asan): memory errors and leaks fail.
+run_suite c-asan bash scripts/sanitized.sh c
+run_suite nic-asan bash scripts/sanitized.sh nic "$RESULTS/nic-asan.xml"
 
 "$PY" scripts/test_summary.py "$RESULTS" "${SUITES[@]}" -- "${STATUS[@]}"

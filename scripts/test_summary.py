@@ -7,8 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 
-def pytest_counts(results: Path) -> tuple[int, int, int]:
-    path = results / "python.xml"
+def pytest_counts(path: Path) -> tuple[int, int, int]:
     if not path.exists():
         return 0, 0, 0
     root = ET.parse(path).getroot()
@@ -50,8 +49,10 @@ def main() -> int:
     split = sys.argv.index("--")
     names, statuses = sys.argv[2:split], [int(s) for s in sys.argv[split + 1 :]]
     counts = {
-        "python": pytest_counts(results),
+        "python": pytest_counts(results / "python.xml"),
         "c": meson_counts(Path("build/smartnic/meson-logs/testlog.json")),
+        "c-asan": meson_counts(Path("build/asan/meson-logs/testlog.json")),
+        "nic-asan": pytest_counts(results / "nic-asan.xml"),
         "ptf-soft": ptf_counts(results / "ptf-soft.txt"),
         "ptf-bmv2": ptf_counts(results / "ptf-bmv2.txt"),
     }

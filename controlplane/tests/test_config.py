@@ -257,3 +257,29 @@ def test_top_level_must_be_a_mapping(tmp_path):
     with pytest.raises(ConfigError) as info:
         load_config(bad)
     assert "expected a mapping" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "bounds"),
+    [("max_flows", 12289, "1..12288"), ("max_flows", 0, "1..12288"), ("max_onloads_per_epoch", 0, "1..100000")],
+)
+def test_merge_path_admission_limits_are_bounded(raw, key, value, bounds):
+    # max_flows stays at most three quarters of the switch's 16384-entry
+    # merge_flows table, so that the controller's writes never fill it.
+    raw["elephant"][key] = value
+    err = rejection(raw)
+    assert err.field == f"elephant.{key}" and bounds in err.reason
+
+
+def test_merge_flows_table_size_matches_the_compiled_pipeline():
+    from finsy.proto import p4i
+    from google.protobuf import text_format
+
+    from jumbogate.config import MERGE_FLOWS_TABLE_SIZE
+    from jumbogate.p4 import names
+
+    p4info = p4i.P4Info()
+    path = Path(__file__).resolve().parents[2] / "p4src" / "compiled" / "depth256" / "jumbogate.p4info.txtpb"
+    text_format.Parse(path.read_text(), p4info)
+    (table,) = [t for t in p4info.tables if t.preamble.name.endswith("." + names.MERGE_FLOWS)]
+    assert table.size == MERGE_FLOWS_TABLE_SIZE

@@ -1,6 +1,7 @@
 """Runtime policy rules: the fleet rule, effective MTUs, merge eligibility, events."""
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,70 @@ def test_flows_of_both_families_sort_ipv4_first():
     v4_later = FiveTuple.parse("203.0.113.7", "10.10.0.10", 6, 40002, 5201)
     assert sorted([v6, v4_later, v4]) == [v4, v4_later, v6]
     assert sorted({v6, v4}) == [v4, v6]
+
+
+def flow_from(n: int) -> FiveTuple:
+    """The n-th flow toward the jumbo instance, from many sources."""
+    return FiveTuple.parse(f"198.18.{n // 250}.{n % 250 + 1}", "10.10.0.10", 6, 1024 + n % 60000, 443)
+
+
+def limited(max_flows: int, per_epoch: int) -> PolicyState:
+    config = load_config(EXAMPLE)
+    elephant = replace(config.elephant, max_flows=max_flows, max_onloads_per_epoch=per_epoch)
+    return PolicyState.from_config(replace(config, elephant=elephant))
+
+
+def test_elephants_beyond_the_epoch_budget_are_refused_and_counted():
+    state = limited(max_flows=1000, per_epoch=5)
+    onloaded = refused = 0
+    for n in range(20):
+        try:
+            state.onload(flow_from(n), FlowOrigin.ELEPHANT, now=100.0)
+            onloaded += 1
+        except PolicyError as err:
+            assert err.code == "RESOURCE_EXHAUSTED"
+            refused += 1
+    assert (onloaded, refused) == (5, 15)
+    assert state.elephants_rate_limited == 15
+    # The next sketch epoch (2^20 us) has a budget again.
+    with pytest.raises(PolicyError):
+        state.onload(flow_from(20), FlowOrigin.ELEPHANT, now=101.0)
+    state.onload(flow_from(20), FlowOrigin.ELEPHANT, now=101.1)
+    assert len(state.flows) == 6
+
+
+def test_a_full_merge_path_evicts_the_oldest_elephant_and_refuses_the_operator():
+    state = limited(max_flows=3, per_epoch=100)
+    operator_flow = flow_from(0)
+    state.onload(operator_flow, FlowOrigin.OPERATOR)
+    state.onload(flow_from(1), FlowOrigin.ELEPHANT, now=1.0)
+    state.onload(flow_from(2), FlowOrigin.ELEPHANT, now=1.0)
+    queue = state.events.subscribe()
+
+    state.onload(flow_from(3), FlowOrigin.ELEPHANT, now=1.0)
+    assert list(state.flows) == [operator_flow, flow_from(2), flow_from(3)]
+    assert state.flows_evicted == 1
+    event = queue.get_nowait()
+    assert event.kind == EventKind.FLOW_OFFLOADED and event.flow == flow_from(1) and "evicted" in event.detail
+
+    with pytest.raises(PolicyError) as info:
+        state.onload(flow_from(4), FlowOrigin.OPERATOR)
+    assert info.value.code == "RESOURCE_EXHAUSTED" and "elephant.max_flows" in info.value.message
+    assert state.operator_onloads_refused == 1 and len(state.flows) == 3
+
+
+def test_operator_flows_are_never_evicted_by_elephants():
+    state = limited(max_flows=2, per_epoch=100)
+    for n in range(2):
+        state.onload(flow_from(n), FlowOrigin.OPERATOR)
+    with pytest.raises(PolicyError) as info:
+        state.onload(flow_from(9), FlowOrigin.ELEPHANT, now=1.0)
+    assert "all of them onloaded by the operator" in info.value.message
+    assert set(state.flows) == {flow_from(0), flow_from(1)}
+
+
+@pytest.mark.parametrize("timeout", [-1, 86_401])
+def test_an_idle_timeout_out_of_bounds_is_refused(state, timeout):
+    with pytest.raises(PolicyError) as info:
+        state.onload(to_web(), FlowOrigin.OPERATOR, timeout)
+    assert info.value.code == "INVALID_ARGUMENT" and state.flows == {}

@@ -19,8 +19,13 @@
 #include "stats.h"
 
 /* A worker polls its ring between bursts and sleeps at most
- * --idle-sleep-max-us, so an answer later than this means it is stuck. */
-#define COMMAND_TIMEOUT_NS (2ull * 1000000000ull)
+ * --idle-sleep-max-us, so an answer later than --command-timeout-ms means
+ * it is stuck. */
+
+/* ListFlows asks the workers for this many flows per command, so that a
+ * worker never spends more than a few tens of microseconds of its packet
+ * loop on one request. */
+#define FLOWS_PER_COMMAND 512u
 
 static struct {
 	pthread_mutex_t lock;
@@ -145,19 +150,34 @@ static struct nic_result post_and_wait(struct nic_command **commands)
 
 	if (nic == NULL || atomic_load(&nic->stop)) {
 		for (unsigned int w = 0; nic && w < nic->worker_count; w++) {
-			free(commands[w]);
+			nic_command_discard(commands[w]);
 			commands[w] = NULL;
 		}
 		return fail(NIC_STATUS_UNAVAILABLE, "the program is stopping");
 	}
-	/* Rings hold more commands than the lock lets be in flight, so
-	 * enqueueing cannot fail. */
-	for (unsigned int w = 0; w < nic->worker_count; w++)
-		rte_ring_sp_enqueue(nic->workers[w].commands, commands[w]);
-	deadline = nic_now_ns() + COMMAND_TIMEOUT_NS;
+	/* Only one request is in flight at a time (the lock), but commands
+	 * a stuck worker has not taken yet stay in its ring: when the ring
+	 * is full the worker is refused this one. */
+	for (unsigned int w = 0; w < nic->worker_count; w++) {
+		if (rte_ring_sp_enqueue(nic->workers[w].commands,
+					commands[w]) == 0)
+			continue;
+		nic_command_discard(commands[w]);
+		commands[w] = NULL;
+		if (result.status == NIC_STATUS_OK)
+			result = fail(NIC_STATUS_UNAVAILABLE,
+				      "worker %u has %u requests it has not "
+				      "taken",
+				      w,
+				      rte_ring_count(nic->workers[w].commands));
+	}
+	deadline = nic_now_ns() +
+		   (uint64_t)nic->options->command_timeout_ms * 1000000ull;
 	for (unsigned int w = 0; w < nic->worker_count; w++) {
 		int expected = NIC_COMMAND_PENDING;
 
+		if (commands[w] == NULL)
+			continue;
 		while (atomic_load(&commands[w]->state) ==
 			       NIC_COMMAND_PENDING &&
 		       nic_now_ns() < deadline)
@@ -169,8 +189,9 @@ static struct nic_result post_and_wait(struct nic_command **commands)
 			if (result.status == NIC_STATUS_OK)
 				result = fail(NIC_STATUS_UNAVAILABLE,
 					      "worker %u did not answer within "
-					      "2 s",
-					      w);
+					      "%u ms",
+					      w,
+					      nic->options->command_timeout_ms);
 		}
 	}
 	return result;
@@ -675,41 +696,68 @@ struct nic_result nic_control_offload(const char *src_ip, const char *dst_ip,
 	return result;
 }
 
-struct nic_flow_entry *nic_control_list_flows(size_t *count,
-					      struct nic_result *result)
+/* Add the counters of flows [first, first + count) of the onload list,
+ * asked of every worker in one command each; the command owns copies of
+ * the keys and its answer array (see struct nic_command). */
+static struct nic_result count_flow_page(struct nic_flow_entry *entries,
+					 size_t first, size_t count)
 {
 	struct nic_command *commands[NIC_MAX_WORKERS] = {0};
 	struct nic_command command = {.type = NIC_CMD_FLOW_COUNTERS};
-	struct nic_flow_counters *counters[NIC_MAX_WORKERS] = {0};
-	struct nic_flow_entry *entries = NULL;
-	bool posted = false;
+	struct nic_result result;
+
+	if (!copy_command(&command, commands))
+		return fail(NIC_STATUS_INTERNAL, "out of memory");
+	for (unsigned int w = 0; w < control.nic->worker_count; w++) {
+		struct nic_command *c = commands[w];
+
+		c->arg.flows.keys = malloc(count * sizeof(*c->arg.flows.keys));
+		c->arg.flows.counters =
+			calloc(count, sizeof(*c->arg.flows.counters));
+		c->arg.flows.count = count;
+		if (c->arg.flows.keys == NULL ||
+		    c->arg.flows.counters == NULL) {
+			for (unsigned int i = 0; i < control.nic->worker_count;
+			     i++)
+				nic_command_discard(commands[i]);
+			return fail(NIC_STATUS_INTERNAL, "out of memory");
+		}
+		memcpy(c->arg.flows.keys, &control.flows[first],
+		       count * sizeof(*c->arg.flows.keys));
+	}
+	result = post_and_wait(commands);
+	for (unsigned int w = 0; w < control.nic->worker_count; w++) {
+		if (commands[w] == NULL) /* abandoned: the worker frees it */
+			continue;
+		for (size_t i = 0; i < count; i++) {
+			entries[first + i].packets_in +=
+				commands[w]->arg.flows.counters[i].packets_in;
+			entries[first + i].merged_packets +=
+				commands[w]
+					->arg.flows.counters[i]
+					.merged_packets;
+		}
+		nic_command_discard(commands[w]);
+	}
+	return result;
+}
+
+struct nic_flow_entry *nic_control_list_flows(size_t *count,
+					      struct nic_result *result)
+{
+	struct nic_flow_entry *entries;
 	size_t flows;
 
 	*count = 0;
 	pthread_mutex_lock(&control.lock);
 	flows = control.flow_count;
 	entries = calloc(flows + 1, sizeof(*entries));
-	if (entries && copy_command(&command, commands)) {
-		bool allocated = true;
-
-		/* One command per worker answers for every flow at once. */
-		for (unsigned int w = 0; w < control.nic->worker_count; w++) {
-			counters[w] = calloc(flows + 1, sizeof(*counters[w]));
-			allocated &= counters[w] != NULL;
-			commands[w]->arg.flows.keys = control.flows;
-			commands[w]->arg.flows.counters = counters[w];
-			commands[w]->arg.flows.count = flows;
-		}
-		if (allocated) {
-			*result = post_and_wait(commands);
-			posted = true;
-		} else {
-			release(commands);
-			*result = fail(NIC_STATUS_INTERNAL, "out of memory");
-		}
-	} else {
-		*result = fail(NIC_STATUS_INTERNAL, "out of memory");
-	}
+	*result = entries ? ok() : fail(NIC_STATUS_INTERNAL, "out of memory");
+	for (size_t first = 0; result->status == NIC_STATUS_OK && first < flows;
+	     first += FLOWS_PER_COMMAND)
+		*result = count_flow_page(
+			entries, first,
+			RTE_MIN(flows - first, FLOWS_PER_COMMAND));
 	for (size_t i = 0; result->status == NIC_STATUS_OK && i < flows; i++) {
 		const struct jg_flow_key *key = &control.flows[i];
 		struct nic_flow_entry *entry = &entries[i];
@@ -721,17 +769,7 @@ struct nic_flow_entry *nic_control_list_flows(size_t *count,
 		entry->protocol = key->protocol;
 		entry->src_port = ntohs(key->src_port);
 		entry->dst_port = ntohs(key->dst_port);
-		for (unsigned int w = 0; w < control.nic->worker_count; w++) {
-			entry->packets_in += counters[w][i].packets_in;
-			entry->merged_packets += counters[w][i].merged_packets;
-		}
 	}
-	/* An abandoned command (NULL here) still points at its counters,
-	 * which a stuck worker may write later: only answered ones go. */
-	for (unsigned int w = 0; w < control.nic->worker_count; w++)
-		if (commands[w] != NULL || !posted)
-			free(counters[w]);
-	release(commands);
 	if (result->status == NIC_STATUS_OK) {
 		*count = flows;
 	} else {

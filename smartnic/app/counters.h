@@ -39,6 +39,8 @@ struct nic_counters {
 	uint64_t polls;
 	uint64_t idle_sleeps;
 	uint64_t commands;
+	/* Commands run after their waiter gave up (--command-timeout-ms). */
+	uint64_t commands_abandoned;
 };
 
 /*

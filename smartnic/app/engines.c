@@ -1,11 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "engines.h"
+#include "port.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
 
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
+
+uint32_t nic_held_share(const struct nic *nic)
+{
+	uint32_t reserved = jg_port_pool_reserved((uint16_t)nic->worker_count,
+						  (uint16_t)nic->port_count,
+						  nic->options->burst);
+
+	if (nic->options->mbufs_per_port <= reserved)
+		return 0;
+	return (nic->options->mbufs_per_port - reserved) / nic->worker_count;
+}
 
 struct jg_engine *nic_engine_create(const struct nic *nic,
 				    const struct jg_engine_config *config,
@@ -23,10 +35,10 @@ struct jg_engine *nic_engine_create(const struct nic *nic,
 	local.name = name;
 	local.header_pool = nic->header_pool;
 	local.socket_id = rte_eth_dev_socket_id(nic->ports[port].port_id);
-	/* Held segments keep their receive buffers; leave half of each
-	 * port's pool to the receive rings so that holding never starves
-	 * reception. */
-	share = nic->options->mbufs_per_port / 2 / nic->worker_count;
+	/* Held segments keep their receive buffers; what rings and caches
+	 * may take is left to them, so that holding never starves
+	 * reception (main checked that something is left). */
+	share = nic_held_share(nic);
 	if (local.max_held_segments > share)
 		local.max_held_segments = share;
 	return jg_engine_create(&local);

@@ -7,6 +7,15 @@
 
 #include "nic.h"
 
+/* Buffers of each port's pool one worker may hold in merge runs: what the
+ * rings and caches of every worker cannot take (jg_port_pool_reserved),
+ * shared evenly. 0 when the pool is too small to hold anything. */
+uint32_t nic_held_share(const struct nic *nic);
+
+/* The smallest share that lets merging work at all: a burst's worth of
+ * segments per flow for a few flows. */
+#define NIC_MIN_HELD_SHARE 256u
+
 /*
  * An engine for (worker, port) built from config plus what the program
  * decides itself: the header pool, a unique name, the NUMA socket, and a

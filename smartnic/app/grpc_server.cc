@@ -225,6 +225,8 @@ class NicService final : public v1::Nic::Service
 		}
 		reply->set_flows_active(engine.flows_now);
 		reply->set_flows_evicted(engine.merge.flows_evicted);
+		reply->set_onloads_refused(engine.merge.onloads_refused);
+		reply->set_pins_expired(engine.merge.pins_expired);
 		return grpc::Status::OK;
 	}
 };

@@ -26,6 +26,7 @@
 #include "engines.h"
 #include "grpc_server.h"
 #include "nic.h"
+#include "port.h"
 #include "ports.h"
 #include "stats.h"
 #include "telemetry.h"
@@ -73,6 +74,35 @@ static bool create_workers(struct nic *nic)
 			"others poll the ports\n");
 		return false;
 	}
+	return true;
+}
+
+/* Every port's pool must leave buffers for merging once the rings and
+ * caches of all workers have taken theirs; otherwise held segments would
+ * starve reception (rx_nombuf) under load. Refused here, with the sum. */
+static bool check_buffer_budget(const struct nic *nic)
+{
+	const struct nic_options *options = nic->options;
+	uint32_t reserved = jg_port_pool_reserved((uint16_t)nic->worker_count,
+						  (uint16_t)nic->port_count,
+						  options->burst);
+	uint32_t needed = reserved + NIC_MIN_HELD_SHARE * nic->worker_count;
+
+	if (options->mbufs_per_port < needed) {
+		fprintf(stderr,
+			"jumbogate-nic: --mbufs %u is too few: %u workers on "
+			"%u ports can leave %u buffers of each port's pool in "
+			"receive and transmit rings (%u descriptors each), "
+			"buffer caches and bursts of %u, and merging needs %u "
+			"more per worker; give --mbufs %u or more\n",
+			options->mbufs_per_port, nic->worker_count,
+			nic->port_count, reserved, JG_PORT_RX_DESCRIPTORS,
+			options->burst, NIC_MIN_HELD_SHARE, needed);
+		return false;
+	}
+	printf("jumbogate-nic: each worker may hold %u of each port's %u "
+	       "buffers in merge runs\n",
+	       nic_held_share(nic), options->mbufs_per_port);
 	return true;
 }
 
@@ -189,11 +219,13 @@ static void print_totals(const char *event, const struct nic_totals *t)
 	       ", \"packets_absorbed\": %" PRIu64
 	       ", \"packets_created\": %" PRIu64
 	       ", \"merged_packets\": %" PRIu64 ", \"split_packets\": %" PRIu64
-	       "}\n",
+	       ", \"merge_packets_in\": %" PRIu64 ", \"commands\": %" PRIu64
+	       ", \"commands_abandoned\": %" PRIu64 "}\n",
 	       event, t->counters.rx_packets, t->counters.tx_packets, t->held,
 	       t->dropped, t->absorbed, t->created,
 	       t->engine.merge.merged_packets,
-	       t->engine.split.packets_segmented);
+	       t->engine.split.packets_segmented, t->engine.merge.packets_in,
+	       t->counters.commands, t->counters.commands_abandoned);
 	fflush(stdout);
 }
 
@@ -259,7 +291,8 @@ int main(int argc, char **argv)
 			"is inbound or outbound, every packet passes "
 			"untouched\n");
 	if (!create_workers(nic) || !nic_ports_resolve(nic) ||
-	    !create_engines(nic) || !nic_ports_start(nic))
+	    !check_buffer_budget(nic) || !create_engines(nic) ||
+	    !nic_ports_start(nic))
 		goto out;
 	nic_control_init(nic);
 	nic_telemetry_register();

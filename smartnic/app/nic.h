@@ -108,9 +108,11 @@ struct nic_command {
 		/* In: replacements; out: the engines they replaced. */
 		struct jg_engine *engines[NIC_MAX_PORTS];
 		/* Counters of these flows, written by the worker into
-		 * counters[0..count) (an array of the waiter's). */
+		 * counters[0..count). Both arrays belong to the command
+		 * (malloc'd), so that a command its waiter abandoned never
+		 * points into memory the waiter freed or moved. */
 		struct {
-			const struct jg_flow_key *keys;
+			struct jg_flow_key *keys;
 			struct nic_flow_counters *counters;
 			size_t count;
 		} flows;
@@ -129,6 +131,11 @@ uint64_t nic_now_ns(void);
  * worker itself may call it while it runs (a NIC_CMD_SNAPSHOT command). */
 void nic_worker_snapshot(const struct nic_worker *worker,
 			 struct nic_worker_snapshot *snapshot);
+
+/* Free a command and what it owns (the flows arrays; the engines of a
+ * swap): a command a worker ran after its waiter abandoned it, or one that
+ * never reached a worker. */
+void nic_command_discard(struct nic_command *command);
 
 /* Worker main loop (an lcore function); arg is the struct nic_worker. */
 int nic_worker_run(void *arg);

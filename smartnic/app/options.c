@@ -38,6 +38,9 @@ enum option_id {
 	OPT_RAISE_SYN_MSS,
 	OPT_CARAVAN_PACK,
 	OPT_CARAVAN_DSCP,
+	OPT_MAX_ONLOADED,
+	OPT_ONLOAD_IDLE,
+	OPT_COMMAND_TIMEOUT,
 };
 
 struct option_spec {
@@ -113,6 +116,15 @@ static const struct option_spec option_specs[] = {
 	 "caravans are always unpacked"},
 	{OPT_CARAVAN_DSCP, "caravan-dscp", "DSCP",
 	 "DSCP that marks a caravan (default 43)"},
+	{OPT_MAX_ONLOADED, "max-onloaded-flows", "N",
+	 "most onloaded (eviction-protected) flows per worker and port; "
+	 "more onloads are refused (default: a quarter of --max-flows)"},
+	{OPT_ONLOAD_IDLE, "onload-idle-s", "SECONDS",
+	 "an onloaded flow not seen for this long loses its protection "
+	 "(default 60)"},
+	{OPT_COMMAND_TIMEOUT, "command-timeout-ms", "MS",
+	 "how long a control request waits for the workers before it "
+	 "answers UNAVAILABLE (default 2000)"},
 };
 
 #define OPTION_COUNT (sizeof(option_specs) / sizeof(option_specs[0]))
@@ -386,6 +398,19 @@ apply(struct nic_options *options, const struct option_spec *spec,
 		ok = parse_unsigned(name, value, 0, 100000, &number, origin);
 		options->idle_sleep_max_us = (uint32_t)number;
 		break;
+	case OPT_MAX_ONLOADED:
+		ok = parse_unsigned(name, value, 1, NIC_MAX_MAX_FLOWS, &number,
+				    origin);
+		options->engine.max_onloaded_flows = (uint32_t)number;
+		break;
+	case OPT_ONLOAD_IDLE:
+		ok = parse_unsigned(name, value, 1, 86400, &number, origin);
+		options->engine.onload_idle_s = (uint32_t)number;
+		break;
+	case OPT_COMMAND_TIMEOUT:
+		ok = parse_unsigned(name, value, 0, 60000, &number, origin);
+		options->command_timeout_ms = (uint32_t)number;
+		break;
 	case OPT_GRPC:
 		ok = copy_name(name, value, options->grpc_address, origin);
 		break;
@@ -583,6 +608,7 @@ static void set_defaults(struct nic_options *options, const char *program)
 	options->mbufs_per_port = 8192;
 	options->burst = 32;
 	options->idle_sleep_max_us = 100;
+	options->command_timeout_ms = 2000;
 	strcpy(options->grpc_address, NIC_DEFAULT_GRPC_ADDRESS);
 	jg_engine_config_init(&options->engine);
 }

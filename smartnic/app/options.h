@@ -56,6 +56,8 @@ struct nic_options {
 	uint32_t mbuf_size;
 	uint16_t burst;
 	uint32_t idle_sleep_max_us;
+	/* How long a control request waits for the workers. */
+	uint32_t command_timeout_ms;
 
 	/* "none" disables the server. */
 	char grpc_address[NIC_NAME_LEN];

@@ -6,12 +6,15 @@
  *   /jumbogate/stats   totals, the accounting identity's terms, drops
  *   /jumbogate/delay   merge-delay histogram (upper bound us -> count)
  *   /jumbogate/info    boot id, workers, ports
+ *   /jumbogate/buffers buffers of each pool outside it (in rings, caches,
+ *                      engines or in flight), to see that none leak
  */
 #include "telemetry.h"
 
 #include <math.h>
 #include <stdio.h>
 
+#include <rte_mempool.h>
 #include <rte_telemetry.h>
 
 #include "control.h"
@@ -69,8 +72,13 @@ static int stats_command(const char *command, const char *params,
 		totals.engine.caravan.datagrams_unpacked);
 	add_u64(d, "flows_active", totals.engine.flows_now);
 	add_u64(d, "flows_evicted", merge->flows_evicted);
+	add_u64(d, "onloads_refused", merge->onloads_refused);
+	add_u64(d, "pins_expired", merge->pins_expired);
 	add_u64(d, "worker_polls", totals.counters.polls);
 	add_u64(d, "worker_idle_sleeps", totals.counters.idle_sleeps);
+	add_u64(d, "worker_commands", totals.counters.commands);
+	add_u64(d, "worker_commands_abandoned",
+		totals.counters.commands_abandoned);
 	/* Telemetry of DPDK 22.11 has no floating-point values. */
 	snprintf(yield, sizeof(yield), "%.6f", totals.conversion_yield);
 	rte_tel_data_add_dict_string(d, "conversion_yield", yield);
@@ -139,8 +147,26 @@ static int info_command(const char *command, const char *params,
 	return 0;
 }
 
+static void add_pool(struct rte_mempool *pool, void *arg)
+{
+	add_u64(arg, pool->name, rte_mempool_in_use_count(pool));
+}
+
+static int buffers_command(const char *command, const char *params,
+			   struct rte_tel_data *d)
+{
+	(void)command;
+	(void)params;
+	rte_tel_data_start_dict(d);
+	rte_mempool_walk(add_pool, d);
+	return 0;
+}
+
 void nic_telemetry_register(void)
 {
+	rte_telemetry_register_cmd("/jumbogate/buffers", buffers_command,
+				   "jumbogate-nic: buffers of each pool in "
+				   "use (outside the pool)");
 	rte_telemetry_register_cmd("/jumbogate/stats", stats_command,
 				   "jumbogate-nic totals, accounting and "
 				   "drops by reason");

@@ -245,6 +245,7 @@ static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 	worker->counters.rx_packets += received;
 	worker->counters.rx_bursts++;
 	out->port_id = port->tx_port_id;
+	out->count = 0;
 	/* Packets of one flow always take the same branch, so sorting the
 	 * burst by direction keeps the order within every flow. */
 	for (uint16_t i = 0; i < received; i++) {
@@ -435,6 +436,23 @@ static void execute(struct nic_worker *worker, struct nic_command *command)
 	}
 }
 
+void nic_command_discard(struct nic_command *command)
+{
+	if (command == NULL)
+		return;
+	if (command->type == NIC_CMD_FLOW_COUNTERS) {
+		free(command->arg.flows.keys);
+		free(command->arg.flows.counters);
+	} else if (command->type == NIC_CMD_SWAP_ENGINES) {
+		/* Ran: the engines it replaced, flushed. Never ran: the
+		 * replacements, which nothing else references. */
+		for (unsigned int p = 0; p < NIC_MAX_PORTS; p++)
+			if (command->arg.engines[p] != NULL)
+				jg_engine_destroy(command->arg.engines[p]);
+	}
+	free(command);
+}
+
 static bool process_commands(struct nic_worker *worker)
 {
 	void *object;
@@ -448,8 +466,11 @@ static bool process_commands(struct nic_worker *worker)
 		worker->counters.commands++;
 		any = true;
 		if (!atomic_compare_exchange_strong(&command->state, &expected,
-						    NIC_COMMAND_DONE))
-			free(command); /* the waiter gave up on it */
+						    NIC_COMMAND_DONE)) {
+			/* The waiter gave up on it. */
+			worker->counters.commands_abandoned++;
+			nic_command_discard(command);
+		}
 	}
 	return any;
 }
@@ -504,7 +525,7 @@ int nic_worker_run(void *arg)
 {
 	struct nic_worker *worker = arg;
 	const struct nic *nic = nic_instance;
-	struct output out;
+	struct output out = {.count = 0};
 	uint64_t flushed;
 
 	/* The default 50 us timer slack would stretch every short sleep

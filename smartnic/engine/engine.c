@@ -15,6 +15,7 @@
 #define DEFAULT_CARAVAN_DSCP	   43u
 #define READY_QUEUE_SLACK	   4096u
 #define MIN_INTERNAL_MTU	   1280u
+#define DEFAULT_ONLOAD_IDLE_S	   60u
 
 static const char *const drop_reason_names[] = {
 #define JG_DROP_NAME(name, text) [name] = text,
@@ -50,6 +51,7 @@ void jg_engine_config_init(struct jg_engine_config *config)
 	config->socket_id = SOCKET_ID_ANY;
 	config->name = "jumbogate";
 	config->raise_syn_mss = true;
+	config->onload_idle_s = DEFAULT_ONLOAD_IDLE_S;
 }
 
 static bool config_valid(const struct jg_engine_config *c)
@@ -62,6 +64,7 @@ static bool config_valid(const struct jg_engine_config *c)
 	       c->delay.yield_threshold >= 0.0 &&
 	       c->delay.rate_threshold_gbps >= 0.0 &&
 	       c->default_path_mtu >= 576 && c->caravan_dscp < 64 &&
+	       c->onload_idle_s > 0 && c->onload_idle_s <= 86400 &&
 	       c->header_pool != NULL && c->name != NULL;
 }
 

@@ -1,103 +1,144 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Flow table: two-choice hashing into 8-way buckets of 32-bit signatures.
- * A lookup reads at most two 32-byte buckets and one flow entry, whatever
- * the load. The flow's slot is its bucket way, so the table needs no free
- * list and its memory is fixed at creation.
+ * A lookup reads at most two 32-byte buckets, then the full key of a
+ * slot whose signature matches: the signature is only a filter, so two
+ * 5-tuples never share an entry, whatever their hashes.
  *
  * When both candidate buckets are full, the least recently seen flow of
  * the sixteen is evicted (after releasing what it holds). Flows that an
- * operator pinned (onload/offload) or that carry learned MSS lose only
- * when nothing else is there. A flood of one-packet flows therefore
- * churns among itself: a busy flow is always more recently seen than the
- * mice around it, so it keeps its slot.
+ * operator onloaded, or that carry learned MSS, lose only when nothing
+ * else is there. A flood of one-packet flows therefore churns among
+ * itself: a busy flow is always more recently seen than the mice around
+ * it, so it keeps its slot.
+ *
+ * The border faces the Internet, so an outsider chooses the 5-tuples:
+ * - The hash is keyed with a secret drawn at creation. CRC32-C, used
+ *   before, is linear: colliding tuples for a chosen victim could be
+ *   solved offline in 32 equations, whatever the seed. The keyed hash is
+ *   NH (the inner hash of UMAC: products of key-offset 32-bit words),
+ *   2^-32-almost-universal, so without the key a collision costs about
+ *   2^32 guesses; a murmur finaliser then spreads its bits.
+ * - The two candidate buckets come from two NH sums under independent
+ *   keys, so tuples that share one bucket do not therefore share both.
+ * - Onloaded ("pinned") flows are bounded (max_onloaded_flows) and lose
+ *   their pin when not seen for onload_idle_s, so no client can fill the
+ *   table with entries eviction never reaches. An offloaded flow is not
+ *   protected at all.
  *
  * The table hashes the 5-tuple in software instead of trusting the
  * port's RSS hash: the split path must find a flow from the other
  * direction (to record the MSS the rack side advertised), and an RSS
- * hash is neither symmetric nor available on that port. CRC32-C over at
- * most 40 bytes costs a few nanoseconds.
+ * hash is neither symmetric nor available on that port.
  */
 #include <stddef.h>
 #include <string.h>
+#include <sys/random.h>
 
-#include <rte_hash_crc.h>
-#if defined(RTE_ARCH_X86_64) && defined(__SSE4_2__)
-#include <nmmintrin.h>
-#endif
 #include <rte_malloc.h>
 
 #include "internal.h"
 
-#define SEED_PRIMARY   0x9e3779b9u
-#define SEED_SECONDARY 0x85ebca6bu
-
-/* CRC32-C of one word. rte_hash_crc_8byte computes the same, but asks at
- * run time which instruction set to use; a build for SSE 4.2 knows. */
-static inline uint32_t crc_word(uint64_t word, uint32_t crc)
+/* Finaliser of MurmurHash3: every input bit reaches every output bit. */
+static inline uint64_t mix64(uint64_t h)
 {
-#if defined(RTE_ARCH_X86_64) && defined(__SSE4_2__)
-	return (uint32_t)_mm_crc32_u64(crc, word);
-#else
-	return rte_hash_crc_8byte(word, crc);
-#endif
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return h;
 }
 
-uint64_t jg_flow_fingerprint(uint8_t ip_version, uint8_t protocol,
-			     const void *ports, const void *src,
-			     const void *dst)
+/* NH over an even number of 32-bit words. */
+static inline uint64_t nh(const uint32_t *words, const uint32_t *key,
+			  uint32_t count)
 {
-	uint64_t words[5];
-	uint32_t primary = SEED_PRIMARY, secondary = SEED_SECONDARY;
-	uint32_t port_pair, count;
+	uint64_t sum = 0;
 
-	memcpy(&port_pair, ports, sizeof(port_pair));
-	words[0] = (uint64_t)ip_version | (uint64_t)protocol << 8 |
-		   (uint64_t)port_pair << 32;
-	if (ip_version == 4) {
-		uint32_t s, d;
+	for (uint32_t i = 0; i < count; i += 2)
+		sum += (uint64_t)(uint32_t)(words[i] + key[i]) *
+		       (uint32_t)(words[i + 1] + key[i + 1]);
+	return sum;
+}
 
-		memcpy(&s, src, sizeof(s));
-		memcpy(&d, dst, sizeof(d));
-		words[1] = (uint64_t)s | (uint64_t)d << 32;
-		count = 2;
-	} else {
-		memcpy(&words[1], src, 16);
-		memcpy(&words[3], dst, 16);
-		count = 5;
+/* A key as 32-bit words: version and protocol, the port pair as on the
+ * wire, the addresses. 4 words for IPv4, 10 for IPv6. */
+static uint32_t key_words(const struct jg_flow_key *key, uint32_t *words)
+{
+	words[0] = (uint32_t)key->ip_version | (uint32_t)key->protocol << 8;
+	memcpy(&words[1], &key->src_port, 4);
+	if (key->ip_version == 4) {
+		words[2] = key->src.v4;
+		words[3] = key->dst.v4;
+		return 4;
 	}
-	/* Two independent chains: the CPU overlaps them. */
-	for (uint32_t i = 0; i < count; i++) {
-		primary = crc_word(words[i], primary);
-		secondary = crc_word(words[i], secondary);
-	}
-	return (uint64_t)primary << 32 | secondary;
+	memcpy(&words[2], key->src.v6, 16);
+	memcpy(&words[6], key->dst.v6, 16);
+	return 10;
 }
 
 _Static_assert(offsetof(struct jg_flow_key, dst_port) ==
 		       offsetof(struct jg_flow_key, src_port) + 2,
 	       "a key's ports lie as on the wire");
 
-void jg_flow_key_hash(const struct jg_flow_key *key, uint64_t *fingerprint)
+void jg_flow_hash(const struct jg_engine *e, const struct jg_flow_key *key,
+		  struct jg_flow_hash *hash)
 {
-	*fingerprint =
-		jg_flow_fingerprint(key->ip_version, key->protocol,
-				    &key->src_port, &key->src, &key->dst);
+	uint32_t words[10];
+	uint32_t count = key_words(key, words);
+
+	hash->primary = mix64(nh(words, e->hash_key[0], count) ^ count);
+	hash->secondary = mix64(nh(words, e->hash_key[1], count) ^ count);
 }
 
-static inline uint32_t signature_of(uint64_t fingerprint)
+bool jg_flow_key_equal(const struct jg_flow_key *a, const struct jg_flow_key *b)
 {
-	return (uint32_t)(fingerprint ^ (fingerprint >> 29)) | 1u;
+	if (a->ip_version != b->ip_version || a->protocol != b->protocol ||
+	    a->src_port != b->src_port || a->dst_port != b->dst_port)
+		return false;
+	if (a->ip_version == 4)
+		return a->src.v4 == b->src.v4 && a->dst.v4 == b->dst.v4;
+	return memcmp(a->src.v6, b->src.v6, 16) == 0 &&
+	       memcmp(a->dst.v6, b->dst.v6, 16) == 0;
+}
+
+static inline uint32_t signature_of(const struct jg_flow_hash *hash)
+{
+	return (uint32_t)hash->primary | 1u;
 }
 
 static inline void candidate_buckets(const struct jg_engine *e,
-				     uint64_t fingerprint, uint32_t *first,
-				     uint32_t *second)
+				     const struct jg_flow_hash *hash,
+				     uint32_t *first, uint32_t *second)
 {
-	*first = (uint32_t)(fingerprint >> 32) & e->bucket_mask;
-	*second = (uint32_t)fingerprint & e->bucket_mask;
+	*first = (uint32_t)(hash->primary >> 32) & e->bucket_mask;
+	*second = (uint32_t)(hash->secondary >> 32) & e->bucket_mask;
 	if (*second == *first)
 		*second = *first ^ 1u;
+}
+
+/* The hash key: from the config's seed (tests that want the same
+ * placement every run), else from the kernel's random source. */
+static int draw_hash_key(struct jg_engine *e)
+{
+	uint32_t *words = (uint32_t *)e->hash_key;
+	size_t bytes = sizeof(e->hash_key);
+
+	if (e->config.hash_seed != 0) {
+		uint64_t state = e->config.hash_seed;
+
+		for (size_t i = 0; i < bytes / 4; i++) {
+			/* splitmix64 */
+			uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+
+			z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+			z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+			words[i] = (uint32_t)(z ^ (z >> 31));
+		}
+		return 0;
+	}
+	return getrandom(words, bytes, 0) == (ssize_t)bytes ? 0 : -EIO;
 }
 
 int jg_flow_table_init(struct jg_engine *e)
@@ -106,18 +147,30 @@ int jg_flow_table_init(struct jg_engine *e)
 		RTE_MAX(e->config.max_flows, 2u * JG_BUCKET_WAYS));
 	uint32_t buckets = capacity / JG_BUCKET_WAYS;
 	size_t flow_bytes = (size_t)capacity * sizeof(struct jg_flow);
+	size_t key_bytes = (size_t)capacity * sizeof(struct jg_flow_key);
 	size_t bucket_bytes = (size_t)buckets * sizeof(struct jg_bucket);
 
+	if (draw_hash_key(e) != 0)
+		return -EIO;
 	e->flows = rte_zmalloc_socket("jg_flows", flow_bytes,
 				      RTE_CACHE_LINE_SIZE, e->config.socket_id);
+	e->keys = rte_zmalloc_socket("jg_flow_keys", key_bytes,
+				     RTE_CACHE_LINE_SIZE, e->config.socket_id);
 	e->buckets =
 		rte_zmalloc_socket("jg_buckets", bucket_bytes,
 				   RTE_CACHE_LINE_SIZE, e->config.socket_id);
-	if (e->flows == NULL || e->buckets == NULL)
+	if (e->flows == NULL || e->keys == NULL || e->buckets == NULL)
 		return -ENOMEM;
 	e->flow_capacity = capacity;
 	e->bucket_mask = buckets - 1;
-	e->memory_bytes += flow_bytes + bucket_bytes;
+	e->max_pinned =
+		e->config.max_onloaded_flows != 0
+			? RTE_MIN(e->config.max_onloaded_flows, capacity)
+			: capacity / 4;
+	e->pin_idle_coarse = (uint32_t)(((uint64_t)e->config.onload_idle_s *
+					 1000000000ull) >>
+					JG_COARSE_SHIFT);
+	e->memory_bytes += flow_bytes + key_bytes + bucket_bytes;
 	for (uint32_t i = 0; i < capacity; i++)
 		e->flows[i].timer_list = JG_TIMER_NONE;
 	return 0;
@@ -126,37 +179,41 @@ int jg_flow_table_init(struct jg_engine *e)
 void jg_flow_table_free(struct jg_engine *e)
 {
 	rte_free(e->flows);
+	rte_free(e->keys);
 	rte_free(e->buckets);
 	e->flows = NULL;
+	e->keys = NULL;
 	e->buckets = NULL;
 }
 
 static struct jg_flow *find_in_bucket(struct jg_engine *e, uint32_t bucket,
-				      uint32_t signature, uint64_t fingerprint)
+				      uint32_t signature,
+				      const struct jg_flow_key *key)
 {
 	const struct jg_bucket *b = &e->buckets[bucket];
 
 	for (uint32_t way = 0; way < JG_BUCKET_WAYS; way++) {
-		if (b->signature[way] == signature) {
-			struct jg_flow *f =
-				&e->flows[bucket * JG_BUCKET_WAYS + way];
+		uint32_t slot = bucket * JG_BUCKET_WAYS + way;
 
-			if (f->fingerprint == fingerprint)
-				return f;
-		}
+		if (b->signature[way] == signature &&
+		    jg_flow_key_equal(&e->keys[slot], key))
+			return &e->flows[slot];
 	}
 	return NULL;
 }
 
-struct jg_flow *jg_flow_find(struct jg_engine *e, uint64_t fingerprint)
+struct jg_flow *jg_flow_find(struct jg_engine *e, const struct jg_flow_key *key)
 {
-	uint32_t first, second, signature = signature_of(fingerprint);
+	struct jg_flow_hash hash;
+	uint32_t first, second, signature;
 	struct jg_flow *f;
 
-	candidate_buckets(e, fingerprint, &first, &second);
-	f = find_in_bucket(e, first, signature, fingerprint);
+	jg_flow_hash(e, key, &hash);
+	signature = signature_of(&hash);
+	candidate_buckets(e, &hash, &first, &second);
+	f = find_in_bucket(e, first, signature, key);
 	if (f == NULL)
-		f = find_in_bucket(e, second, signature, fingerprint);
+		f = find_in_bucket(e, second, signature, key);
 	return f;
 }
 
@@ -168,14 +225,39 @@ static int free_way(const struct jg_bucket *b)
 	return -1;
 }
 
-/* Higher is a better victim: old, idle, unpinned. */
-static int64_t eviction_score(const struct jg_engine *e,
-			      const struct jg_flow *f)
+static inline uint32_t idle_coarse(const struct jg_engine *e,
+				   const struct jg_flow *f)
 {
-	uint16_t now = (uint16_t)(e->now_ns >> 16);
-	int64_t score = (uint16_t)(now - f->last_seen_coarse);
+	return (uint32_t)(e->now_ns >> JG_COARSE_SHIFT) - f->last_seen_coarse;
+}
 
-	if (f->flags & (JG_FLOW_ONLOADED | JG_FLOW_OFFLOADED))
+void jg_flow_unpin(struct jg_engine *e, struct jg_flow *f)
+{
+	if (f->flags & JG_FLOW_ONLOADED) {
+		f->flags &= (uint8_t)~JG_FLOW_ONLOADED;
+		e->pinned_flows--;
+	}
+}
+
+/* An onloaded flow keeps its pin while it is seen; one idle for longer
+ * than onload_idle_s is an ordinary flow again. */
+static bool pin_holds(struct jg_engine *e, struct jg_flow *f)
+{
+	if (!(f->flags & JG_FLOW_ONLOADED))
+		return false;
+	if (idle_coarse(e, f) <= e->pin_idle_coarse)
+		return true;
+	jg_flow_unpin(e, f);
+	e->stats.merge.pins_expired++;
+	return false;
+}
+
+/* Higher is a better victim: old, idle, unpinned. */
+static int64_t eviction_score(struct jg_engine *e, struct jg_flow *f)
+{
+	int64_t score = RTE_MIN(idle_coarse(e, f), 1u << 15);
+
+	if (pin_holds(e, f))
 		score -= 1 << 20;
 	if (f->internal_mss != 0)
 		score -= 1 << 18;
@@ -192,6 +274,7 @@ static void evict(struct jg_engine *e, uint32_t slot)
 		e->stats.merge.evictions_flushing++;
 		jg_flow_release_all(e, f);
 	}
+	jg_flow_unpin(e, f);
 	jg_timer_unlink(e, f);
 	e->buckets[slot / JG_BUCKET_WAYS].signature[slot % JG_BUCKET_WAYS] = 0;
 	e->flows_now--;
@@ -199,17 +282,20 @@ static void evict(struct jg_engine *e, uint32_t slot)
 }
 
 struct jg_flow *jg_flow_find_or_create(struct jg_engine *e,
-				       uint64_t fingerprint)
+				       const struct jg_flow_key *key)
 {
-	uint32_t first, second, signature = signature_of(fingerprint);
+	struct jg_flow_hash hash;
+	uint32_t first, second, signature;
 	uint32_t slot = JG_INDEX_NONE;
 	struct jg_flow *f;
 	int way;
 
-	candidate_buckets(e, fingerprint, &first, &second);
-	f = find_in_bucket(e, first, signature, fingerprint);
+	jg_flow_hash(e, key, &hash);
+	signature = signature_of(&hash);
+	candidate_buckets(e, &hash, &first, &second);
+	f = find_in_bucket(e, first, signature, key);
 	if (f == NULL)
-		f = find_in_bucket(e, second, signature, fingerprint);
+		f = find_in_bucket(e, second, signature, key);
 	if (f != NULL)
 		return f;
 
@@ -240,12 +326,35 @@ struct jg_flow *jg_flow_find_or_create(struct jg_engine *e,
 
 	f = &e->flows[slot];
 	memset(f, 0, sizeof(*f));
-	f->fingerprint = fingerprint;
+	f->fingerprint = hash.primary;
 	f->timer_list = JG_TIMER_NONE;
 	f->timer_prev = f->timer_next = JG_INDEX_NONE;
+	f->last_seen_coarse = (uint32_t)(e->now_ns >> JG_COARSE_SHIFT);
+	e->keys[slot] = *key;
 	e->buckets[slot / JG_BUCKET_WAYS].signature[slot % JG_BUCKET_WAYS] =
 		signature;
 	e->flows_now++;
 	e->stats.merge.flows_created++;
 	return f;
+}
+
+/* Pins idle past onload_idle_s are dropped lazily, when eviction looks at
+ * them; when the pin budget is spent, look for such pins actively, a
+ * bounded stretch of the table per call, resuming where the last stopped,
+ * so that refusing an onload stays cheap. */
+#define PIN_SCAN_SLOTS 1024u
+
+bool jg_flow_pin_budget_left(struct jg_engine *e)
+{
+	if (e->pinned_flows < e->max_pinned)
+		return true;
+	for (uint32_t i = 0; i < RTE_MIN(PIN_SCAN_SLOTS, e->flow_capacity);
+	     i++) {
+		uint32_t slot = e->pin_scan_cursor++ & (e->flow_capacity - 1);
+
+		if (e->buckets[slot / JG_BUCKET_WAYS]
+			    .signature[slot % JG_BUCKET_WAYS] != 0)
+			(void)pin_holds(e, &e->flows[slot]);
+	}
+	return e->pinned_flows < e->max_pinned;
 }

@@ -78,11 +78,6 @@ void jg_flow_key_from_packet(const struct rte_mbuf *m,
 			     const struct jg_parsed *p,
 			     struct jg_flow_key *key);
 
-/* The fingerprint jg_flow_key_hash gives the key of a parsed TCP/UDP
- * packet, hashed straight from its headers. */
-uint64_t jg_packet_fingerprint(const struct rte_mbuf *m,
-			       const struct jg_parsed *p);
-
 /* The same flow seen from the other direction. */
 void jg_flow_key_reverse(const struct jg_flow_key *key,
 			 struct jg_flow_key *reversed);
@@ -237,7 +232,7 @@ struct jg_flow {
 	uint16_t held_segments;
 	uint8_t run_count;
 	uint8_t flags;		   /* JG_FLOW_* */
-	uint16_t last_seen_coarse; /* now >> 16 ns, for LRU eviction */
+	uint32_t last_seen_coarse; /* now >> JG_COARSE_SHIFT, for eviction */
 	uint32_t released_end;	   /* sequence after the last byte released */
 };
 
@@ -245,6 +240,10 @@ struct jg_flow {
 #define JG_FLOW_OFFLOADED      0x02
 #define JG_FLOW_RATE_VALID     0x04
 #define JG_FLOW_RELEASED_VALID 0x08 /* released_end is set */
+
+/* Coarse time for eviction and pin ageing: 65.5 us units, a lap of 78
+ * hours. */
+#define JG_COARSE_SHIFT 16
 
 #define JG_TIMER_NONE  0xffff
 #define JG_TIMER_BURST 0xfffe
@@ -279,10 +278,16 @@ struct jg_engine {
 	int run_meta_offset; /* dynamic field offset of struct jg_run_meta */
 
 	struct jg_flow *flows;
+	struct jg_flow_key *keys; /* the key of each slot, compared on lookup */
 	struct jg_bucket *buckets;
 	uint32_t bucket_mask;
 	uint32_t flow_capacity;
 	uint32_t flows_now;
+	uint32_t hash_key[2][10]; /* NH keys of the two bucket choices */
+	uint32_t pinned_flows;	  /* flows with JG_FLOW_ONLOADED */
+	uint32_t max_pinned;
+	uint32_t pin_idle_coarse; /* onload_idle_s in coarse units */
+	uint32_t pin_scan_cursor;
 
 	uint32_t wheel[JG_WHEEL_SLOTS]; /* first flow of each slot */
 	uint32_t burst_list;		/* flows released at end of call */
@@ -327,21 +332,30 @@ static inline bool jg_seq_before(uint32_t a, uint32_t b)
 }
 
 /* flow_table.c */
+struct jg_flow_hash {
+	uint64_t primary;   /* first bucket, signature, fingerprint */
+	uint64_t secondary; /* second bucket */
+};
 int jg_flow_table_init(struct jg_engine *e);
 void jg_flow_table_free(struct jg_engine *e);
-void jg_flow_key_hash(const struct jg_flow_key *key, uint64_t *fingerprint);
-/* The same fingerprint from a flow's fields as they lie in a packet
- * (ports: source then destination port; addresses of ip_version's size;
- * all in network order), so the merge path need not build a key. */
-uint64_t jg_flow_fingerprint(uint8_t ip_version, uint8_t protocol,
-			     const void *ports, const void *src,
-			     const void *dst);
+/* The engine's keyed hash of a flow key. */
+void jg_flow_hash(const struct jg_engine *e, const struct jg_flow_key *key,
+		  struct jg_flow_hash *hash);
+/* Keys equal in the bytes their IP version uses. */
+bool jg_flow_key_equal(const struct jg_flow_key *a,
+		       const struct jg_flow_key *b);
 /* Find a flow; NULL when absent. */
-struct jg_flow *jg_flow_find(struct jg_engine *e, uint64_t fingerprint);
+struct jg_flow *jg_flow_find(struct jg_engine *e,
+			     const struct jg_flow_key *key);
 /* Find or create; creation may evict (and flush) another flow. NULL only
  * when both candidate buckets hold pinned flows. */
 struct jg_flow *jg_flow_find_or_create(struct jg_engine *e,
-				       uint64_t fingerprint);
+				       const struct jg_flow_key *key);
+/* Clear a flow's onload pin (and the count of pins). */
+void jg_flow_unpin(struct jg_engine *e, struct jg_flow *f);
+/* Whether one more flow may be pinned, after dropping idle pins found in
+ * a bounded scan when the budget is spent. */
+bool jg_flow_pin_budget_left(struct jg_engine *e);
 static inline uint32_t jg_flow_index(const struct jg_engine *e,
 				     const struct jg_flow *f)
 {

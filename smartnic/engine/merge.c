@@ -821,8 +821,8 @@ static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
 {
 	struct jg_merge_stats *stats = &e->stats.merge;
 	struct segment s;
+	struct jg_flow_key key;
 	struct jg_flow *f;
-	uint64_t fingerprint;
 
 	stats->packets_in++;
 	stats->bytes_in += m->pkt_len;
@@ -832,16 +832,18 @@ static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
 	}
 	if (!s.p.l4_complete) {
 		f = NULL;
-		if (s.p.fragment_shows_ports)
-			f = jg_flow_find(e, jg_packet_fingerprint(m, &s.p));
+		if (s.p.fragment_shows_ports) {
+			jg_flow_key_from_packet(m, &s.p, &key);
+			f = jg_flow_find(e, &key);
+		}
 		release_flow_then_pass(e, f, m);
 		return;
 	}
 	stats->tcp_payload_in += s.p.payload_length;
-	fingerprint = jg_packet_fingerprint(m, &s.p);
+	jg_flow_key_from_packet(m, &s.p, &key);
 
 	if (!mergeable_shape(&s.p)) {
-		f = jg_flow_find(e, fingerprint);
+		f = jg_flow_find(e, &key);
 		if (f != NULL && (s.p.tcp_flags & JG_TCP_FLAG_SYN))
 			f->external_mss =
 				jg_tcp_mss_option(jg_l4(m, &s.p), s.p.l4_len);
@@ -855,15 +857,15 @@ static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
 	if (!ipv4_header_good(m, &s.p) ||
 	    !tcp_checksum_good(e, m, &s.p, &s.payload_sum)) {
 		stats->bad_checksum_passes++;
-		release_flow_then_pass(e, jg_flow_find(e, fingerprint), m);
+		release_flow_then_pass(e, jg_flow_find(e, &key), m);
 		return;
 	}
-	f = jg_flow_find_or_create(e, fingerprint);
+	f = jg_flow_find_or_create(e, &key);
 	if (f == NULL) {
 		pass_through(e, m);
 		return;
 	}
-	f->last_seen_coarse = (uint16_t)(e->now_ns >> 16);
+	f->last_seen_coarse = (uint32_t)(e->now_ns >> JG_COARSE_SHIFT);
 	if (!flow_may_merge(e, f)) {
 		release_flow_then_pass(e, f, m);
 		return;
@@ -1009,40 +1011,46 @@ uint16_t jg_merge_flush_all(struct jg_engine *e, struct rte_mbuf **out,
 	return jg_ready_drain(e, out, out_cap);
 }
 
-static struct jg_flow *flow_of_key(struct jg_engine *e,
-				   const struct jg_flow_key *key, bool create)
-{
-	uint64_t fingerprint;
-
-	jg_flow_key_hash(key, &fingerprint);
-	return create ? jg_flow_find_or_create(e, fingerprint)
-		      : jg_flow_find(e, fingerprint);
-}
-
 int jg_flow_onload(struct jg_engine *e, const struct jg_flow_key *key)
 {
-	struct jg_flow *f = flow_of_key(e, key, true);
+	struct jg_flow *f = jg_flow_find(e, key);
 
-	if (f == NULL)
+	if (f != NULL && (f->flags & JG_FLOW_ONLOADED)) {
+		f->last_seen_coarse = (uint32_t)(e->now_ns >> JG_COARSE_SHIFT);
+		return 0;
+	}
+	if (!jg_flow_pin_budget_left(e)) {
+		e->stats.merge.onloads_refused++;
 		return -ENOSPC;
+	}
+	if (f == NULL)
+		f = jg_flow_find_or_create(e, key);
+	if (f == NULL) {
+		e->stats.merge.onloads_refused++;
+		return -ENOSPC;
+	}
 	f->flags =
 		(uint8_t)((f->flags & ~JG_FLOW_OFFLOADED) | JG_FLOW_ONLOADED);
+	f->last_seen_coarse = (uint32_t)(e->now_ns >> JG_COARSE_SHIFT);
+	e->pinned_flows++;
 	return 0;
 }
 
 int jg_flow_offload(struct jg_engine *e, const struct jg_flow_key *key,
 		    struct rte_mbuf **out, uint16_t out_cap)
 {
-	struct jg_flow *f = flow_of_key(e, key, true);
+	/* An unknown flow gets no entry: offload must not be a way to fill
+	 * the table. */
+	struct jg_flow *f = jg_flow_find(e, key);
 	struct rte_mbuf *pending[2 * JG_MAX_RUNS_PER_FLOW];
 	uint16_t count;
 
 	if (f == NULL)
-		return -ENOSPC;
+		return 0;
 	if (f->run_count > out_cap)
 		return -ENOSPC;
-	f->flags =
-		(uint8_t)((f->flags & ~JG_FLOW_ONLOADED) | JG_FLOW_OFFLOADED);
+	jg_flow_unpin(e, f);
+	f->flags |= JG_FLOW_OFFLOADED;
 	/* Packets of other flows already queued stay queued; only this
 	 * flow's runs go to out. */
 	uint32_t queued_before = e->ready_tail;
@@ -1059,7 +1067,7 @@ int jg_flow_offload(struct jg_engine *e, const struct jg_flow_key *key,
 uint16_t jg_flow_internal_mss(struct jg_engine *e,
 			      const struct jg_flow_key *key)
 {
-	struct jg_flow *f = flow_of_key(e, key, false);
+	struct jg_flow *f = jg_flow_find(e, key);
 
 	return f == NULL ? 0 : f->internal_mss;
 }

@@ -195,22 +195,6 @@ void jg_flow_key_from_packet(const struct rte_mbuf *m,
 	}
 }
 
-uint64_t jg_packet_fingerprint(const struct rte_mbuf *m,
-			       const struct jg_parsed *p)
-{
-	const uint8_t *l3 = jg_l3(m, p);
-
-	if (p->ip_version == 4)
-		return jg_flow_fingerprint(
-			4, p->l4_protocol, jg_l4(m, p),
-			l3 + offsetof(struct rte_ipv4_hdr, src_addr),
-			l3 + offsetof(struct rte_ipv4_hdr, dst_addr));
-	return jg_flow_fingerprint(
-		6, p->l4_protocol, jg_l4(m, p),
-		l3 + offsetof(struct rte_ipv6_hdr, src_addr),
-		l3 + offsetof(struct rte_ipv6_hdr, dst_addr));
-}
-
 void jg_flow_key_reverse(const struct jg_flow_key *key,
 			 struct jg_flow_key *reversed)
 {

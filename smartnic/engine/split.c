@@ -22,14 +22,12 @@ static void learn_internal_mss(struct jg_engine *e, const struct rte_mbuf *m,
 			       const struct jg_parsed *p)
 {
 	struct jg_flow_key outbound, inbound;
-	uint64_t fingerprint;
 	struct jg_flow *f;
 	uint16_t mss = jg_tcp_mss_option(jg_l4(m, p), p->l4_len);
 
 	jg_flow_key_from_packet(m, p, &outbound);
 	jg_flow_key_reverse(&outbound, &inbound);
-	jg_flow_key_hash(&inbound, &fingerprint);
-	f = jg_flow_find_or_create(e, fingerprint);
+	f = jg_flow_find_or_create(e, &inbound);
 	if (f == NULL)
 		return;
 	f->internal_mss = mss != 0 ? mss : DEFAULT_TCP_MSS;

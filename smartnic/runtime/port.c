@@ -11,8 +11,9 @@
 #include <rte_mbuf.h>
 #include <rte_pause.h>
 
-#define RX_DESCRIPTORS 1024
-#define TX_DESCRIPTORS 1024
+#define RX_DESCRIPTORS JG_PORT_RX_DESCRIPTORS
+#define TX_DESCRIPTORS JG_PORT_TX_DESCRIPTORS
+#define POOL_CACHE     256
 /* The most data one mbuf can describe. */
 #define MAX_DATA_SIZE ((uint32_t)UINT16_MAX - RTE_PKTMBUF_HEADROOM)
 /* Ethernet header, two VLAN tags and the FCS around the IP packet. */
@@ -61,7 +62,7 @@ static struct rte_mempool *create_pool(const struct jg_port_params *p,
 
 	snprintf(name, sizeof(name), "jg_rx_%u_%u", p->port_id, data_size);
 	pool = rte_pktmbuf_pool_create(
-		name, p->mbufs, 256, 0,
+		name, p->mbufs, POOL_CACHE, 0,
 		(uint16_t)(RTE_PKTMBUF_HEADROOM + data_size), socket);
 	if (pool == NULL)
 		fprintf(stderr,
@@ -87,6 +88,16 @@ static int setup_queues(const struct jg_port_params *p, int socket,
 			return result;
 	}
 	return 0;
+}
+
+uint32_t jg_port_pool_reserved(uint16_t workers, uint16_t ports, uint16_t burst)
+{
+	/* A per-core cache fills up to 1.5 times its size before it
+	 * flushes back to the pool (RTE_MEMPOOL_CACHE_FLUSHTHRESH). */
+	const uint32_t cache = POOL_CACHE * 3 / 2;
+
+	return (uint32_t)workers * (RX_DESCRIPTORS + cache + 2u * burst +
+				    (uint32_t)ports * TX_DESCRIPTORS);
 }
 
 bool jg_port_setup(const struct jg_port_params *p, struct rte_mempool **out)

@@ -23,6 +23,19 @@ struct jg_port_params {
 	uint32_t mbuf_size; /* data bytes per buffer; 0: one whole frame */
 };
 
+/* Descriptors of every receive and transmit queue jg_port_setup makes. */
+#define JG_PORT_RX_DESCRIPTORS 1024u
+#define JG_PORT_TX_DESCRIPTORS 1024u
+
+/* Buffers of one port's pool that can be out of a program's hands at once
+ * while it holds none: for each of `workers` queues, a full receive ring,
+ * a full per-core cache and two bursts in flight, and a full transmit
+ * ring on each of the `ports` its buffers may leave by (a NIC frees what
+ * it sent only later). What remains of the pool is what the program may
+ * keep (held segments) without starving reception (rx_nombuf). */
+uint32_t jg_port_pool_reserved(uint16_t workers, uint16_t ports,
+			       uint16_t burst);
+
 /* Names of every probed port, comma-separated, for error messages. */
 void jg_port_list(char *text, unsigned long length);
 

@@ -695,7 +695,7 @@ uint32_t sw_crc32(const uint8_t *data, uint32_t length)
 static uint32_t flow_hash(const uint8_t fields[SW_KEY_MAX], uint8_t salt,
 			  uint32_t size)
 {
-	return rte_hash_crc(fields, SW_FLOW_KEY_LEN, salt * 0x9e3779b9u) % size;
+	return sw_crc32c(fields, SW_FLOW_KEY_LEN, salt * 0x9e3779b9u) % size;
 }
 
 /* -- ElephantDetector (elephant.p4) -------------------------------------------

@@ -55,9 +55,31 @@ void sw_hash_free(struct sw_hash *hash)
 	hash->slots = NULL;
 }
 
+uint32_t sw_crc32c(const uint8_t *bytes, uint32_t length, uint32_t seed)
+{
+	uint32_t crc = seed;
+	uint32_t i = 0;
+
+	for (; i + 8 <= length; i += 8) {
+		uint64_t word;
+
+		memcpy(&word, bytes + i, sizeof(word));
+		crc = rte_hash_crc_8byte(word, crc);
+	}
+	for (; i + 4 <= length; i += 4) {
+		uint32_t word;
+
+		memcpy(&word, bytes + i, sizeof(word));
+		crc = rte_hash_crc_4byte(word, crc);
+	}
+	for (; i < length; i++)
+		crc = rte_hash_crc_1byte(bytes[i], crc);
+	return crc;
+}
+
 static uint32_t key_hash(const struct sw_hash *hash, const uint8_t *key)
 {
-	return rte_hash_crc(key, hash->key_len, hash->seed);
+	return sw_crc32c(key, hash->key_len, hash->seed);
 }
 
 struct sw_hash_slot *sw_hash_find(const struct sw_hash *hash,

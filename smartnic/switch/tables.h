@@ -63,6 +63,11 @@ struct sw_hash {
 	uint32_t seed;
 };
 
+/* CRC32-C of a byte string at any alignment. rte_hash_crc loads 8 and 4
+ * bytes through pointer casts, undefined for the packed keys here (UBSan
+ * reports it); memcpy loads compile to the same instructions. */
+uint32_t sw_crc32c(const uint8_t *bytes, uint32_t length, uint32_t seed);
+
 /* 0 on success, -ENOMEM. `capacity` entries fit; the slot array is at
  * least twice that, so probes stay short. */
 int sw_hash_init(struct sw_hash *hash, uint32_t key_len, uint32_t capacity,

@@ -8,6 +8,7 @@
 
 #include <rte_mbuf.h>
 
+#include "../engine/internal.h"
 #include "fixture.h"
 
 #define PAYLOAD 1000u
@@ -554,6 +555,167 @@ static void onload_offload(void)
 	fixture_finish(&fx);
 }
 
+/* A key of the n-th flow of a family (the first octet tells families
+ * apart). */
+static void numbered_key(uint8_t family, uint32_t n, struct jg_flow_key *key)
+{
+	memset(key, 0, sizeof(*key));
+	key->ip_version = 4;
+	key->protocol = 6;
+	key->src.v4 = rte_cpu_to_be_32((uint32_t)family << 24 | n);
+	key->dst.v4 = rte_cpu_to_be_32(0xc0a80001u);
+	key->src_port = rte_cpu_to_be_16((uint16_t)(1024 + n % 60000));
+	key->dst_port = rte_cpu_to_be_16(443);
+}
+
+/*
+ * Onload and offload are open to any control client, and the controller
+ * cycles every expiring elephant through them. Cycling ten tables' worth
+ * of flows through onload and offload, then onloading as many more and
+ * never offloading them, must still leave room for a new flow to merge.
+ */
+static void pinned_entries_bounded(void)
+{
+	struct fixture fx;
+	struct pb_spec base;
+	struct jg_flow_key key;
+	struct jg_stats stats;
+	struct rte_mbuf *out[8], *pkts[6];
+
+	fixture_config(&fx);
+	fx.config.max_flows = 1024;
+	fixture_start(&fx);
+	for (uint32_t i = 0; i < 10 * 1024; i++) {
+		numbered_key(12, i, &key);
+		(void)jg_flow_onload(fx.engine, &key);
+		CHECK_EQ(jg_flow_offload(fx.engine, &key, out, 8), 0);
+	}
+	for (uint32_t i = 0; i < 10 * 1024; i++) {
+		numbered_key(13, i, &key);
+		(void)jg_flow_onload(fx.engine, &key);
+	}
+	pb_defaults(&base, 4);
+	for (unsigned int i = 0; i < 6; i++) {
+		id_for(&base, i);
+		pkts[i] = fixture_segment(&base, i * PAYLOAD, PAYLOAD);
+	}
+	fixture_merge(&fx, pkts, 6);
+	fixture_flush(&fx);
+	CHECK_EQ(fx.out_count, 1); /* six segments, one packet */
+	jg_engine_get_stats(fx.engine, &stats);
+	CHECK(stats.flows_now <= stats.flow_capacity);
+	/* A quarter of the table may be pinned; the rest were refused. */
+	CHECK_EQ(stats.merge.onloads_refused, 10 * 1024 - 1024 / 4);
+	fixture_finish(&fx);
+}
+
+/* Pins age: an onloaded flow not seen for onload_idle_s is an ordinary
+ * flow again, and its share of the budget is free for a new onload. */
+static void idle_pins_expire(void)
+{
+	struct fixture fx;
+	struct jg_flow_key key;
+	struct jg_stats stats;
+
+	fixture_config(&fx);
+	fx.config.max_flows = 1024;
+	fx.config.max_onloaded_flows = 100;
+	fx.config.onload_idle_s = 2;
+	fixture_start(&fx);
+	for (uint32_t i = 0; i < 100; i++) {
+		numbered_key(12, i, &key);
+		CHECK_EQ(jg_flow_onload(fx.engine, &key), 0);
+	}
+	numbered_key(13, 0, &key);
+	CHECK_EQ(jg_flow_onload(fx.engine, &key), -ENOSPC);
+	/* Onloading a pinned flow again refreshes it, using no budget. */
+	numbered_key(12, 7, &key);
+	CHECK_EQ(jg_flow_onload(fx.engine, &key), 0);
+
+	fx.now_ns += 3000000000ull;
+	fixture_timer(&fx);
+	numbered_key(13, 0, &key);
+	CHECK_EQ(jg_flow_onload(fx.engine, &key), 0);
+	jg_engine_get_stats(fx.engine, &stats);
+	CHECK_EQ(stats.merge.onloads_refused, 1);
+	CHECK(stats.merge.pins_expired >= 1);
+	fixture_finish(&fx);
+}
+
+/*
+ * Flow identity is the whole 5-tuple. Build a tuple whose primary hash
+ * equals a victim's (the test reads the engine's secret; an outsider
+ * cannot): the NH sum is unchanged when the two address words trade
+ * their key-offset values. A spoofed segment from it, in the middle of
+ * the victim's segments, must neither join nor break the victim's run.
+ */
+static void colliding_tuple_leaves_victim_alone(void)
+{
+	struct fixture fx;
+	struct pb_spec victim, attacker;
+	struct jg_flow_key victim_key, attacker_key;
+	struct jg_flow_hash victim_hash, attacker_hash;
+	struct rte_mbuf *pkts[7];
+	struct jg_stats stats;
+
+	fixture_config(&fx);
+	fixture_start(&fx);
+	pb_defaults(&victim, 4);
+	key_of(&victim, &victim_key);
+	const uint32_t *k = fx.engine->hash_key[0];
+	uint32_t a = victim_key.src.v4 + k[2], b = victim_key.dst.v4 + k[3];
+
+	attacker_key = victim_key;
+	attacker_key.src.v4 = b - k[2];
+	attacker_key.dst.v4 = a - k[3];
+	jg_flow_hash(fx.engine, &victim_key, &victim_hash);
+	jg_flow_hash(fx.engine, &attacker_key, &attacker_hash);
+	CHECK_EQ(victim_hash.primary, attacker_hash.primary);
+	CHECK(!jg_flow_key_equal(&victim_key, &attacker_key));
+
+	attacker = victim;
+	attacker.src_v4 = rte_be_to_cpu_32(attacker_key.src.v4);
+	attacker.dst_v4 = rte_be_to_cpu_32(attacker_key.dst.v4);
+	/* Bytes the victim already sent: to the victim, a retransmission. */
+	attacker.seq = victim.seq;
+	for (unsigned int i = 0; i < 3; i++) {
+		id_for(&victim, i);
+		pkts[i] = fixture_segment(&victim, i * PAYLOAD, PAYLOAD);
+	}
+	pkts[3] = fixture_segment(&attacker, 0, PAYLOAD);
+	for (unsigned int i = 3; i < 6; i++) {
+		id_for(&victim, i);
+		pkts[i + 1] = fixture_segment(&victim, i * PAYLOAD, PAYLOAD);
+	}
+	fixture_merge(&fx, pkts, 7);
+	fixture_flush(&fx);
+	jg_engine_get_stats(fx.engine, &stats);
+	CHECK_EQ(stats.flows_now, 2);
+	CHECK_EQ(stats.merge.overlap_passes, 0);
+	/* The victim's six segments in one packet, the spoofed one alone. */
+	CHECK_EQ(fx.out_count, 2);
+	CHECK_EQ(stats.merge.merged_packets, 1);
+	fixture_finish(&fx);
+}
+
+/* Each engine draws its own hash secret unless a seed is given. */
+static void hash_secret_per_engine(void)
+{
+	struct fixture fx;
+	uint32_t first[2][10];
+
+	fixture_config(&fx);
+	fx.config.hash_seed = 0;
+	fixture_start(&fx);
+	memcpy(first, fx.engine->hash_key, sizeof(first));
+	fixture_finish(&fx);
+	fixture_config(&fx);
+	fx.config.hash_seed = 0;
+	fixture_start(&fx);
+	CHECK(memcmp(first, fx.engine->hash_key, sizeof(first)) != 0);
+	fixture_finish(&fx);
+}
+
 /*
  * A flood of one-packet flows, far beyond the table, mixed with one fast
  * flow: memory stays fixed, the mice are evicted among themselves (and
@@ -694,6 +856,10 @@ int main(int argc, char **argv)
 		HARNESS_CASE(joined_run_keeps_oldest_deadline),
 		HARNESS_CASE(mss_learning),
 		HARNESS_CASE(onload_offload),
+		HARNESS_CASE(pinned_entries_bounded),
+		HARNESS_CASE(idle_pins_expire),
+		HARNESS_CASE(colliding_tuple_leaves_victim_alone),
+		HARNESS_CASE(hash_secret_per_engine),
 		HARNESS_CASE(mice_flood_eviction),
 		HARNESS_CASE(eviction_flushes_held),
 		HARNESS_CASE(ready_queue_carries_over),

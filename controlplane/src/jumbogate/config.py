@@ -104,6 +104,23 @@ class Elephant:
     epoch_ms: int = 100
     # Idle time after which an onloaded flow leaves the merge path.
     idle_timeout_s: int = 10
+    # Most flows on the merge path at once, well below the switch's
+    # merge_flows table (MERGE_FLOWS_TABLE_SIZE), so that the table never
+    # fills: a full table would refuse the controller's writes.
+    max_flows: int = 4096
+    # Most elephants onloaded per sketch epoch; more are counted and left
+    # on the bypass, so a flood of (fake) elephants cannot churn the table.
+    max_onloads_per_epoch: int = 64
+
+
+# Entries of the switch's merge_flows table (p4src/include/steering.p4);
+# a test checks it against the committed P4Info.
+MERGE_FLOWS_TABLE_SIZE = 16384
+# At most this share of it is given to elephant.max_flows: flows being
+# deleted and flows adopted after a restart need the rest.
+MAX_MERGE_FLOWS = MERGE_FLOWS_TABLE_SIZE * 3 // 4
+# Longest idle timeout an onloaded flow may ask for.
+MAX_IDLE_TIMEOUT_S = 86_400
 
 
 @dataclass(frozen=True)
@@ -415,12 +432,16 @@ def parse_config(data: Any, source: str = "<config>") -> RackConfig:
     if not ports:
         raise r.fail("switch.ports", "needs at least one port")
 
-    raw_elephant = r.mapping(top.get("elephant"), "elephant", {"threshold_bytes", "epoch_ms", "idle_timeout_s"})
+    raw_elephant = r.mapping(top.get("elephant"), "elephant", {"threshold_bytes", "epoch_ms", "idle_timeout_s", "max_flows", "max_onloads_per_epoch"})
     el_defaults = Elephant()
     elephant = Elephant(
         threshold_bytes=r.integer(raw_elephant.get("threshold_bytes", el_defaults.threshold_bytes), "elephant.threshold_bytes", 1, 2**32 - 1),
         epoch_ms=r.integer(raw_elephant.get("epoch_ms", el_defaults.epoch_ms), "elephant.epoch_ms", 1, 60_000),
-        idle_timeout_s=r.integer(raw_elephant.get("idle_timeout_s", el_defaults.idle_timeout_s), "elephant.idle_timeout_s", 1, 86_400),
+        idle_timeout_s=r.integer(raw_elephant.get("idle_timeout_s", el_defaults.idle_timeout_s), "elephant.idle_timeout_s", 1, MAX_IDLE_TIMEOUT_S),
+        max_flows=r.integer(raw_elephant.get("max_flows", el_defaults.max_flows), "elephant.max_flows", 1, MAX_MERGE_FLOWS),
+        max_onloads_per_epoch=r.integer(
+            raw_elephant.get("max_onloads_per_epoch", el_defaults.max_onloads_per_epoch), "elephant.max_onloads_per_epoch", 1, 100_000
+        ),
     )
 
     smartnic = r.mapping(top.get("smartnic"), "smartnic", {"control"})

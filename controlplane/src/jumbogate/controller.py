@@ -128,10 +128,23 @@ class Controller:
         if not result.empty:
             LOG.info("reconcile: %s", result.summary())
             for batch in result.batches():
-                await switch._write_request(batch, strict=True, warn_only=False)  # finsy has no public write of ready-made Update protobufs
-            totals.inserted += len(result.inserts)
-            totals.modified += len(result.modifies)
-            totals.deleted += len(result.deletes)
+                try:
+                    await switch._write_request(batch, strict=True, warn_only=False)  # finsy has no public write of ready-made Update protobufs
+                except fy.P4ClientError as error:
+                    # A refused write must not end the switch session (an
+                    # error escaping this task makes finsy reconnect, and
+                    # the next run would fail the same way): count it, and
+                    # let the next run read the switch and retry.
+                    totals.failed_batches += 1
+                    LOG.warning("reconcile: the switch refused a batch of %d writes: %s", len(batch), error)
+                    continue
+                for update in batch:
+                    if update.type == p4r.Update.INSERT:
+                        totals.inserted += 1
+                    elif update.type == p4r.Update.MODIFY:
+                        totals.modified += 1
+                    else:
+                        totals.deleted += 1
         # A run counts once its writes are done: whoever sees runs go up
         # also sees every write of that run in the totals.
         totals.unchanged_last = result.unchanged
@@ -194,6 +207,13 @@ class Controller:
             digests_shed=self.digests_shed,
             switch_connected=self._switch_ready,
             reconcile=self.reconcile_totals,
+            admission=policy_pb2.MergeAdmission(
+                flows=len(self.state.flows),
+                max_flows=self.config.elephant.max_flows,
+                elephants_rate_limited=self.state.elephants_rate_limited,
+                flows_evicted=self.state.flows_evicted,
+                operator_onloads_refused=self.state.operator_onloads_refused,
+            ),
         )
         switch = self._switch
         if switch is not None and self._switch_ready:

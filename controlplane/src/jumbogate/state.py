@@ -15,7 +15,12 @@ import time
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from .config import IPAddress, RackConfig
+from .config import MAX_IDLE_TIMEOUT_S, IPAddress, RackConfig
+from .p4.constants import ELEPHANT_EPOCH_LOG2_US
+
+# The switch's sketch epoch (fixed in the P4 program): the window of
+# elephant.max_onloads_per_epoch.
+SKETCH_EPOCH_S = (1 << ELEPHANT_EPOCH_LOG2_US) / 1e6
 
 TCP = 6
 UDP = 17
@@ -159,6 +164,13 @@ class PolicyState:
     # Bumped on every change; waiters (the switch and SmartNIC programmers) wake on it.
     version: int = 0
     _waiters: set[asyncio.Future] = field(default_factory=set)
+    # Admission control of the merge path: elephant.max_flows and
+    # elephant.max_onloads_per_epoch, and what they turned away.
+    elephants_rate_limited: int = 0
+    flows_evicted: int = 0
+    operator_onloads_refused: int = 0
+    _epoch_started: float = 0.0
+    _epoch_onloads: int = 0
 
     @classmethod
     def from_config(cls, config: RackConfig) -> PolicyState:
@@ -249,20 +261,58 @@ class PolicyState:
             del self.flows[flow]
             self._publish(EventKind.FLOW_OFFLOADED, flow=flow, detail=why)
 
-    def onload(self, flow: FiveTuple, origin: FlowOrigin, idle_timeout_s: int = 0) -> MergeFlow:
+    def onload(self, flow: FiveTuple, origin: FlowOrigin, idle_timeout_s: int = 0, now: float | None = None) -> MergeFlow:
+        """Put a flow on the merge path, within the admission limits.
+
+        The merge path holds at most elephant.max_flows flows. An elephant
+        arriving when it is full takes the place of the oldest flow that an
+        elephant or an adoption put there (operator flows stay); an operator
+        onload is refused. Elephants beyond elephant.max_onloads_per_epoch
+        in one sketch epoch are refused, so that a flood of reported flows
+        cannot churn the switch's table faster than that.
+        """
         if not self.merge_eligible(flow):
             raise PolicyError(
                 "FAILED_PRECONDITION",
                 f"{flow} is not merge-eligible: only TCP toward a jumbo-enabled instance may take the merge path",
             )
+        if not 0 <= idle_timeout_s <= MAX_IDLE_TIMEOUT_S:
+            raise invalid(f"idle_timeout_s {idle_timeout_s} is outside 0..{MAX_IDLE_TIMEOUT_S} (0: the rack's default)")
         existing = self.flows.get(flow)
         if existing is not None:
             return existing
-        record = MergeFlow(flow, origin, idle_timeout_s or self.config.elephant.idle_timeout_s, time.time())
+        now = time.monotonic() if now is None else now
+        limits = self.config.elephant
+        if origin == FlowOrigin.ELEPHANT:
+            if now - self._epoch_started >= SKETCH_EPOCH_S:
+                self._epoch_started, self._epoch_onloads = now, 0
+            if self._epoch_onloads >= limits.max_onloads_per_epoch:
+                self.elephants_rate_limited += 1
+                raise PolicyError("RESOURCE_EXHAUSTED", f"more than {limits.max_onloads_per_epoch} elephants in one epoch")
+        if len(self.flows) >= limits.max_flows:
+            self._make_room(origin, limits.max_flows)
+        if origin == FlowOrigin.ELEPHANT:
+            self._epoch_onloads += 1
+        record = MergeFlow(flow, origin, idle_timeout_s or limits.idle_timeout_s, time.time())
         self.flows[flow] = record
         self._publish(EventKind.FLOW_ONLOADED, flow=flow, detail=f"onloaded ({origin.value})")
         self._bump()
         return record
+
+    def _make_room(self, origin: FlowOrigin, max_flows: int) -> None:
+        full = f"the merge path is full ({max_flows} flows, elephant.max_flows)"
+        if origin != FlowOrigin.ELEPHANT:
+            if origin == FlowOrigin.OPERATOR:
+                self.operator_onloads_refused += 1
+            raise PolicyError("RESOURCE_EXHAUSTED", full)
+        # Dicts keep insertion order: the first non-operator flow is the
+        # oldest one an elephant or an adoption brought.
+        victim = next((f for f, record in self.flows.items() if record.origin != FlowOrigin.OPERATOR), None)
+        if victim is None:
+            raise PolicyError("RESOURCE_EXHAUSTED", f"{full}, all of them onloaded by the operator")
+        del self.flows[victim]
+        self.flows_evicted += 1
+        self._publish(EventKind.FLOW_OFFLOADED, flow=victim, detail=f"evicted for a newer elephant: {full}")
 
     def offload(self, flow: FiveTuple, *, expired: bool = False) -> None:
         if flow not in self.flows:

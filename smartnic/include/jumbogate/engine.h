@@ -145,6 +145,17 @@ struct jg_engine_config {
 	 * 1460, seen by jg_split_burst) is still never merged. Default true.
 	 */
 	bool raise_syn_mss;
+	/** Seed of the flow table's keyed hash. 0 (default): a secret drawn
+	 *  from the kernel at creation, so that no outsider can choose
+	 *  5-tuples that share a victim's buckets. Tests set one to get the
+	 *  same placement every run. */
+	uint64_t hash_seed;
+	/** Most flows onloaded (pinned) at once; jg_flow_onload refuses more
+	 *  (merge.onloads_refused). 0 (default): a quarter of the table. */
+	uint32_t max_onloaded_flows;
+	/** An onloaded flow not seen for this long loses its pin and is an
+	 *  ordinary flow again (merge.pins_expired). Default 60. */
+	uint32_t onload_idle_s;
 };
 
 /** Fill a config with the defaults documented above. */
@@ -217,13 +228,16 @@ struct jg_flow_key {
 	} src, dst;
 };
 
-/** Merge this flow even when merge_unknown_flows is false.
- *  Returns 0, or -ENOSPC if the flow table cannot take it. */
+/** Merge this flow even when merge_unknown_flows is false, and protect
+ *  its entry from eviction (a pin) while it is seen at least every
+ *  onload_idle_s. Returns 0, or -ENOSPC when max_onloaded_flows are
+ *  pinned already or both of its buckets hold pinned flows. */
 int jg_flow_onload(struct jg_engine *engine, const struct jg_flow_key *key);
 
 /**
  * Stop merging this flow (the switch will now carry it directly). What
- * the flow holds is released into out in sequence order. Returns the
+ * the flow holds is released into out in sequence order; its pin is
+ * dropped. An unknown flow is left unknown (returns 0). Returns the
  * number of packets written, or -ENOSPC when out_cap is too small
  * (nothing is released then; 2 * JG_MAX_RUNS_PER_FLOW suffices).
  */
@@ -369,8 +383,10 @@ struct jg_merge_stats {
 	uint64_t delayed_flows;	     /**< runs that were allowed to wait */
 	uint64_t legacy_mss_passes;  /**< segments not merged: legacy MSS */
 	uint64_t bad_checksum_passes;
-	uint64_t overlap_passes; /**< retransmitted / overlapping segments */
-	uint64_t mss_raised;	 /**< SYNs whose MSS option was raised */
+	uint64_t overlap_passes;  /**< retransmitted / overlapping segments */
+	uint64_t mss_raised;	  /**< SYNs whose MSS option was raised */
+	uint64_t onloads_refused; /**< onloads over the pin budget */
+	uint64_t pins_expired;	  /**< onload pins dropped after idling */
 	/** Per input segment, time from arrival (now_ns of the call that
 	 *  took it) to the call that returned it. Bucket 0: < 1 us; bucket
 	 *  i: [2^(i-1), 2^i) us; the last bucket takes everything above. */

@@ -24,6 +24,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[3]
 # JUMBOGATE_NIC points the tests at another build of the program.
 NIC_BINARY = Path(os.environ.get("JUMBOGATE_NIC", REPO / "build" / "smartnic" / "app" / "jumbogate-nic"))
+# Set by scripts/sanitized.sh: the program is an AddressSanitizer/UBSan
+# build, and a report in its log fails the test that stops it.
+SANITIZED = os.environ.get("JUMBOGATE_SANITIZED") == "1"
+SANITIZER_REPORT = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error: |SUMMARY: UndefinedBehaviorSanitizer")
 # net_af_packet copies each frame into one buffer, which must hold its
 # whole ring frame; 12288 leaves room for 9000-byte frames and more.
 FRAME_SIZE = 12288
@@ -144,10 +148,13 @@ class NicProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=5)
-        for line in self.log().splitlines():
+        log = self.log()
+        for line in log.splitlines():
             if line.startswith('{"event": "exit"'):
                 self.exit_totals = json.loads(line)
         remove_runtime_dir(self.file_prefix)
+        if SANITIZED and SANITIZER_REPORT.search(log):
+            raise AssertionError(f"sanitizer report in {self.log_path}:\n{log[-6000:]}")
         return self.proc.returncode
 
 
@@ -326,7 +333,9 @@ class SinglePort:
             self.nic = start_nic(
                 # Worker lcores may share a CPU: --lcores maps them.
                 [af_packet_vdev(0, self.nic_if, queues=workers), "--lcores", lcores(workers)],
-                ["--mbuf-size", "12288", "--mbufs", "4096", *options],
+                # Each worker's rings and caches take about 2500 buffers
+                # of the pool before it may hold any (see --mbufs).
+                ["--mbuf-size", "12288", "--mbufs", str(4096 * workers), *options],
                 self.nic_ns,
                 log_dir,
             )

@@ -74,6 +74,18 @@ def test_a_single_lcore_is_refused_with_the_reason(log_dir):
     fails_with(log_dir, ["--vdev=net_null0,no-rx=1", "-l", "0"], [], "no worker lcore")
 
 
+def test_a_pool_the_rings_would_drain_is_refused_with_the_sum(log_dir):
+    # One worker on one port: 1024 receive and 1024 transmit descriptors,
+    # a 384-buffer cache, two bursts of 32, then 256 to merge with.
+    log = fails_with(log_dir, NULL_PORT, ["--mbufs", "2048"], "--mbufs 2048 is too few")
+    assert "leave 2496 buffers" in log and "give --mbufs 2752 or more" in log, log
+    nic = start_nic(NULL_PORT, ["--mbufs", "2752", "--grpc", "none"], None, log_dir)
+    try:
+        assert "each worker may hold 256 of each port's 2752 buffers" in nic.log(), nic.log()
+    finally:
+        nic.stop()
+
+
 def test_grpc_address_in_use_is_named(log_dir):
     port = free_tcp_port()
     with socket.socket() as holder:
