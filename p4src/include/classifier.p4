@@ -29,8 +29,10 @@ control PortRoles(in port_t ingress_port, inout local_metadata_t meta) {
 control ParseVerdict(in headers_t hdr,
                      inout local_metadata_t meta,
                      in bool parser_failed,
-                     in bool packet_too_short) {
+                     in bool packet_too_short,
+                     in bit<32> frame_bytes) {
     apply {
+        bit<32> l2_bytes = hdr.vlan.isValid() ? 32w18 : 32w14;
         if (packet_too_short) {
             meta.drop_reason = meta.parsing.in_geneve_options
                 ? DROP_GENEVE_OPTIONS_PAST_PACKET : DROP_TRUNCATED;
@@ -38,6 +40,12 @@ control ParseVerdict(in headers_t hdr,
             meta.drop_reason = DROP_PARSER_ERROR;
         } else if (meta.parsing.malformed != DROP_NONE) {
             meta.drop_reason = meta.parsing.malformed;
+        } else if (hdr.ipv4.isValid()
+                   && l2_bytes + (bit<32>)hdr.ipv4.total_len > frame_bytes) {
+            meta.drop_reason = DROP_IP_LENGTH_PAST_FRAME;
+        } else if (hdr.ipv6.isValid()
+                   && l2_bytes + (bit<32>)IPV6_BYTES + (bit<32>)hdr.ipv6.payload_len > frame_bytes) {
+            meta.drop_reason = DROP_IP_LENGTH_PAST_FRAME;
         } else if (!hdr.ipv4.isValid() && !hdr.ipv6.isValid()
                    && !meta.parsing.depth_exceeded) {
             meta.drop_reason = DROP_NOT_IP;
@@ -59,6 +67,8 @@ control FlowClassifier(in headers_t hdr, inout local_metadata_t meta) {
         meta.flow.protocol = ip.protocol;
         meta.flow.ip_len = ip.total_len;
         meta.flow.dont_fragment = ip.flag_dont_fragment == 1;
+        // 0.0.0.0, 224.0.0.0/4 and above (multicast, reserved, broadcast).
+        meta.flow.signal_allowed = ip.src_addr != 0 && ip.src_addr[31:28] < 0xe;
     }
     action from_ipv6(in ipv6_t ip) {
         meta.flow.ip_version = 6;
@@ -67,6 +77,8 @@ control FlowClassifier(in headers_t hdr, inout local_metadata_t meta) {
         meta.flow.protocol = ip.next_header;
         meta.flow.ip_len = ip.payload_len + IPV6_BYTES;
         meta.flow.dont_fragment = true;  // IPv6 routers never fragment
+        // :: and ff00::/8 (multicast).
+        meta.flow.signal_allowed = ip.src_addr != 0 && ip.src_addr[127:120] != 0xff;
     }
     action from_tcp(in tcp_t tcp) {
         meta.flow.src_port = tcp.src_port;
@@ -80,6 +92,7 @@ control FlowClassifier(in headers_t hdr, inout local_metadata_t meta) {
     }
     apply {
         meta.flow.is_tcp = false;
+        meta.flow.signal_allowed = false;
         meta.is_geneve = hdr.geneve.isValid();
         if (hdr.inner_ipv4.isValid()) {
             from_ipv4(hdr.inner_ipv4);
@@ -100,6 +113,18 @@ control FlowClassifier(in headers_t hdr, inout local_metadata_t meta) {
             from_tcp(hdr.tcp);
         } else if (hdr.udp.isValid()) {
             from_udp(hdr.udp);
+        }
+        // ICMP errors: IPv4 types 3 (unreachable), 4, 5, 11 and 12;
+        // ICMPv6 types below 128.
+        if (hdr.icmp.isValid()) {
+            if (hdr.ipv4.isValid()) {
+                bit<8> t = hdr.icmp.icmp_type;
+                if (t == 3 || t == 4 || t == 5 || t == 11 || t == 12) {
+                    meta.flow.signal_allowed = false;
+                }
+            } else if (hdr.icmp.icmp_type < 128) {
+                meta.flow.signal_allowed = false;
+            }
         }
     }
 }

@@ -27,7 +27,8 @@ const drop_reason_t DROP_MTU_EXCEEDED_NO_DF = 10;
 // Larger than the MTU, but the ICMP signal meter was red.
 const drop_reason_t DROP_ICMP_RATE_LIMITED = 11;
 // Larger than the MTU where no signal can be sent from here: Geneve traffic
-// (the signal belongs inside the tunnel) or packets returned by the SmartNIC.
+// (the signal belongs inside the tunnel), packets returned by the SmartNIC,
+// ICMP errors and packets from no single host (flow_t.signal_allowed).
 const drop_reason_t DROP_MTU_EXCEEDED_NO_SIGNAL = 12;
 // Arrived on a port the controller has not given a role.
 const drop_reason_t DROP_PORT_ROLE_UNASSIGNED = 13;
@@ -39,5 +40,9 @@ const drop_reason_t DROP_IP_VERSION_MISMATCH = 15;
 // option stack is as deep as the 6-bit option length allows); the reason
 // exists so that a future parser change cannot drop packets silently.
 const drop_reason_t DROP_PARSER_ERROR = 16;
+// The IP header claims more bytes than the frame carries. Such a length is
+// spoofed: it would make a small packet look oversized (an ICMP signal for
+// free) or large to the elephant sketch.
+const drop_reason_t DROP_IP_LENGTH_PAST_FRAME = 17;
 
 #endif

@@ -28,7 +28,10 @@ const bit<8> SALT_BLOOM1 = 0x9e;
 #define FLOW_HASH_FIELDS(salt) { salt, meta.flow.ip_version, meta.flow.src_addr, \
     meta.flow.dst_addr, meta.flow.protocol, meta.flow.src_port, meta.flow.dst_port }
 
-control ElephantDetector(inout local_metadata_t meta, in bit<48> now_us) {
+// wire_bytes: the frame as received, never a length the packet claims (a
+// 60-byte frame claiming 8500 bytes would otherwise count 140 times over).
+control ElephantDetector(inout local_metadata_t meta, in bit<48> now_us,
+                         in bit<32> wire_bytes) {
     register<bit<32>>(SKETCH_COLUMNS) sketch_row0_bytes;
     register<bit<16>>(SKETCH_COLUMNS) sketch_row0_epoch;
     register<bit<32>>(SKETCH_COLUMNS) sketch_row1_bytes;
@@ -53,7 +56,7 @@ control ElephantDetector(inout local_metadata_t meta, in bit<48> now_us) {
     // Adds the packet to the flow's sketch counters of this epoch and returns
     // the flow's estimate (the smallest of its counters).
     action count_flow(out bit<32> estimate) {
-        bit<32> packet_bytes = (bit<32>)meta.flow.ip_len;
+        bit<32> packet_bytes = wire_bytes;
         bit<32> index0;
         bit<32> index1;
         bit<32> index2;

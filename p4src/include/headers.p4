@@ -168,6 +168,11 @@ struct flow_t {
     bool        dont_fragment;  // DF for IPv4; always true for IPv6
     bit<8>      tcp_flags;
     bool        is_tcp;
+    // An ICMP error may be sent about this packet: it is not itself an ICMP
+    // error, and its source is one host (not unspecified, multicast or
+    // broadcast). RFC 1812 4.3.2.7; otherwise a signal could answer a
+    // signal, or reach a whole group.
+    bool        signal_allowed;
 }
 
 // What the parser learned beyond the headers themselves.

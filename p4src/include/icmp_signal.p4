@@ -41,7 +41,7 @@ control MtuEnforcement(in port_t ingress_port, inout local_metadata_t meta) {
             meta.drop_reason = DROP_MTU_EXCEEDED_NO_DF;
             return;
         }
-        if (meta.is_geneve) {
+        if (meta.is_geneve || !meta.flow.signal_allowed) {
             meta.drop_reason = DROP_MTU_EXCEEDED_NO_SIGNAL;
             return;
         }

@@ -284,12 +284,15 @@ parser JumbogateParser(packet_in packet,
         transition accept;
     }
 
+    // Only a first fragment (offset 0) starts with the L4 header; later
+    // fragments carry payload bytes, which must feed neither steering nor
+    // the sketch, nor fail the TCP data-offset check.
     state parse_ipv4 {
         ipv4_parser.apply(packet, hdr.ipv4, hdr.ipv4_options, pm);
-        transition select(pm.next) {
-            (bit<16>)IP_PROTO_TCP: parse_tcp;
-            (bit<16>)IP_PROTO_UDP: parse_udp;
-            (bit<16>)IP_PROTO_ICMP: parse_icmp;
+        transition select(hdr.ipv4.frag_offset, pm.next) {
+            (0, (bit<16>)IP_PROTO_TCP): parse_tcp;
+            (0, (bit<16>)IP_PROTO_UDP): parse_udp;
+            (0, (bit<16>)IP_PROTO_ICMP): parse_icmp;
             default: accept;
         }
     }
@@ -369,9 +372,9 @@ parser JumbogateParser(packet_in packet,
     }
     state parse_inner_ipv4 {
         inner_ipv4_parser.apply(packet, hdr.inner_ipv4, hdr.inner_ipv4_options, pm);
-        transition select(pm.next) {
-            (bit<16>)IP_PROTO_TCP: parse_inner_tcp;
-            (bit<16>)IP_PROTO_UDP: parse_inner_udp;
+        transition select(hdr.inner_ipv4.frag_offset, pm.next) {
+            (0, (bit<16>)IP_PROTO_TCP): parse_inner_tcp;
+            (0, (bit<16>)IP_PROTO_UDP): parse_inner_udp;
             default: accept;
         }
     }

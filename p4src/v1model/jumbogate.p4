@@ -85,6 +85,14 @@ control V1ModelIngress(inout headers_t hdr,
 
     apply {
         if (standard_metadata.instance_type == INSTANCE_TYPE_RESUBMIT) {
+            // The first pass checked that the frame holds the length its IP
+            // header claims, so the quote always extracts; should it not,
+            // no signal is built from a half-parsed copy (the original was
+            // counted on its way in, as mtu-exceeded).
+            if (standard_metadata.parser_error != error.NoError) {
+                mark_to_drop(standard_metadata);
+                return;
+            }
             bit<32> frame_bytes;
             signal_builder.apply(hdr, meta, standard_metadata.egress_spec, frame_bytes);
             truncate(frame_bytes);
@@ -103,7 +111,8 @@ control V1ModelIngress(inout headers_t hdr,
         } else {
             parse_verdict.apply(hdr, meta,
                 standard_metadata.parser_error != error.NoError,
-                standard_metadata.parser_error == error.PacketTooShort);
+                standard_metadata.parser_error == error.PacketTooShort,
+                standard_metadata.packet_length);
         }
         if (meta.drop_reason == DROP_NONE) {
             flow_classifier.apply(hdr, meta);
@@ -124,7 +133,8 @@ control V1ModelIngress(inout headers_t hdr,
             if (meta.drop_reason == DROP_NONE) {
                 steering.apply(meta);
                 if (meta.steer_reason == STEER_NONE && meta.merge_eligible) {
-                    elephant_detector.apply(meta, standard_metadata.ingress_global_timestamp);
+                    elephant_detector.apply(meta, standard_metadata.ingress_global_timestamp,
+                                            standard_metadata.packet_length);
                 }
             }
         }

@@ -230,6 +230,13 @@ static enum parser_error too_deep(struct parser *p)
 			return error_;                                         \
 	} while (0)
 
+/* A later IPv4 fragment (offset not 0): its L4 header is in the first one,
+ * so parse_ipv4's select takes no L4 state. */
+static bool later_fragment(const uint8_t *frame, int ipv4)
+{
+	return ipv4 != NONE && (load16(frame + ipv4 + 6) & 0x1fff) != 0;
+}
+
 /* Inner headers of a Geneve frame: parse_inner_ethernet onwards. */
 static enum parser_error parse_inner(struct parser *p, struct headers *hdr)
 {
@@ -241,6 +248,8 @@ static enum parser_error parse_inner(struct parser *p, struct headers *hdr)
 	else if (pm->next == P4_ETHERTYPE_IPV6)
 		TRY(ipv6_parser(p, &hdr->inner_ipv6));
 	else
+		return PARSER_OK;
+	if (later_fragment(p->frame, hdr->inner_ipv4))
 		return PARSER_OK;
 	if (pm->next == P4_IP_PROTO_TCP)
 		return tcp_parser(p, &hdr->inner_tcp, &hdr->inner_tcp_bytes);
@@ -301,6 +310,8 @@ static enum parser_error jumbogate_parser(struct parser *p, struct headers *hdr)
 	}
 	if (ether_type == P4_ETHERTYPE_IPV4) {
 		TRY(ipv4_parser(p, &hdr->ipv4, &hdr->ipv4_bytes));
+		if (later_fragment(p->frame, hdr->ipv4))
+			return PARSER_OK;
 		if (pm->next == P4_IP_PROTO_ICMP)
 			return eight_byte_parser(p, &hdr->icmp, false);
 	} else if (ether_type == P4_ETHERTYPE_IPV6) {
@@ -332,6 +343,7 @@ struct flow {
 	bool dont_fragment;
 	uint8_t tcp_flags;
 	bool is_tcp;
+	bool signal_allowed;
 };
 
 struct metadata {
@@ -372,6 +384,9 @@ static void from_ipv4(struct flow *flow, const uint8_t *ip)
 	flow->protocol = ip[9];
 	flow->ip_len = load16(ip + 2);
 	flow->dont_fragment = (ip[6] & 0x40) != 0;
+	/* 0.0.0.0, 224.0.0.0/4 and above (multicast, reserved, broadcast). */
+	flow->signal_allowed =
+		(ip[12] | ip[13] | ip[14] | ip[15]) != 0 && (ip[12] >> 4) < 0xe;
 }
 
 static void from_ipv6(struct flow *flow, const uint8_t *ip)
@@ -382,6 +397,10 @@ static void from_ipv6(struct flow *flow, const uint8_t *ip)
 	flow->protocol = ip[6];
 	flow->ip_len = (uint16_t)(load16(ip + 4) + V6_BYTES);
 	flow->dont_fragment = true; /* IPv6 routers never fragment */
+	/* :: and ff00::/8 (multicast). */
+	static const uint8_t unspecified[16];
+	flow->signal_allowed =
+		memcmp(ip + 8, unspecified, 16) != 0 && ip[8] != 0xff;
 }
 
 static void from_ports(struct flow *flow, const uint8_t *l4)
@@ -397,6 +416,7 @@ static void flow_classifier(const uint8_t *frame, const struct headers *hdr,
 	bool inner_ip = hdr->inner_ipv4 != NONE || hdr->inner_ipv6 != NONE;
 
 	flow->is_tcp = false;
+	flow->signal_allowed = false;
 	meta->is_geneve = hdr->geneve != NONE;
 	if (hdr->inner_ipv4 != NONE)
 		from_ipv4(flow, frame + hdr->inner_ipv4);
@@ -415,18 +435,37 @@ static void flow_classifier(const uint8_t *frame, const struct headers *hdr,
 	} else if (udp != NONE) {
 		from_ports(flow, frame + udp);
 	}
+	/* ICMP errors: IPv4 types 3, 4, 5, 11, 12; ICMPv6 types below 128. */
+	if (hdr->icmp != NONE) {
+		uint8_t type = frame[hdr->icmp];
+
+		if (hdr->ipv4 != NONE ? type == 3 || type == 4 || type == 5 ||
+						type == 11 || type == 12
+				      : type < 128)
+			flow->signal_allowed = false;
+	}
 }
 
 /* control ParseVerdict */
-static void parse_verdict(const struct headers *hdr, struct metadata *meta,
+static void parse_verdict(const uint8_t *frame, uint32_t frame_bytes,
+			  const struct headers *hdr, struct metadata *meta,
 			  enum parser_error error)
 {
+	uint32_t l2_bytes = hdr->vlan != NONE ? 18 : 14;
+
 	if (error == PARSER_PACKET_TOO_SHORT)
 		meta->drop_reason = meta->parsing.in_geneve_options
 					    ? P4_DROP_GENEVE_OPTIONS_PAST_PACKET
 					    : P4_DROP_TRUNCATED;
 	else if (meta->parsing.malformed != P4_DROP_NONE)
 		meta->drop_reason = meta->parsing.malformed;
+	else if (hdr->ipv4 != NONE &&
+		 l2_bytes + load16(frame + hdr->ipv4 + 2) > frame_bytes)
+		meta->drop_reason = P4_DROP_IP_LENGTH_PAST_FRAME;
+	else if (hdr->ipv6 != NONE &&
+		 l2_bytes + V6_BYTES + load16(frame + hdr->ipv6 + 4) >
+			 frame_bytes)
+		meta->drop_reason = P4_DROP_IP_LENGTH_PAST_FRAME;
 	else if (hdr->ipv4 == NONE && hdr->ipv6 == NONE &&
 		 !meta->parsing.depth_exceeded)
 		meta->drop_reason = P4_DROP_NOT_IP;
@@ -569,7 +608,7 @@ static void mtu_enforcement(struct sw_pipeline *pipeline, uint16_t ingress_port,
 		meta->drop_reason = P4_DROP_MTU_EXCEEDED_NO_DF;
 		return;
 	}
-	if (meta->is_geneve) {
+	if (meta->is_geneve || !flow->signal_allowed) {
 		meta->drop_reason = P4_DROP_MTU_EXCEEDED_NO_SIGNAL;
 		return;
 	}
@@ -702,7 +741,7 @@ static uint32_t flow_hash(const uint8_t fields[SW_KEY_MAX], uint8_t salt,
  */
 
 /* action count_flow */
-static uint32_t count_flow(struct sw_sketch *sketch, const struct flow *flow,
+static uint32_t count_flow(struct sw_sketch *sketch, uint32_t wire_bytes,
 			   const uint8_t fields[SW_KEY_MAX], uint16_t epoch)
 {
 	static const uint8_t salts[3] = {P4_SALT_ROW0, P4_SALT_ROW1,
@@ -718,7 +757,7 @@ static uint32_t count_flow(struct sw_sketch *sketch, const struct flow *flow,
 						 __ATOMIC_RELAXED);
 
 		/* A counter stamped with an older epoch starts from zero. */
-		count = (stamp == epoch ? count : 0) + flow->ip_len;
+		count = (stamp == epoch ? count : 0) + wire_bytes;
 		__atomic_store_n(&sketch->row_bytes[row][index], count,
 				 __ATOMIC_RELAXED);
 		__atomic_store_n(&sketch->row_epoch[row][index], epoch,
@@ -744,7 +783,8 @@ static bool mark_reported(struct sw_sketch *sketch,
 
 /* control ElephantDetector */
 static void elephant_detector(struct sw_pipeline *pipeline, unsigned int worker,
-			      struct metadata *meta, uint64_t now_ns)
+			      struct metadata *meta, uint64_t now_ns,
+			      uint32_t wire_bytes)
 {
 	const struct flow *flow = &meta->flow;
 	uint64_t now_us = (now_ns - pipeline->start_ns) / 1000;
@@ -760,7 +800,8 @@ static void elephant_detector(struct sw_pipeline *pipeline, unsigned int worker,
 	 * never looks current. */
 	epoch = (uint16_t)((now_us >> P4_ELEPHANT_EPOCH_LOG2_US) | 0x8000);
 	flow_key(flow, fields);
-	estimate = count_flow(&pipeline->sketch, flow, fields, epoch);
+	/* The frame as received, never the length the packet claims. */
+	estimate = count_flow(&pipeline->sketch, wire_bytes, fields, epoch);
 	if (estimate < meta->elephant_threshold ||
 	    !mark_reported(&pipeline->sketch, fields, epoch))
 		return;
@@ -1007,7 +1048,7 @@ int sw_pipeline_run(struct sw_pipeline *pipeline, unsigned int worker,
 	if (meta.port_role == P4_PORT_ROLE_UNASSIGNED)
 		meta.drop_reason = P4_DROP_PORT_ROLE_UNASSIGNED;
 	else
-		parse_verdict(&hdr, &meta, error);
+		parse_verdict(frame, *length, &hdr, &meta, error);
 	if (meta.drop_reason == P4_DROP_NONE) {
 		flow_classifier(frame, &hdr, &meta);
 		if (meta.parsing.depth_exceeded)
@@ -1030,7 +1071,7 @@ int sw_pipeline_run(struct sw_pipeline *pipeline, unsigned int worker,
 			if (meta.steer_reason == P4_STEER_NONE &&
 			    meta.merge_eligible)
 				elephant_detector(pipeline, worker, &meta,
-						  now_ns);
+						  now_ns, *length);
 		}
 	}
 	if (meta.drop_reason == P4_DROP_NONE) {

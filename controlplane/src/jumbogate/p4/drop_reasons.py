@@ -25,3 +25,4 @@ class DropReason(enum.IntEnum):
     NOT_IP = 14
     IP_VERSION_MISMATCH = 15
     PARSER_ERROR = 16
+    IP_LENGTH_PAST_FRAME = 17
