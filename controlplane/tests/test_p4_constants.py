@@ -43,6 +43,7 @@ def test_sizes_match():
     assert values["ICMPV6_QUOTE_BYTES"] == constants.ICMPV6_QUOTE_BYTES
     assert values["PORT_COUNTER_SIZE"] == constants.PORT_COUNTER_SIZE
     assert values["ICMP_METER_SIZE"] == constants.ICMP_METER_SIZE
+    assert values["ICMP_SOURCE_METER_SIZE"] == constants.ICMP_SOURCE_METER_SIZE
     assert values["ELEPHANT_EPOCH_LOG2_US"] == constants.ELEPHANT_EPOCH_LOG2_US
     # An ICMP error is at most 576 (IPv4) / 1280 (IPv6) bytes.
     assert 20 + 8 + constants.ICMPV4_QUOTE_BYTES == 576

@@ -115,6 +115,9 @@ const steer_reason_t STEER_OUTBOUND_SPLIT = 4;
 #define PORT_COUNTER_SIZE 512
 #define DROP_REASON_COUNTER_SIZE 256
 #define ICMP_METER_SIZE 512
+// Cells of the per-source ICMP meter: sources hash into them by prefix
+// (/24, /48), so a flood from one prefix turns only its own cell red.
+#define ICMP_SOURCE_METER_SIZE 256
 
 // Count-min sketch geometry for elephant detection: SKETCH_ROWS rows of
 // SKETCH_COLUMNS byte counters, and a Bloom filter of BLOOM_BITS bits.

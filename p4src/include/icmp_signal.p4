@@ -24,6 +24,11 @@ control MtuEnforcement(in port_t ingress_port, inout local_metadata_t meta) {
     // flood of oversized packets can make the switch send. The controller
     // configures it; an unconfigured BMv2 meter is always green.
     meter(ICMP_METER_SIZE, MeterType.packets) icmp_signal_meter;
+    // Before it, a smaller budget per source prefix: one sender flooding
+    // oversized packets spends its own cell, not the port's, so it cannot
+    // silence the signals every other sender on that port relies on (a
+    // path-MTU black hole made for ~100 packets a second).
+    meter(ICMP_SOURCE_METER_SIZE, MeterType.packets) icmp_source_meter;
 #endif
 
     apply {
@@ -45,9 +50,18 @@ control MtuEnforcement(in port_t ingress_port, inout local_metadata_t meta) {
             meta.drop_reason = DROP_MTU_EXCEEDED_NO_SIGNAL;
             return;
         }
+        flow_addr_t source_prefix = meta.flow.ip_version == 4
+            ? meta.flow.src_addr & 128w0xffffff00
+            : meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;
+        bit<32> source_cell;
+        hash(source_cell, HashAlgorithm.crc16, 32w0, { source_prefix },
+             (bit<32>)ICMP_SOURCE_METER_SIZE);
         bit<2> color;
-        icmp_signal_meter.execute_meter((bit<32>)ingress_port, color);
-        if (color == 2) {  // red
+        icmp_source_meter.execute_meter(source_cell, color);
+        if (color != 2) {  // not red
+            icmp_signal_meter.execute_meter((bit<32>)ingress_port, color);
+        }
+        if (color == 2) {
             meta.drop_reason = DROP_ICMP_RATE_LIMITED;
             return;
         }

@@ -21,7 +21,7 @@ from ptf.base_tests import BaseTest
 
 from jumbogate.p4 import entries as e
 from jumbogate.p4 import stats as p4stats
-from jumbogate.p4.constants import PortRole
+from jumbogate.p4.constants import ICMP_SOURCE_METER_SIZE, PortRole
 
 # Test ports (PTF port n is switch port n).
 PORT_EXTERNAL = 0
@@ -67,6 +67,7 @@ TO_RACK = e.NextHop(PORT_INTERNAL, SWITCH_MAC_INTERNAL, PEER_MAC_INTERNAL)
 
 _switch: SyncSwitch | None = None
 _configured_meters: set[int] = set()
+_configured_source_meters = False
 
 
 def shared_switch() -> SyncSwitch:
@@ -93,9 +94,13 @@ class JumbogateTest(BaseTest):
         self.dataplane = ptf.dataplane_instance
         self.sw = shared_switch()
         self.sw.delete_all()
+        global _configured_source_meters
         if _configured_meters:
             self.sw.modify([e.icmp_meter_reset(port) for port in _configured_meters])
             _configured_meters.clear()
+        if _configured_source_meters:
+            self.sw.modify([e.icmp_source_meter_reset(cell) for cell in range(ICMP_SOURCE_METER_SIZE)])
+            _configured_source_meters = False
         self.sw.insert([e.port_role(port, role) for port, role in ROLES.items()])
         self.dataplane.flush()
 
@@ -114,6 +119,12 @@ class JumbogateTest(BaseTest):
     def set_meter(self, port: int, packets_per_second: int, burst: int):
         _configured_meters.add(port)
         self.sw.modify([e.icmp_meter(port, packets_per_second, burst)])
+
+    def set_source_meters(self, packets_per_second: int, burst: int):
+        """The same budget for every source cell of icmp_source_meter."""
+        global _configured_source_meters
+        _configured_source_meters = True
+        self.sw.modify([e.icmp_source_meter(cell, packets_per_second, burst) for cell in range(ICMP_SOURCE_METER_SIZE)])
 
     def add_routes(self):
         """Internet behind PORT_EXTERNAL, instances behind PORT_INTERNAL, underlay too."""

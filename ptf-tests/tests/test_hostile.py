@@ -1,6 +1,8 @@
 """Hostile packets: lengths that lie, signals that must not be sent, and
 fragments whose payload looks like an L4 header."""
 
+import ipaddress
+
 import packets as pk
 from base import (
     INSTANCE_V4,
@@ -21,6 +23,7 @@ from scapy.packet import Raw
 
 from jumbogate.p4 import DropReason, IcmpSignal, Path, names
 from jumbogate.p4 import entries as e
+from jumbogate.p4.constants import ICMP_SOURCE_METER_SIZE
 
 
 class _HostileTest(JumbogateTest):
@@ -146,3 +149,48 @@ class SketchCountsBytesOnTheWire(_HostileTest):
         report = e.decode_elephant_digest(got[0])
         self.assertEqual(report.flow.src_port, 42000)
         self.assertGreaterEqual(report.estimated_bytes, threshold)
+
+
+def crc16_arc(data: bytes) -> int:
+    """BMv2's crc16 (CRC-16/ARC), as icmp_signal.p4 hashes source prefixes."""
+    crc = 0
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return crc
+
+
+def source_cell(address: str) -> int:
+    """The icmp_source_meter cell of an IPv4 source: its /24, as 16 bytes."""
+    prefix = ipaddress.ip_network(f"{address}/24", strict=False).network_address.packed
+    return crc16_arc(bytes(12) + prefix) % ICMP_SOURCE_METER_SIZE
+
+
+@group("hostile")
+class OneSenderCannotSilenceAPort(_HostileTest):
+    """A flood of oversized packets from one source prefix spends that
+    prefix's budget (icmp_source_meter), not the port's: another sender on
+    the same port still gets its signal. Before, the one per-port meter went
+    red for everyone, a path-MTU black hole for ~100 packets a second."""
+
+    def runTest(self):
+        self.set_meter(PORT_EXTERNAL, packets_per_second=100, burst=25)
+        self.set_source_meters(packets_per_second=1, burst=2)
+        flooder, other = "198.51.100.10", "203.0.113.77"
+        self.assertNotEqual(source_cell(flooder), source_cell(other), "the test needs two cells")
+        before = self.stats()
+        flood = 12
+        for i in range(flood):
+            self.send(PORT_EXTERNAL, pk.tcp_packet(flooder, INSTANCE_V4, 1600, sport=7100 + i))
+        signals = 0
+        while isinstance(self.dataplane.poll(port_number=PORT_EXTERNAL, timeout=1), self.dataplane.PollSuccess):
+            signals += 1
+        # The burst of 2, and one token that may refill while flooding.
+        self.assertIn(signals, (2, 3), f"{signals} ICMP errors for {flood} packets from one prefix")
+        delta = self.stats() - before
+        self.assertEqual(delta.drops[DropReason.ICMP_RATE_LIMITED].packets, flood - signals)
+        victim = pk.tcp_packet(other, INSTANCE_V4, 1600, sport=7200)
+        self.send(PORT_EXTERNAL, victim)
+        self.expect(pk.expected_icmp(victim, 1500), PORT_EXTERNAL)
+        self.expect_nothing()

@@ -284,6 +284,7 @@ static bool out_of_range_u32(uint32_t value, uint32_t min, uint32_t max)
 static struct nic_result validate_config(const struct nic_config_request *req,
 					 const struct jg_engine_config *current,
 					 uint32_t port_mtu,
+					 uint16_t max_tx_segments,
 					 struct jg_engine_config *next)
 {
 	const struct nic_config_view *v = &req->values;
@@ -298,11 +299,12 @@ static struct nic_result validate_config(const struct nic_config_request *req,
 			    "max_flows %u is outside %u..%u", v->max_flows,
 			    NIC_MIN_MAX_FLOWS, NIC_MAX_MAX_FLOWS);
 	if (out_of_range_u32(v->max_segments, NIC_MIN_MAX_SEGMENTS,
-			     NIC_MAX_MAX_SEGMENTS))
+			     max_tx_segments))
 		return fail(NIC_STATUS_INVALID_ARGUMENT,
-			    "max_segments %u is outside %u..%u",
+			    "max_segments %u is outside %u..%u (what the ports "
+			    "can send)",
 			    v->max_segments, NIC_MIN_MAX_SEGMENTS,
-			    NIC_MAX_MAX_SEGMENTS);
+			    max_tx_segments);
 	if (v->rate_threshold_bps > 10000000000000ull)
 		return fail(NIC_STATUS_INVALID_ARGUMENT,
 			    "delay.rate_threshold_bps %llu is above 10 Tbit/s",
@@ -390,7 +392,8 @@ struct nic_result nic_control_configure(const struct nic_config_request *req,
 	pthread_mutex_lock(&control.lock);
 	nic = control.nic;
 	result = validate_config(req, &nic->engine_config,
-				 nic->options->port_mtu, &next);
+				 nic->options->port_mtu, nic->max_tx_segments,
+				 &next);
 	if (result.status != NIC_STATUS_OK ||
 	    same_config(&next, &nic->engine_config))
 		goto done;

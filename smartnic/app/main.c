@@ -106,6 +106,37 @@ static bool check_buffer_budget(const struct nic *nic)
 	return true;
 }
 
+/* Merged packets are mbuf chains: no longer than every port can send. */
+static bool fit_chains_to_ports(struct nic *nic, struct nic_options *options)
+{
+	nic->max_tx_segments = NIC_MAX_MAX_SEGMENTS;
+	for (unsigned int p = 0; p < nic->port_count; p++) {
+		uint16_t most = jg_port_max_tx_segments(nic->ports[p].port_id);
+
+		if (most < 2) {
+			/* Its chains are copied into one buffer as they
+			 * leave (worker.c, prepare). */
+			nic->ports[p].flatten_chains = true;
+			printf("jumbogate-nic: port %s cannot send a packet "
+			       "in more than one buffer (no MULTI_SEGS): "
+			       "merged packets are copied into one before "
+			       "they leave it\n",
+			       nic->ports[p].name);
+			continue;
+		}
+		if (most < options->engine.max_chain_segments) {
+			printf("jumbogate-nic: port %s sends at most %u "
+			       "buffers per packet: merged chains are held "
+			       "to that (--max-segments %u)\n",
+			       nic->ports[p].name, most,
+			       options->engine.max_chain_segments);
+			options->engine.max_chain_segments = most;
+		}
+		nic->max_tx_segments = RTE_MIN(nic->max_tx_segments, most);
+	}
+	return true;
+}
+
 static bool create_engines(struct nic *nic)
 {
 	const struct nic_options *options = nic->options;
@@ -291,8 +322,8 @@ int main(int argc, char **argv)
 			"is inbound or outbound, every packet passes "
 			"untouched\n");
 	if (!create_workers(nic) || !nic_ports_resolve(nic) ||
-	    !check_buffer_budget(nic) || !create_engines(nic) ||
-	    !nic_ports_start(nic))
+	    !check_buffer_budget(nic) || !fit_chains_to_ports(nic, &options) ||
+	    !create_engines(nic) || !nic_ports_start(nic))
 		goto out;
 	nic_control_init(nic);
 	nic_telemetry_register();

@@ -33,6 +33,8 @@ struct nic_port {
 	uint16_t port_id;
 	/* Where what arrives on this port leaves (itself by default). */
 	uint16_t tx_port_id;
+	/* The port cannot send buffer chains: copy them into one buffer. */
+	bool flatten_chains;
 	char name[NIC_NAME_LEN];
 };
 
@@ -76,6 +78,8 @@ struct nic {
 	/* The configuration engines are built from; changed only by the
 	 * control thread, under the control lock. */
 	struct jg_engine_config engine_config;
+	/* The longest buffer chain every port can send (main). */
+	uint16_t max_tx_segments;
 	atomic_bool stop;
 	uint64_t boot_id;
 	uint64_t start_ns;

@@ -49,12 +49,90 @@ struct output {
 	struct rte_mbuf *pkts[OUTPUT_CAPACITY];
 };
 
+/* One buffer holding all of m (for ports without MULTI_SEGS), or NULL. The
+ * first buffer of a merged chain is often a small header copy, so when it
+ * has no room for the rest the bytes go to a buffer of the chain's largest
+ * pool. */
+static struct rte_mbuf *flatten(struct rte_mbuf *m)
+{
+	struct rte_mempool *pool = NULL;
+	struct rte_mbuf *copy;
+	uint16_t room = 0;
+
+	if (m->nb_segs == 1 || rte_pktmbuf_linearize(m) == 0)
+		return m;
+	for (struct rte_mbuf *seg = m; seg != NULL; seg = seg->next) {
+		uint16_t data_room = rte_pktmbuf_data_room_size(seg->pool);
+
+		if (data_room > room) {
+			room = data_room;
+			pool = seg->pool;
+		}
+	}
+	if (room < RTE_PKTMBUF_HEADROOM + m->pkt_len ||
+	    (copy = rte_pktmbuf_alloc(pool)) == NULL) {
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	rte_pktmbuf_read(m, 0, m->pkt_len,
+			 rte_pktmbuf_append(copy, (uint16_t)m->pkt_len));
+	copy->ol_flags = m->ol_flags;
+	copy->l2_len = m->l2_len;
+	copy->l3_len = m->l3_len;
+	copy->l4_len = m->l4_len;
+	rte_pktmbuf_free(m);
+	return copy;
+}
+
+static bool port_flattens(uint16_t port_id)
+{
+	for (unsigned int p = 0; p < nic_instance->port_count; p++)
+		if (nic_instance->ports[p].port_id == port_id)
+			return nic_instance->ports[p].flatten_chains;
+	return false;
+}
+
+/* rte_eth_tx_prepare: what the port needs done to a packet before it
+ * takes it (offload fix-ups, chain and size limits). A packet the port
+ * refuses is dropped and counted as tx-failed, not handed over to be
+ * mangled or to stall the queue. */
+static void prepare(struct nic_worker *worker, struct output *out)
+{
+	uint16_t done = 0;
+
+	if (port_flattens(out->port_id)) {
+		uint16_t kept = 0;
+
+		for (uint16_t i = 0; i < out->count; i++) {
+			struct rte_mbuf *m = flatten(out->pkts[i]);
+
+			if (m != NULL)
+				out->pkts[kept++] = m;
+			else
+				worker->counters.drops[NIC_DROP_TX_FAILED]++;
+		}
+		out->count = kept;
+	}
+	while (done < out->count) {
+		done += rte_eth_tx_prepare(out->port_id, worker->queue_id,
+					   out->pkts + done, out->count - done);
+		if (done == out->count)
+			break;
+		rte_pktmbuf_free(out->pkts[done]);
+		worker->counters.drops[NIC_DROP_TX_FAILED]++;
+		memmove(out->pkts + done, out->pkts + done + 1,
+			(out->count - done - 1) * sizeof(out->pkts[0]));
+		out->count--;
+	}
+}
+
 static void transmit(struct nic_worker *worker, struct output *out)
 {
 	uint32_t lengths[OUTPUT_CAPACITY];
 	uint16_t sent = 0;
 	unsigned int stalls = 0;
 
+	prepare(worker, out);
 	/* The port frees what it sent, so lengths are read before. */
 	for (uint16_t i = 0; i < out->count; i++)
 		lengths[i] = rte_pktmbuf_pkt_len(out->pkts[i]);

@@ -158,6 +158,16 @@ static uint32_t caravan_overhead(uint16_t count)
 	       count * sizeof(struct jg_caravan_record);
 }
 
+/* The copied headers, the caravan header and `count` records are built in
+ * one mbuf of the header pool: a caravan must stop growing before they
+ * outgrow it, or building it fails and every datagram in it is lost. */
+static bool fits_header_buffer(const struct jg_engine *e,
+			       const struct open_caravan *c, uint16_t count)
+{
+	return jg_header_length(&c->parsed) + caravan_overhead(count) <=
+	       e->header_room;
+}
+
 /* Build the caravan (or return the lone datagram) into out. */
 static struct rte_mbuf *close_caravan(struct jg_engine *e,
 				      struct open_caravan *c)
@@ -271,7 +281,8 @@ uint16_t jg_caravan_pack(struct jg_engine *e, struct rte_mbuf **pkts,
 				    e->config.max_chain_segments &&
 			    c->ip_length + sizeof(struct jg_caravan_record) +
 					    p.payload_length <=
-				    e->config.internal_mtu) {
+				    e->config.internal_mtu &&
+			    fits_header_buffer(e, c, c->count + 1)) {
 				slot = k;
 				break;
 			}

@@ -96,6 +96,8 @@ struct jg_engine *jg_engine_create(const struct jg_engine_config *config)
 	}
 	e->config = *config;
 	e->memory_bytes = sizeof(*e);
+	e->header_room = rte_pktmbuf_data_room_size(config->header_pool) -
+			 RTE_PKTMBUF_HEADROOM;
 	e->full_packet_ip_length = (config->internal_mtu * 9 + 9) / 10;
 	e->run_meta_offset = register_run_meta();
 	if (e->run_meta_offset < 0)

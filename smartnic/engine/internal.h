@@ -313,6 +313,8 @@ struct jg_engine {
 	uint32_t max_delay_ns;
 	uint32_t full_packet_ip_length; /* 90% of the internal MTU */
 
+	uint32_t header_room; /* data bytes of one header_pool mbuf */
+
 	struct rte_lpm *pmtu_v4;
 	struct rte_lpm6 *pmtu_v6;
 

@@ -90,6 +90,20 @@ static int setup_queues(const struct jg_port_params *p, int socket,
 	return 0;
 }
 
+uint16_t jg_port_max_tx_segments(uint16_t port_id)
+{
+	struct rte_eth_dev_info info;
+
+	if (rte_eth_dev_info_get(port_id, &info) != 0 ||
+	    !(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS))
+		return 1;
+	if (info.tx_desc_lim.nb_mtu_seg_max != 0)
+		return info.tx_desc_lim.nb_mtu_seg_max;
+	if (info.tx_desc_lim.nb_seg_max != 0)
+		return info.tx_desc_lim.nb_seg_max;
+	return UINT16_MAX;
+}
+
 uint32_t jg_port_pool_reserved(uint16_t workers, uint16_t ports, uint16_t burst)
 {
 	/* A per-core cache fills up to 1.5 times its size before it

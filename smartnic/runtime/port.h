@@ -36,6 +36,11 @@ struct jg_port_params {
 uint32_t jg_port_pool_reserved(uint16_t workers, uint16_t ports,
 			       uint16_t burst);
 
+/* The most buffers one transmitted packet may span on this port: 1 when it
+ * cannot send chains at all (no MULTI_SEGS), else what its transmit
+ * descriptors allow (many NICs cap non-TSO packets at 8). */
+uint16_t jg_port_max_tx_segments(uint16_t port_id);
+
 /* Names of every probed port, comma-separated, for error messages. */
 void jg_port_list(char *text, unsigned long length);
 

@@ -276,8 +276,8 @@ struct Schema {
 	int64_t ecmp_max_group_size = 0;
 	int64_t ecmp_size = 0;
 	std::map<uint32_t, std::pair<sw_counter_id, int64_t>> counters;
-	uint32_t icmp_meter = 0;
-	int64_t icmp_meter_size = 0;
+	// Meter id -> (alias, size): icmp_signal_meter and icmp_source_meter.
+	std::map<uint32_t, std::pair<std::string, int64_t>> meters;
 	uint32_t elephant_digest = 0;
 	std::vector<int> digest_widths; // the digest struct's members
 
@@ -368,11 +368,13 @@ bool build_schema(const std::string &text, Schema *schema, std::string *why)
 			schema->counters[counter.preamble().id()] = {
 				kind->second, counter.size()};
 	}
-	for (const auto &meter : info.meters())
-		if (alias_of(meter.preamble()) == "icmp_signal_meter") {
-			schema->icmp_meter = meter.preamble().id();
-			schema->icmp_meter_size = meter.size();
-		}
+	for (const auto &meter : info.meters()) {
+		const std::string alias = alias_of(meter.preamble());
+		if (alias == "icmp_signal_meter" ||
+		    alias == "icmp_source_meter")
+			schema->meters[meter.preamble().id()] = {alias,
+								 meter.size()};
+	}
 	for (const auto &digest : info.digests())
 		if (alias_of(digest.preamble()) == "elephant_digest_t") {
 			schema->elephant_digest = digest.preamble().id();
@@ -387,7 +389,7 @@ bool build_schema(const std::string &text, Schema *schema, std::string *why)
 							.bit()
 							.bitwidth());
 		}
-	if (schema->ecmp_selector == 0 || schema->icmp_meter == 0 ||
+	if (schema->ecmp_selector == 0 || schema->meters.size() != 2 ||
 	    schema->elephant_digest == 0 || schema->digest_widths.size() != 7 ||
 	    schema->counters.size() != kCounters.size()) {
 		*why = "the P4Info lacks the selector, meter, digest or a "
@@ -2113,12 +2115,23 @@ class Server final : public p4v1::P4Runtime::Service
 
 	// -- meters, counters, digests --
 
+	// The pipeline's cells of a meter of the schema.
+	struct sw_meter *meter_cells(uint32_t meter_id)
+	{
+		const auto &alias = schema_.meters.at(meter_id).first;
+		return alias == "icmp_source_meter"
+			       ? sw_->pipeline.icmp_source_meter
+			       : sw_->pipeline.icmp_signal_meter;
+	}
+
 	Status write_meter(p4v1::Update::Type type, const p4v1::MeterEntry &in)
 	{
-		if (in.meter_id() != schema_.icmp_meter)
+		auto meter = schema_.meters.find(in.meter_id());
+		if (meter == schema_.meters.end())
 			return error(StatusCode::INVALID_ARGUMENT,
 				     "unknown meter id " +
 					     std::to_string(in.meter_id()));
+		const int64_t size = meter->second.second;
 		if (type != p4v1::Update::MODIFY)
 			return error(StatusCode::INVALID_ARGUMENT,
 				     "meter entries can only be modified");
@@ -2126,13 +2139,11 @@ class Server final : public p4v1::P4Runtime::Service
 			return error(StatusCode::INVALID_ARGUMENT,
 				     "a meter write needs an index");
 		int64_t index = in.index().index();
-		if (index < 0 || index >= schema_.icmp_meter_size)
-			return error(
-				StatusCode::OUT_OF_RANGE,
-				"meter index " + std::to_string(index) +
-					" is outside 0.." +
-					std::to_string(schema_.icmp_meter_size -
-						       1));
+		if (index < 0 || index >= size)
+			return error(StatusCode::OUT_OF_RANGE,
+				     "meter index " + std::to_string(index) +
+					     " is outside 0.." +
+					     std::to_string(size - 1));
 		const auto &c = in.config();
 		if (in.has_config() &&
 		    (c.cir() < 0 || c.cburst() < 0 || c.pir() < 0 ||
@@ -2144,14 +2155,14 @@ class Server final : public p4v1::P4Runtime::Service
 			return error(StatusCode::INVALID_ARGUMENT,
 				     "a configured meter needs pir and pburst "
 				     "above 0");
-		sw_meter_set(&sw_->pipeline.icmp_signal_meter[index],
+		sw_meter_set(&meter_cells(in.meter_id())[index],
 			     (uint64_t)c.cir(), (uint64_t)c.cburst(),
 			     (uint64_t)c.pir(), (uint64_t)c.pburst(),
 			     sw_now_ns());
 		if (in.has_config())
-			meters_[index] = c;
+			meters_[{in.meter_id(), index}] = c;
 		else
-			meters_.erase(index);
+			meters_.erase({in.meter_id(), index});
 		return Status::OK;
 	}
 
@@ -2244,26 +2255,38 @@ class Server final : public p4v1::P4Runtime::Service
 		case p4v1::Entity::kMeterEntry: {
 			const auto &q = entity.meter_entry();
 			if (q.meter_id() != 0 &&
-			    q.meter_id() != schema_.icmp_meter)
+			    !schema_.meters.count(q.meter_id()))
 				return error(StatusCode::INVALID_ARGUMENT,
 					     "unknown meter id");
-			int64_t first = 0, last = schema_.icmp_meter_size - 1;
-			if (q.has_index()) {
-				if (q.index().index() < 0 ||
-				    q.index().index() > last)
-					return error(
-						StatusCode::OUT_OF_RANGE,
-						"meter index out of range");
-				first = last = q.index().index();
-			}
-			for (int64_t i = first; i <= last; i++) {
-				auto *m = out->emplace_back()
-						  .mutable_meter_entry();
-				m->set_meter_id(schema_.icmp_meter);
-				m->mutable_index()->set_index(i);
-				auto c = meters_.find(i);
-				if (c != meters_.end())
-					*m->mutable_config() = c->second;
+			if (q.meter_id() == 0 && q.has_index())
+				return error(StatusCode::INVALID_ARGUMENT,
+					     "a meter read with an index needs "
+					     "its meter id");
+			for (const auto &[id, meter] : schema_.meters) {
+				if (q.meter_id() != 0 && q.meter_id() != id)
+					continue;
+				int64_t first = 0, last = meter.second - 1;
+				if (q.has_index()) {
+					if (q.index().index() < 0 ||
+					    q.index().index() > last)
+						return error(
+							StatusCode::
+								OUT_OF_RANGE,
+							"meter index out of "
+							"range");
+					first = last = q.index().index();
+				}
+				for (int64_t i = first; i <= last; i++) {
+					auto *m =
+						out->emplace_back()
+							.mutable_meter_entry();
+					m->set_meter_id(id);
+					m->mutable_index()->set_index(i);
+					auto c = meters_.find({id, i});
+					if (c != meters_.end())
+						*m->mutable_config() =
+							c->second;
+				}
 			}
 			return Status::OK;
 		}
@@ -2423,7 +2446,8 @@ class Server final : public p4v1::P4Runtime::Service
 	std::map<uint32_t, StoredEntry> defaults_;
 	std::map<uint32_t, Member> members_;
 	std::map<uint32_t, Group> groups_;
-	std::map<int64_t, p4v1::MeterConfig> meters_;
+	// (meter id, index) -> its configuration, for reads.
+	std::map<std::pair<uint32_t, int64_t>, p4v1::MeterConfig> meters_;
 	std::optional<DigestConfig> digest_config_;
 	std::deque<std::pair<sw_elephant_digest, uint64_t>> pending_;
 	std::map<uint64_t, Outstanding> outstanding_;

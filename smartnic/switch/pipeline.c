@@ -612,9 +612,25 @@ static void mtu_enforcement(struct sw_pipeline *pipeline, uint16_t ingress_port,
 		meta->drop_reason = P4_DROP_MTU_EXCEEDED_NO_SIGNAL;
 		return;
 	}
-	if (sw_meter_execute(&pipeline->icmp_signal_meter[ingress_port %
-							  P4_ICMP_METER_SIZE],
-			     now_ns) == SW_RED) {
+	/* icmp_source_meter, by the source's /24 or /48, then the port's. */
+	uint8_t prefix[16];
+	enum sw_color color;
+
+	memcpy(prefix, flow->src_addr, 16);
+	if (flow->ip_version == 4)
+		prefix[15] = 0;
+	else
+		memset(prefix + 6, 0, 10);
+	color = sw_meter_execute(
+		&pipeline->icmp_source_meter[sw_crc16(prefix, 16) %
+					     P4_ICMP_SOURCE_METER_SIZE],
+		now_ns);
+	if (color != SW_RED)
+		color = sw_meter_execute(
+			&pipeline->icmp_signal_meter[ingress_port %
+						     P4_ICMP_METER_SIZE],
+			now_ns);
+	if (color == SW_RED) {
 		meta->drop_reason = P4_DROP_ICMP_RATE_LIMITED;
 		return;
 	}
@@ -1141,6 +1157,8 @@ void sw_tables_reset(struct sw_pipeline *pipeline)
 	free_hop_sets(tables);
 	for (int i = 0; i < P4_ICMP_METER_SIZE; i++)
 		sw_meter_set(&pipeline->icmp_signal_meter[i], 0, 0, 0, 0, 0);
+	for (int i = 0; i < P4_ICMP_SOURCE_METER_SIZE; i++)
+		sw_meter_set(&pipeline->icmp_source_meter[i], 0, 0, 0, 0, 0);
 }
 
 int sw_pipeline_init(struct sw_pipeline *pipeline, uint32_t parse_depth,

@@ -148,6 +148,7 @@ struct sw_pipeline {
 	uint16_t cpu_port;
 	struct sw_tables tables;
 	struct sw_meter icmp_signal_meter[P4_ICMP_METER_SIZE];
+	struct sw_meter icmp_source_meter[P4_ICMP_SOURCE_METER_SIZE];
 	struct sw_sketch sketch;
 	struct sw_counters counters[SW_MAX_WORKERS];
 	/* Counter values set over P4Runtime: reads add the workers to it. */

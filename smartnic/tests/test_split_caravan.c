@@ -270,6 +270,44 @@ static void caravan_round_trip(void)
 	}
 }
 
+/*
+ * With long chains allowed (--max-segments 64) a caravan of tiny datagrams
+ * could collect more records than fit one header buffer (256 data bytes in
+ * jumbogate-nic); building it then failed and every datagram in it was
+ * dropped as no-mbuf. Caravans now stop growing at what the buffer holds.
+ */
+static void caravan_fits_header_buffer(void)
+{
+	static struct rte_mempool *small_headers;
+	struct fixture fx;
+	struct rte_mbuf *in[60], *packed[60];
+	static uint8_t originals[60][64];
+	uint32_t lengths[60];
+	uint16_t consumed, packed_count;
+	struct jg_stats stats;
+
+	if (small_headers == NULL)
+		small_headers = pb_pool("small_headers", 1024, 256);
+	CHECK(small_headers != NULL);
+	fixture_config(&fx);
+	fx.config.header_pool = small_headers;
+	fx.config.max_chain_segments = 64;
+	fixture_start(&fx);
+	for (uint32_t i = 0; i < 60; i++)
+		in[i] = datagram(6, i, 10, 5000, &lengths[i], originals[i]);
+	packed_count = jg_caravan_pack(fx.engine, in, 60, packed, 60, &consumed);
+	CHECK_EQ(consumed, 60);
+	jg_engine_get_stats(fx.engine, &stats);
+	CHECK_EQ(stats.caravan.dropped, 0);
+	CHECK_EQ(stats.drops[JG_DROP_NO_MBUF], 0);
+	CHECK_EQ(stats.caravan.datagrams_packed, 60);
+	CHECK(packed_count > 1 && packed_count < 10);
+	for (uint16_t i = 0; i < packed_count; i++)
+		CHECK(rte_pktmbuf_data_len(packed[i]) <= 256);
+	rte_pktmbuf_free_bulk(packed, packed_count);
+	fixture_finish(&fx);
+}
+
 /* Corrupt caravans in every way the format can be wrong. */
 static void caravan_malformed_dropped(void)
 {
@@ -353,6 +391,7 @@ int main(int argc, char **argv)
 		HARNESS_CASE(path_mtu_table),
 		HARNESS_CASE(split_passes_small_and_udp),
 		HARNESS_CASE(caravan_round_trip),
+		HARNESS_CASE(caravan_fits_header_buffer),
 		HARNESS_CASE(caravan_malformed_dropped),
 	};
 

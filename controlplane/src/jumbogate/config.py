@@ -134,6 +134,9 @@ class Switch:
     too_deep: str = "drop"
     # ICMP errors the switch may generate per second before its meter drops them.
     icmp_rate_pps: int = 100
+    # Of those, what the packets of one source prefix (/24, /48) may
+    # trigger: one sender cannot spend the whole port's budget.
+    icmp_rate_per_source_pps: int = 10
 
 
 @dataclass(frozen=True)
@@ -418,7 +421,12 @@ def parse_config(data: Any, source: str = "<config>") -> RackConfig:
     if mtu.default_external > mtu.guest_jumbo:
         raise r.fail("mtu.default_external", f"{mtu.default_external} is larger than mtu.guest_jumbo {mtu.guest_jumbo}")
 
-    raw_switch = r.mapping(top["switch"], "switch", {"p4runtime", "device_id", "election_id", "pipeline", "too_deep", "icmp_rate_pps", "ports"}, {"ports"})
+    raw_switch = r.mapping(
+        top["switch"],
+        "switch",
+        {"p4runtime", "device_id", "election_id", "pipeline", "too_deep", "icmp_rate_pps", "icmp_rate_per_source_pps", "ports"},
+        {"ports"},
+    )
     sw_defaults = Switch()
     switch = Switch(
         p4runtime=r.endpoint(raw_switch.get("p4runtime", sw_defaults.p4runtime), "switch.p4runtime"),
@@ -427,6 +435,12 @@ def parse_config(data: Any, source: str = "<config>") -> RackConfig:
         pipeline=str(raw_switch.get("pipeline", sw_defaults.pipeline)),
         too_deep=r.choice(raw_switch.get("too_deep", sw_defaults.too_deep), "switch.too_deep", TOO_DEEP_POLICIES),
         icmp_rate_pps=r.integer(raw_switch.get("icmp_rate_pps", sw_defaults.icmp_rate_pps), "switch.icmp_rate_pps", 1, 1_000_000),
+        icmp_rate_per_source_pps=r.integer(
+            raw_switch.get("icmp_rate_per_source_pps", sw_defaults.icmp_rate_per_source_pps),
+            "switch.icmp_rate_per_source_pps",
+            1,
+            1_000_000,
+        ),
     )
     ports = _parse_ports(r, raw_switch["ports"])
     if not ports:

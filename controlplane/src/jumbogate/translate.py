@@ -13,6 +13,7 @@ import finsy as fy
 
 from . import p4
 from .p4 import names
+from .p4.constants import ICMP_SOURCE_METER_SIZE
 from .state import FiveTuple, PolicyState
 
 # Tables whose default entry the controller sets (reconciliation reads these
@@ -68,6 +69,8 @@ def desired_entities(state: PolicyState, *, nic_up: bool) -> list[fy.P4Entity]:
     out.append(p4.entries.depth_policy(forward=cfg.switch.too_deep == "forward"))
     out.append(p4.entries.fleet_flag(state.fleet_jumbo))
     out.append(p4.entries.elephant_threshold(cfg.elephant.threshold_bytes))
+    source_rate = cfg.switch.icmp_rate_per_source_pps
+    out.extend(p4.entries.icmp_source_meter(cell, source_rate, icmp_burst(source_rate)) for cell in range(ICMP_SOURCE_METER_SIZE))
     out.append(p4.entries.signal_source(None, None))
 
     for instance in cfg.instances:
@@ -96,7 +99,9 @@ def desired_entities(state: PolicyState, *, nic_up: bool) -> list[fy.P4Entity]:
 
 def meter_queries(state: PolicyState) -> list[fy.P4MeterEntry]:
     """Reads of the meter cells `desired_entities` configures."""
-    return [fy.P4MeterEntry(names.ICMP_SIGNAL_METER, index=p.port) for p in state.config.ports if p.role in _ROLES]
+    ports = [fy.P4MeterEntry(names.ICMP_SIGNAL_METER, index=p.port) for p in state.config.ports if p.role in _ROLES]
+    # Every source cell is configured: one wildcard read.
+    return [*ports, fy.P4MeterEntry(names.ICMP_SOURCE_METER)]
 
 
 def digest_config() -> fy.P4DigestEntry:

@@ -44,6 +44,7 @@ def rack_config(tmp: Path, veths: list[lab.VethPair], p4runtime: str, smartnic: 
             "p4runtime": p4runtime,
             "pipeline": str(lab.PIPELINE_512),
             "icmp_rate_pps": 50,
+            "icmp_rate_per_source_pps": 8,
             "too_deep": "forward",
             "ports": [{"port": n, "role": role} for n, role in PORTS.items()] + [{"port": 255, "role": "cpu"}],
         },
@@ -209,6 +210,10 @@ def test_switch_holds_what_the_rack_config_says(rig):
     meters = {m.index: m.config for m in rig.read_raw(fy.P4MeterEntry("icmp_signal_meter")) if m.config is not None}
     assert set(meters) == set(PORTS)
     assert {(c.cir, c.cburst, c.pir, c.pburst) for c in meters.values()} == {(50, 12, 50, 12)}
+    # icmp_rate_per_source_pps 8: all 256 source cells, burst 2.
+    sources = {m.index: m.config for m in rig.read_raw(fy.P4MeterEntry("icmp_source_meter")) if m.config is not None}
+    assert set(sources) == set(range(256))
+    assert {(c.cir, c.cburst, c.pir, c.pburst) for c in sources.values()} == {(8, 2, 8, 2)}
     # Routes: each prefix leads to a group whose members are its next hops.
     members = {m.member_id: (m.action.args["port"], m.action.args["dst_mac"]) for m in rig.read_raw(fy.P4ActionProfileMember("ecmp_selector"))}
     groups = {g.group_id: {members[x.member_id] for x in g.members} for g in rig.read_raw(fy.P4ActionProfileGroup("ecmp_selector"))}

@@ -82,6 +82,8 @@ def test_a_pool_the_rings_would_drain_is_refused_with_the_sum(log_dir):
     nic = start_nic(NULL_PORT, ["--mbufs", "2752", "--grpc", "none"], None, log_dir)
     try:
         assert "each worker may hold 256 of each port's 2752 buffers" in nic.log(), nic.log()
+        # net_null sends no buffer chains: merged packets are flattened.
+        assert "port net_null0 cannot send a packet in more than one buffer (no MULTI_SEGS)" in nic.log(), nic.log()
     finally:
         nic.stop()
 

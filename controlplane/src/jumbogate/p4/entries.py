@@ -282,9 +282,23 @@ def icmp_meter(port: int, packets_per_second: int, burst_packets: int) -> fy.P4M
     return fy.P4MeterEntry(names.ICMP_SIGNAL_METER, index=port, config=config)
 
 
+def icmp_source_meter(cell: int, packets_per_second: int, burst_packets: int) -> fy.P4MeterEntry:
+    """Rate limit for ICMP errors triggered by the sources that hash to `cell`
+    (by /24 or /48 prefix, icmp_signal.p4)."""
+    if packets_per_second < 1 or burst_packets < 1:
+        raise ValueError("rate and burst must be positive")
+    config = fy.P4MeterConfig(cir=packets_per_second, cburst=burst_packets, pir=packets_per_second, pburst=burst_packets)
+    return fy.P4MeterEntry(names.ICMP_SOURCE_METER, index=cell, config=config)
+
+
 def icmp_meter_reset(port: int) -> fy.P4MeterEntry:
     """Back to the unconfigured meter (never red). Write with MODIFY."""
     return fy.P4MeterEntry(names.ICMP_SIGNAL_METER, index=port)
+
+
+def icmp_source_meter_reset(cell: int) -> fy.P4MeterEntry:
+    """Back to the unconfigured source cell (never red). Write with MODIFY."""
+    return fy.P4MeterEntry(names.ICMP_SOURCE_METER, index=cell)
 
 
 def elephant_digest(max_timeout_ns: int = 1_000_000, max_list_size: int = 1, ack_timeout_ns: int = 0) -> fy.P4DigestEntry:

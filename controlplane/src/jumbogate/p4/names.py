@@ -52,6 +52,7 @@ COUNTERS = (PORT_RX, PORT_TX, DROP_REASONS, PATHS, ICMP_SIGNALS)
 
 # Meters.
 ICMP_SIGNAL_METER = "icmp_signal_meter"
+ICMP_SOURCE_METER = "icmp_source_meter"
 
 # Digests.
 ELEPHANT_DIGEST = "elephant_digest_t"
