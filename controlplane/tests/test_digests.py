@@ -2,16 +2,27 @@
 
 from pathlib import Path
 
+import finsy as fy
+from finsy.proto import p4r
+
 from jumbogate import controller
 from jumbogate.config import load_config
 from jumbogate.controller import Controller
+from jumbogate.p4 import names
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "rack.example.yaml"
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "controlplane" / "rack.example.yaml"
+SCHEMA = fy.P4Schema(REPO / "p4src" / "compiled" / "depth256" / "jumbogate.p4info.txtpb")
 
 
-def digest(src_port: int, dst: int = int.from_bytes(bytes([10, 10, 0, 10])), dport: int = 5201) -> dict:
-    # The shape finsy decodes an elephant_digest_t item into.
-    return {"ip_version": 4, "src_addr": 0xCB007107, "dst_addr": dst, "protocol": 6, "src_port": src_port, "dst_port": dport, "estimated_bytes": 123456}
+def digest(src_port: int, dst: int = int.from_bytes(bytes([10, 10, 0, 10])), dport: int = 5201):
+    """One elephant_digest_t item as the controller gets it: encoded into a
+    P4Runtime DigestList against the compiled P4Info, decoded by finsy."""
+    spec = SCHEMA.digests[names.ELEPHANT_DIGEST]
+    fields = {"ip_version": 4, "src_addr": 0xCB007107, "dst_addr": dst, "protocol": 6, "src_port": src_port, "dst_port": dport, "estimated_bytes": 123456}
+    message = p4r.StreamMessageResponse(digest=p4r.DigestList(digest_id=spec.id, list_id=1, data=[spec.type_spec.encode_data(fields)]))
+    (item,) = fy.P4DigestList.decode(message, SCHEMA)
+    return item
 
 
 def test_storm_is_bounded_and_counted():

@@ -70,6 +70,13 @@ _configured_meters: set[int] = set()
 _configured_source_meters = False
 
 
+def meter_refills(packets_per_second: int, flood_seconds: float) -> int:
+    """Tokens a meter may regain while a flood is sent: one for the token in
+    progress, one more per whole period the sending took (a loaded machine
+    sends slowly; the bound follows the clock instead of guessing)."""
+    return 1 + int(flood_seconds * packets_per_second)
+
+
 def shared_switch() -> SyncSwitch:
     """One P4Runtime connection per PTF run; the pipeline is pushed once."""
     global _switch

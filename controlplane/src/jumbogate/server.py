@@ -143,7 +143,9 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
 
 async def serve(service: PolicyService, address: str) -> grpc.aio.Server:
     """Start serving on `address`; fail with a clear message if it is taken."""
-    server = grpc.aio.server()
+    # gRPC sets SO_REUSEPORT by default, so a second controller on the same
+    # address would bind too and silently take half of the operator's calls.
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     policy_pb2_grpc.add_PolicyServicer_to_server(service, server)
     try:
         port = server.add_insecure_port(address)

@@ -175,3 +175,42 @@ def test_stats_report_every_field(stub):
     assert stats.merge_delay[-1].le_us == float("inf")
     reasons = [d.reason for d in stats.drops]
     assert "tx-failed" in reasons and "caravan-bad-magic" in reasons
+
+
+def test_full_tables_are_resource_exhausted_and_change_nothing(log_dir):
+    """The onload budget (--max-onloaded-flows) and the path-MTU table
+    (1024 rules per family) refuse what does not fit with
+    RESOURCE_EXHAUSTED and keep what they hold."""
+    process = start_nic(
+        ["--vdev=net_null0,no-rx=1", "-l", "0-1"],
+        ["--internal-prefix", "10.10.0.0/16", "--max-flows", "1024", "--max-onloaded-flows", "3"],
+        None,
+        log_dir,
+        grpc_address=f"127.0.0.1:{free_tcp_port()}",
+    )
+    try:
+        stub = process.stub()
+
+        def flow(n: int) -> nic_pb2.NicFlowRequest:
+            five = common_pb2.FiveTuple(src_ip="203.0.113.5", dst_ip="10.10.0.5", protocol=6, src_port=41000 + n, dst_port=443)
+            return nic_pb2.NicFlowRequest(flow=five)
+
+        for n in range(3):
+            stub.OnloadFlow(flow(n), timeout=5)
+        with pytest.raises(grpc.RpcError) as error:
+            stub.OnloadFlow(flow(3), timeout=5)
+        assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, error.value.details()
+        listed = stub.ListFlows(nic_pb2.ListNicFlowsRequest(), timeout=5).flows
+        assert sorted(f.flow.src_port for f in listed) == [41000, 41001, 41002]
+
+        added = 0
+        with pytest.raises(grpc.RpcError) as error:
+            for n in range(2000):
+                cidr = f"10.{64 + n // 256}.{n % 256}.0/24"
+                stub.SetPathMtu(nic_pb2.SetPathMtuRequest(prefix=common_pb2.Prefix(cidr=cidr), mtu=1400), timeout=5)
+                added += 1
+        assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, error.value.details()
+        assert 1000 <= added <= 1024, added
+        assert len(stub.ListPathMtus(nic_pb2.ListPathMtusRequest(), timeout=5).entries) == added
+    finally:
+        process.stop()

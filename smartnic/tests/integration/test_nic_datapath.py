@@ -242,3 +242,34 @@ def test_control_changes_reach_the_data_path(single_port):
         stub.Configure(nic_pb2.NicConfig(internal_mtu=INTERNAL_MTU), timeout=5)
         stub.DeletePathMtu(nic_pb2.DeletePathMtuRequest(prefix=common_pb2.Prefix(cidr="192.0.2.0/24")), timeout=5)
         stub.OffloadFlow(nic_pb2.NicFlowRequest(flow=flow), timeout=5)
+
+
+def syn_mss(frame) -> int:
+    return dict(parse(frame)[TCP].options)["MSS"]
+
+
+def test_merge_unknown_flows_off_and_raise_syn_mss_off_change_the_data_path(log_dir, single_port):
+    """--merge-unknown-flows off merges only onloaded flows; --raise-syn-mss
+    off leaves a SYN's MSS as the Internet host sent it. The default program
+    (single_port) does the opposite on the same packets."""
+    syn = bytes(
+        Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+        / IP(src=INTERNET, dst=INSTANCE, id=1)
+        / TCP(sport=49000, dport=80, flags="S", seq=999, options=[("MSS", 1460)])
+    )
+    (raised,) = exchange(single_port, [syn])
+    assert syn_mss(raised) == INTERNAL_MTU - 40
+
+    strict = SinglePort(log_dir, ["--internal-prefix", "10.10.0.0/16", "--merge-unknown-flows", "off", "--raise-syn-mss", "off"])
+    try:
+        (kept,) = exchange(strict, [syn])
+        assert syn_mss(kept) == 1460
+        unknown = tcp_frames_of(exchange(strict, tcp_segments(INTERNET, INSTANCE, 49001, 80, count=8)), 49001)
+        assert len(unknown) == 8, "a flow nobody onloaded passes segment by segment"
+        flow = common_pb2.FiveTuple(src_ip=INTERNET, dst_ip=INSTANCE, protocol=6, src_port=49001, dst_port=80)
+        strict.nic.stub().OnloadFlow(nic_pb2.NicFlowRequest(flow=flow), timeout=5)
+        onloaded = tcp_frames_of(exchange(strict, tcp_segments(INTERNET, INSTANCE, 49001, 80, count=8, seq=1000 + 8 * 1448)), 49001)
+        assert len(onloaded) < 8
+        assert stream_of(onloaded, 1000 + 8 * 1448) == pattern(0, 8 * 1448)
+    finally:
+        strict.close()

@@ -169,7 +169,8 @@ def test_sigterm_flushes_everything_and_a_restart_starts_empty(log_dir):
         received = wiring.port.receive(quiet=0.5)
         totals = wiring.nic.exit_totals
         assert totals, wiring.nic.log()
-        assert "flushing held packets" in wiring.nic.log()
+        # The line names the signal that was sent (strsignal(SIGTERM)).
+        assert "jumbogate-nic: Terminated: flushing held packets and stopping" in wiring.nic.log(), wiring.nic.log()
         assert totals["packets_held"] == 0 and totals["packets_dropped"] == 0, totals
         assert totals["packets_in"] + totals["packets_created"] == totals["packets_out"] + totals["packets_absorbed"]
         assert totals["merged_packets"] > 0
@@ -187,3 +188,10 @@ def test_sigterm_flushes_everything_and_a_restart_starts_empty(log_dir):
         assert stub.GetStats(nic_pb2.GetNicStatsRequest(), timeout=5).packets_in == 0
     finally:
         wiring.close()
+
+
+def test_sigint_stops_cleanly_and_says_so(log_dir):
+    nic = start_nic(NULL_PORT, [], None, log_dir)
+    assert nic.stop(signal.SIGINT) == 0, nic.log()
+    assert "jumbogate-nic: Interrupt: flushing held packets and stopping" in nic.log(), nic.log()
+    assert nic.exit_totals["packets_held"] == 0, nic.exit_totals

@@ -1,0 +1,83 @@
+"""jumbogate-controller as an operator runs it: its flags and exit codes."""
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "controlplane" / "rack.example.yaml"
+PIPELINE = REPO / "p4src" / "compiled" / "depth256"
+CONTROLLER = Path(sys.executable).parent / "jumbogate-controller"
+CTL = Path(sys.executable).parent / "jumbogatectl"
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def controller(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(CONTROLLER), *args], capture_output=True, text=True, timeout=30)
+
+
+def test_a_bad_config_exits_2_naming_file_and_field(tmp_path):
+    bad = tmp_path / "rack.yaml"
+    bad.write_text(EXAMPLE.read_text().replace("guest_jumbo: 8500", "guest_jumbo: 9300"))
+    result = controller("--config", str(bad), "--pipeline", str(PIPELINE))
+    assert result.returncode == 2, result.stderr
+    assert f"jumbogate-controller: {bad}: mtu.guest_jumbo" in result.stderr, result.stderr
+
+
+def test_no_pipeline_or_a_missing_file_exits_2(tmp_path):
+    no_pipeline = tmp_path / "rack.yaml"
+    no_pipeline.write_text("".join(line for line in EXAMPLE.read_text().splitlines(keepends=True) if "pipeline:" not in line))
+    result = controller("--config", str(no_pipeline))
+    assert result.returncode == 2 and "no pipeline: pass --pipeline" in result.stderr, result.stderr
+    result = controller("--config", str(EXAMPLE), "--pipeline", str(tmp_path))
+    assert result.returncode == 2 and "pipeline file missing" in result.stderr and "jumbogate.json" in result.stderr, result.stderr
+
+
+def test_an_unknown_log_level_is_a_usage_error():
+    result = controller("--config", str(EXAMPLE), "--pipeline", str(PIPELINE), "--log-level", "LOUD")
+    assert result.returncode == 2 and "--log-level" in result.stderr, result.stderr
+
+
+def test_listen_log_level_and_a_clean_stop(tmp_path):
+    """--listen overrides controller.listen, --log-level DEBUG is obeyed,
+    SIGTERM stops it with 0; an address in use exits 1 with the reason."""
+    address = f"127.0.0.1:{free_port()}"
+    log = tmp_path / "controller.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [str(CONTROLLER), "--config", str(EXAMPLE), "--pipeline", str(PIPELINE), "--listen", address, "--log-level", "DEBUG"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 20
+        shown = None
+        while time.monotonic() < deadline:
+            shown = subprocess.run([str(CTL), "--controller", address, "--timeout", "1", "fleet", "show"], capture_output=True, text=True)
+            if shown.returncode == 0:
+                break
+            time.sleep(0.2)
+        assert shown is not None and shown.returncode == 0, (shown.stderr if shown else "", log.read_text())
+        assert "DEBUG" in log.read_text(), "--log-level DEBUG prints debug lines"
+
+        # gRPC's default SO_REUSEPORT would let a second controller bind
+        # the same address and take half the calls: it must refuse instead.
+        busy = controller("--config", str(EXAMPLE), "--pipeline", str(PIPELINE), "--listen", address)
+        assert busy.returncode == 1 and "cannot listen on" in busy.stderr, busy.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=15)
+    assert code == 0, log.read_text()
+    assert "stopping" in log.read_text()
