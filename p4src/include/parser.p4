@@ -92,6 +92,19 @@ parser Ipv4Parser(packet_in packet,
         packet.extract(ipv4);
         pm.depth = pm.depth + header_bytes;
         pm.next = (bit<16>)ipv4.protocol;
+        transition select(ipv4.frag_offset) {
+            0: check_options;
+            default: later_fragment;
+        }
+    }
+    // Only a first fragment (offset 0) starts with the L4 header; later
+    // fragments carry payload bytes, which must feed neither steering nor
+    // the sketch, nor fail the TCP data-offset check: nothing follows.
+    state later_fragment {
+        pm.next = NEXT_NONE;
+        transition check_options;
+    }
+    state check_options {
         transition select(ipv4.ihl) {
             5: accept;
             default: extract_options;
@@ -284,15 +297,12 @@ parser JumbogateParser(packet_in packet,
         transition accept;
     }
 
-    // Only a first fragment (offset 0) starts with the L4 header; later
-    // fragments carry payload bytes, which must feed neither steering nor
-    // the sketch, nor fail the TCP data-offset check.
     state parse_ipv4 {
         ipv4_parser.apply(packet, hdr.ipv4, hdr.ipv4_options, pm);
-        transition select(hdr.ipv4.frag_offset, pm.next) {
-            (0, (bit<16>)IP_PROTO_TCP): parse_tcp;
-            (0, (bit<16>)IP_PROTO_UDP): parse_udp;
-            (0, (bit<16>)IP_PROTO_ICMP): parse_icmp;
+        transition select(pm.next) {
+            (bit<16>)IP_PROTO_TCP: parse_tcp;
+            (bit<16>)IP_PROTO_UDP: parse_udp;
+            (bit<16>)IP_PROTO_ICMP: parse_icmp;
             default: accept;
         }
     }
@@ -372,9 +382,9 @@ parser JumbogateParser(packet_in packet,
     }
     state parse_inner_ipv4 {
         inner_ipv4_parser.apply(packet, hdr.inner_ipv4, hdr.inner_ipv4_options, pm);
-        transition select(hdr.inner_ipv4.frag_offset, pm.next) {
-            (0, (bit<16>)IP_PROTO_TCP): parse_inner_tcp;
-            (0, (bit<16>)IP_PROTO_UDP): parse_inner_udp;
+        transition select(pm.next) {
+            (bit<16>)IP_PROTO_TCP: parse_inner_tcp;
+            (bit<16>)IP_PROTO_UDP: parse_inner_udp;
             default: accept;
         }
     }

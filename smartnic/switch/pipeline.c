@@ -132,6 +132,9 @@ static enum parser_error ipv4_parser(struct parser *p, int *ipv4,
 	*ipv4 = (int)pm->depth;
 	*header_bytes = (int)bytes;
 	pm->next = p->frame[*ipv4 + 9];
+	/* state later_fragment: past offset 0 no L4 header follows. */
+	if ((load16(p->frame + *ipv4 + 6) & 0x1fff) != 0)
+		pm->next = P4_NEXT_NONE;
 	/* extract_options: the varbit must be in the packet too. */
 	if (!available(p, bytes))
 		return PARSER_PACKET_TOO_SHORT;
@@ -230,13 +233,6 @@ static enum parser_error too_deep(struct parser *p)
 			return error_;                                         \
 	} while (0)
 
-/* A later IPv4 fragment (offset not 0): its L4 header is in the first one,
- * so parse_ipv4's select takes no L4 state. */
-static bool later_fragment(const uint8_t *frame, int ipv4)
-{
-	return ipv4 != NONE && (load16(frame + ipv4 + 6) & 0x1fff) != 0;
-}
-
 /* Inner headers of a Geneve frame: parse_inner_ethernet onwards. */
 static enum parser_error parse_inner(struct parser *p, struct headers *hdr)
 {
@@ -248,8 +244,6 @@ static enum parser_error parse_inner(struct parser *p, struct headers *hdr)
 	else if (pm->next == P4_ETHERTYPE_IPV6)
 		TRY(ipv6_parser(p, &hdr->inner_ipv6));
 	else
-		return PARSER_OK;
-	if (later_fragment(p->frame, hdr->inner_ipv4))
 		return PARSER_OK;
 	if (pm->next == P4_IP_PROTO_TCP)
 		return tcp_parser(p, &hdr->inner_tcp, &hdr->inner_tcp_bytes);
@@ -310,8 +304,6 @@ static enum parser_error jumbogate_parser(struct parser *p, struct headers *hdr)
 	}
 	if (ether_type == P4_ETHERTYPE_IPV4) {
 		TRY(ipv4_parser(p, &hdr->ipv4, &hdr->ipv4_bytes));
-		if (later_fragment(p->frame, hdr->ipv4))
-			return PARSER_OK;
 		if (pm->next == P4_IP_PROTO_ICMP)
 			return eight_byte_parser(p, &hdr->icmp, false);
 	} else if (ether_type == P4_ETHERTYPE_IPV6) {
