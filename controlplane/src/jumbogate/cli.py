@@ -98,7 +98,7 @@ def show_instances(instances) -> str:
 def show_flows(flows) -> str:
     if not flows:
         return "no flows on the merge path"
-    origin = {policy_pb2.FLOW_ORIGIN_ELEPHANT: "elephant", policy_pb2.FLOW_ORIGIN_OPERATOR: "operator"}
+    origin = {policy_pb2.FLOW_ORIGIN_ELEPHANT: "elephant", policy_pb2.FLOW_ORIGIN_OPERATOR: "operator", policy_pb2.FLOW_ORIGIN_ADOPTED: "adopted"}
     rows = [
         [
             format_flow(f.flow),

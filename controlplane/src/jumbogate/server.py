@@ -22,7 +22,7 @@ _EVENT_KINDS = {kind: getattr(policy_pb2, f"EVENT_KIND_{kind.name}") for kind in
 _ORIGINS = {
     FlowOrigin.ELEPHANT: policy_pb2.FLOW_ORIGIN_ELEPHANT,
     FlowOrigin.OPERATOR: policy_pb2.FLOW_ORIGIN_OPERATOR,
-    FlowOrigin.ADOPTED: policy_pb2.FLOW_ORIGIN_ELEPHANT,
+    FlowOrigin.ADOPTED: policy_pb2.FLOW_ORIGIN_ADOPTED,
 }
 
 

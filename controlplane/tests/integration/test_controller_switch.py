@@ -465,3 +465,47 @@ def test_elephant_is_onloaded_then_expires(nic_rig):
         watch.terminate()
         events = watch.communicate(timeout=10)[0]
     assert "EVENT_KIND_ELEPHANT_DETECTED" in events and "EVENT_KIND_FLOW_ONLOADED" in events and "EVENT_KIND_FLOW_EXPIRED" in events
+
+
+def merge_flow_ports(rig) -> set[tuple[int, int]]:
+    """(src_port, dst_port) of every merge_flows entry on the switch."""
+    return {(dict(m)["src_port"], dict(m)["dst_port"]) for m, _, _, _, default in rig.table("merge_flows") if not default}
+
+
+def wait_for_switch(rig, predicate, what: str) -> None:
+    """Wait for reconcile runs until the switch satisfies `predicate`."""
+    wait_until(lambda: predicate(merge_flow_ports(rig)), 30, what, interval=0.2)
+
+
+def test_restart_adopts_the_merge_flows_on_the_switch(nic_rig):
+    rig, _ = nic_rig
+    """A restarted controller keeps the merge flows it finds on the switch
+    (origin "adopted"), writing nothing; the flow never leaves the switch."""
+    assert rig.ctl("flows", "onload", "203.0.113.7:41000", "10.10.0.10:5201", "--idle", "600").returncode == 0
+    try:
+        wait_for_switch(rig, lambda ports: (41000, 5201) in ports, "the onloaded flow on the switch")
+        rig.controller.stop()
+        rig.start_controller()
+        totals = rig.wait_for_reconcile()["reconcile"]
+        assert (int(totals["inserted"]), int(totals["deleted"])) == (0, 0), totals
+        flows = json.loads(rig.ctl("--json", "flows", "list").stdout)["flows"]
+        assert [(f["flow"]["src_port"], f["origin"]) for f in flows] == [(41000, "FLOW_ORIGIN_ADOPTED")]
+        assert (41000, 5201) in merge_flow_ports(rig)
+    finally:
+        rig.ctl("flows", "offload", "203.0.113.7:41000", "10.10.0.10:5201")
+    wait_for_switch(rig, lambda ports: (41000, 5201) not in ports, "the offloaded flow gone")
+
+
+def test_instance_flag_off_offloads_its_flows(nic_rig):
+    rig, _ = nic_rig
+    """Turning an instance's jumbo flag off takes its flows off the merge
+    path, on the switch too; turning it on again does not bring them back."""
+    assert rig.ctl("flows", "onload", "203.0.113.7:41001", "10.10.0.10:5201").returncode == 0
+    wait_for_switch(rig, lambda ports: (41001, 5201) in ports, "the onloaded flow on the switch")
+    assert rig.ctl("instance", "jumbo", "web-1", "off").returncode == 0
+    try:
+        wait_for_switch(rig, lambda ports: (41001, 5201) not in ports, "the flow off the switch")
+        assert json.loads(rig.ctl("--json", "flows", "list").stdout).get("flows", []) == []
+    finally:
+        assert rig.ctl("instance", "jumbo", "web-1", "on").returncode == 0
+    assert (41001, 5201) not in merge_flow_ports(rig)
