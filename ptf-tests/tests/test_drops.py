@@ -2,6 +2,7 @@
 
 import struct
 
+import finsy as fy
 import packets as pk
 from base import (
     INSTANCE_V4,
@@ -19,7 +20,9 @@ from base import (
 from ptf.testutils import group
 from scapy.layers.l2 import ARP, Ether
 
-from jumbogate.p4 import DropReason
+from jumbogate.p4 import DropReason, names
+from jumbogate.p4 import entries as e
+from jumbogate.p4.constants import MEMBERS_PER_GROUP
 
 
 @group("drops")
@@ -71,6 +74,30 @@ class ForwardingDrops(JumbogateTest):
         self.expect_drop(PORT_UNASSIGNED, pk.tcp_packet(INTERNET_V4, INSTANCE_V4, 100), DropReason.PORT_ROLE_UNASSIGNED)
         # A TTL of 2 still goes through, leaving with 1.
         pkt = pk.tcp_packet(INTERNET_V4, INSTANCE_V4, 100, ttl=2)
+        self.send(PORT_EXTERNAL, pkt)
+        self.expect_routed(pkt, TO_RACK)
+
+
+@group("drops")
+class EmptyNextHopGroup(JumbogateTest):
+    """A route to a next-hop group whose members are all gone is no route:
+    the packet is dropped and counted, not sent to some port."""
+
+    def runTest(self):
+        self.add_routes()
+        empty = 9
+        self.insert(
+            fy.P4ActionProfileGroup(names.ECMP_SELECTOR, group_id=empty, max_size=MEMBERS_PER_GROUP, members=[]),
+            fy.P4TableEntry(names.NEXT_HOPS, match=fy.P4TableMatch(group_id=empty), action=fy.P4IndirectAction(group_id=empty)),
+            e.route("192.0.2.0/24", empty),
+        )
+        self.expect_drop(PORT_EXTERNAL, pk.tcp_packet(INTERNET_V4, "192.0.2.1", 100), DropReason.NO_ROUTE)
+        # The same route reaches its next hop once the group has a member:
+        # the drop above came from the empty group, not from the route.
+        filled = e.ecmp_group(empty, [TO_RACK])
+        self.insert([x for x in filled if isinstance(x, fy.P4ActionProfileMember)])
+        self.modify([x for x in filled if isinstance(x, fy.P4ActionProfileGroup)])
+        pkt = pk.tcp_packet(INTERNET_V4, "192.0.2.1", 100)
         self.send(PORT_EXTERNAL, pkt)
         self.expect_routed(pkt, TO_RACK)
 
