@@ -273,6 +273,42 @@ def test_controller_restart_writes_nothing(rig):
     assert "ALREADY_EXISTS" not in rig.controller.output()
 
 
+def write_as_intruder(rig, entity) -> None:
+    """Another client takes the switch (a higher election id), modifies one
+    entity and leaves: a change made behind the controller's back. Raw
+    P4Runtime, so nothing of the controller's own code is involved."""
+    import grpc
+    from finsy.proto import p4r, p4r_grpc
+
+    election = p4r.Uint128(high=0, low=rig.config.switch.election_id + 1000)
+    with grpc.insecure_channel(rig.switch.grpc_address) as channel:
+        stub = p4r_grpc.P4RuntimeStub(channel)
+        requests = iter(
+            [p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(device_id=rig.config.switch.device_id, election_id=election))]
+        )
+        stream = stub.StreamChannel(requests)
+        arbitration = next(stream).arbitration
+        assert arbitration.status.code == 0, f"the intruder did not become primary: {arbitration}"
+        schema = fy.P4Schema(lab.PIPELINE_512 / "jumbogate.p4info.txtpb")
+        update = p4r.Update(type=p4r.Update.MODIFY, entity=entity.encode(schema))
+        stub.Write(p4r.WriteRequest(device_id=rig.config.switch.device_id, election_id=election, updates=[update]), timeout=10)
+        stream.cancel()
+
+
+def test_an_entry_changed_behind_the_controllers_back_is_put_back(rig):
+    """The fleet flag is turned off on the switch by another client; the
+    controller, primary again, writes it back (its resync runs every 5 s
+    even when nothing changed on its side)."""
+    assert rig.table("fleet_policy") == {((), "set_fleet_jumbo", (("enabled", 1),), 0, True)}
+    modified = int(rig.stats()["reconcile"]["modified"])
+    write_as_intruder(rig, fy.P4TableEntry("fleet_policy", is_default_action=True, action=fy.P4TableAction("set_fleet_jumbo", enabled=0)))
+    # Seen off first: a test that only waited for "on" would pass if the write had failed.
+    assert rig.table("fleet_policy") == {((), "set_fleet_jumbo", (("enabled", 0),), 0, True)}
+    wait_until(lambda: int(rig.stats()["reconcile"]["modified"]) > modified, 20, "the controller to repair the entry", interval=0.2)
+    assert rig.table("fleet_policy") == {((), "set_fleet_jumbo", (("enabled", 1),), 0, True)}
+    assert rig.desired_vs_switch()[0].empty
+
+
 def test_switch_restart_converges(rig):
     rig.switch.stop()
     rig.switch.start()
