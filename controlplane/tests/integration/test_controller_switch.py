@@ -283,9 +283,7 @@ def write_as_intruder(rig, entity) -> None:
     election = p4r.Uint128(high=0, low=rig.config.switch.election_id + 1000)
     with grpc.insecure_channel(rig.switch.grpc_address) as channel:
         stub = p4r_grpc.P4RuntimeStub(channel)
-        requests = iter(
-            [p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(device_id=rig.config.switch.device_id, election_id=election))]
-        )
+        requests = iter([p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(device_id=rig.config.switch.device_id, election_id=election))])
         stream = stub.StreamChannel(requests)
         arbitration = next(stream).arbitration
         assert arbitration.status.code == 0, f"the intruder did not become primary: {arbitration}"
@@ -465,8 +463,55 @@ def test_merge_service_traffic_is_merged_by_the_smartnic(nic_rig):
     assert_merged_through_nic(rig, veths, sport=40000)
 
 
+class Watch:
+    """`jumbogatectl watch` running beside a test, its lines collected as they come."""
+
+    def __init__(self, rig: Rig):
+        import os
+        import threading
+
+        self.lines: list[str] = []
+        self.process = subprocess.Popen(
+            [VENV_BIN / "jumbogatectl", "--controller", rig.api, "watch", "--duration", "120"],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self._reader = threading.Thread(target=lambda: self.lines.extend(iter(self.process.stdout.readline, "")), daemon=True)
+        self._reader.start()
+
+    def subscribed(self, rig: Rig) -> None:
+        """Make events (an instance flag flipped on and off) until the watch shows one."""
+
+        def shown() -> bool:
+            rig.ctl("instance", "jumbo", "legacy-1", "on")
+            rig.ctl("instance", "jumbo", "legacy-1", "off")
+            return any("instance_changed" in line for line in self.lines)
+
+        wait_until(shown, 15, "the watch to show events", interval=0.3)
+
+    def stop(self) -> str:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+        self._reader.join(timeout=10)
+        return "".join(self.lines)
+
+
 def test_smartnic_outage_bypasses_and_restores(nic_rig):
+    """The outage is seen by `watch` as nic_down, the merge path is taken off
+    the switch and traffic bypasses; a restarted SmartNIC is nic_up and merges."""
     rig, veths = nic_rig
+    watch = Watch(rig)
+    try:
+        watch.subscribed(rig)
+        outage_and_restart(rig, veths)
+    finally:
+        events = watch.stop()
+    down, up = events.find("nic_down"), events.rfind("nic_up")
+    assert 0 <= down < up, f"watch did not show nic_down then nic_up:\n{events}"
+
+
+def outage_and_restart(rig: Rig, veths: list[lab.VethPair]) -> None:
     rig.nic.stop(sig=9)
     wait_until(lambda: not rig.stats()["nic"]["reachable"], 10, "the controller to notice the SmartNIC outage")
     wait_until(lambda: rig.desired_vs_switch(nic_up=False)[0].empty, 5, "merge-path entries removed from the switch")
