@@ -60,6 +60,7 @@ static int stats_command(const char *command, const char *params,
 	add_u64(d, "merge_bad_checksum_passes", merge->bad_checksum_passes);
 	add_u64(d, "merge_overlap_passes", merge->overlap_passes);
 	add_u64(d, "merge_legacy_mss_passes", merge->legacy_mss_passes);
+	add_u64(d, "merge_held_full_passes", merge->held_full_passes);
 	add_u64(d, "merge_mss_raised", merge->mss_raised);
 	add_u64(d, "split_packets_in", totals.engine.split.packets_in);
 	add_u64(d, "split_packets", totals.engine.split.packets_segmented);

@@ -878,9 +878,15 @@ static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
 	/* Drop Ethernet padding so the payload ends where IP says. */
 	uint32_t frame = s.p.l2_len + s.p.ip_length;
 
-	if (e->held_segments >= e->config.max_held_segments ||
-	    (m->pkt_len > frame &&
-	     rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - frame)) != 0)) {
+	/* Every held segment keeps a receive buffer: at the budget, new
+	 * segments pass unmerged rather than starve reception. */
+	if (e->held_segments >= e->config.max_held_segments) {
+		stats->held_full_passes++;
+		release_flow_then_pass(e, f, m);
+		return;
+	}
+	if (m->pkt_len > frame &&
+	    rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - frame)) != 0) {
 		release_flow_then_pass(e, f, m);
 		return;
 	}

@@ -273,3 +273,42 @@ def test_merge_unknown_flows_off_and_raise_syn_mss_off_change_the_data_path(log_
         assert stream_of(onloaded, 1000 + 8 * 1448) == pattern(0, 8 * 1448)
     finally:
         strict.close()
+
+
+def held_budget_run(log_dir, mbufs: int) -> tuple[list[bytes], dict]:
+    """300 flows of 3 segments each, interleaved (every flow's first, then
+    every flow's second, ...) so that each flow has a measured rate by its
+    second segment and may then wait up to 10 ms for more; returns what came
+    back and the stats."""
+    wiring = SinglePort(
+        log_dir,
+        ["--internal-prefix", "10.10.0.0/16", "--mbufs", str(mbufs), "--delay-rate-threshold-gbps", "0", "--delay-max-us", "10000"],
+    )
+    try:
+        flows = [tcp_segments(INTERNET, INSTANCE, sport, 80, count=3) for sport in HELD_BUDGET_PORTS]
+        frames = [segment for round_ in zip(*flows, strict=True) for segment in round_]
+        out = exchange(wiring, frames)
+        return out, wiring.nic.telemetry("/jumbogate/stats")
+    finally:
+        wiring.close()
+
+
+HELD_BUDGET_PORTS = range(50000, 50300)
+
+
+def test_held_segments_stay_within_the_buffer_budget(log_dir):
+    """With 2752 buffers a worker may hold 256 (the rest is for rings and
+    caches): segments past that pass at once, counted, and nothing is lost
+    or refused a buffer. With room to spare, the same burst is all held."""
+    for mbufs in (2752, 8192):
+        out, stats = held_budget_run(log_dir, mbufs)
+        by_flow: dict[int, list] = {}
+        for packet in map(parse, out):
+            by_flow.setdefault(packet[TCP].sport, []).append(packet)
+        assert sorted(by_flow) == list(HELD_BUDGET_PORTS)
+        assert all(stream_of(packets, 1000) == pattern(0, 3 * 1448) for packets in by_flow.values())
+        assert stats["packets_dropped"] == 0 and stats["merge_delayed_flows"] > 0, stats
+        if mbufs == 2752:
+            assert stats["merge_held_full_passes"] > 0, stats
+        else:
+            assert stats["merge_held_full_passes"] == 0, stats
