@@ -35,6 +35,8 @@ struct jg_engine *nic_engine_create(const struct nic *nic,
 	local.name = name;
 	local.header_pool = nic->header_pool;
 	local.socket_id = rte_eth_dev_socket_id(nic->ports[port].port_id);
+	/* Every pool of this program has the private area (ports.c, main.c). */
+	local.run_meta_in_priv_area = true;
 	/* Held segments keep their receive buffers; what rings and caches
 	 * may take is left to them, so that holding never starves
 	 * reception (main checked that something is left). */

@@ -143,9 +143,9 @@ static bool create_engines(struct nic *nic)
 	unsigned int pool_size = HEADER_MBUFS_PER_WORKER_PORT *
 				 nic->worker_count * nic->port_count;
 
-	nic->header_pool =
-		rte_pktmbuf_pool_create("jg_headers", pool_size, 256, 0,
-					HEADER_DATA_ROOM, rte_socket_id());
+	nic->header_pool = rte_pktmbuf_pool_create(
+		"jg_headers", pool_size, 256, JG_MBUF_PRIV_SIZE,
+		HEADER_DATA_ROOM, rte_socket_id());
 	if (nic->header_pool == NULL) {
 		fprintf(stderr,
 			"jumbogate-nic: cannot allocate %u header buffers: %s "
@@ -192,6 +192,11 @@ static bool create_engines(struct nic *nic)
 				}
 			}
 		}
+		if (w == 0 && jg_engine_meta_in_priv_area(worker->engines[0]))
+			printf("jumbogate-nic: a port took the mbuf "
+			       "dynamic-field "
+			       "space (e.g. net_pcap's Rx timestamp): merge "
+			       "state is kept in the buffers' private area\n");
 		snprintf(name, sizeof(name), "jg_cmd_%u", w);
 		worker->commands =
 			rte_ring_create(name, COMMAND_RING_SIZE, SOCKET_ID_ANY,

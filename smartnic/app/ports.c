@@ -105,6 +105,9 @@ static bool setup_port(struct nic *nic, struct nic_port *port)
 		.mtu = options->port_mtu,
 		.mbufs = options->mbufs_per_port,
 		.mbuf_size = options->mbuf_size,
+		/* Room for the engine's run metadata should a PMD take the
+		 * dynamic-field space (see run_meta_in_priv_area). */
+		.priv_size = JG_MBUF_PRIV_SIZE,
 	};
 
 	return jg_port_setup(&params, NULL);

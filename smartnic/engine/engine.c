@@ -100,6 +100,13 @@ struct jg_engine *jg_engine_create(const struct jg_engine_config *config)
 			 RTE_PKTMBUF_HEADROOM;
 	e->full_packet_ip_length = (config->internal_mtu * 9 + 9) / 10;
 	e->run_meta_offset = register_run_meta();
+	if (e->run_meta_offset < 0 && rte_errno == ENOENT &&
+	    config->run_meta_in_priv_area) {
+		/* No room left among the dynamic fields: the private area
+		 * starts right after struct rte_mbuf (rte_mbuf_to_priv). */
+		e->run_meta_offset = (int)sizeof(struct rte_mbuf);
+		e->meta_in_priv_area = true;
+	}
 	if (e->run_meta_offset < 0)
 		goto fail;
 	jg_delay_model_init(e);
@@ -125,6 +132,11 @@ struct jg_engine *jg_engine_create(const struct jg_engine_config *config)
 fail:
 	jg_engine_destroy(e);
 	return NULL;
+}
+
+bool jg_engine_meta_in_priv_area(const struct jg_engine *e)
+{
+	return e->meta_in_priv_area;
 }
 
 void jg_engine_destroy(struct jg_engine *e)

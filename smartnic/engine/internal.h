@@ -204,6 +204,9 @@ struct jg_run_meta {
 	uint8_t segment_start;	   /* this mbuf begins an input segment */
 };
 
+_Static_assert(sizeof(struct jg_run_meta) <= JG_MBUF_PRIV_SIZE,
+	       "run metadata must fit the private area callers reserve");
+
 #define JG_RUN_CLOSED	0x01 /* nothing may be appended */
 #define JG_RUN_ID_FIXED 0x02 /* IPv4 ID constant (DF set) */
 #define JG_RUN_ID_INCR	0x04 /* IPv4 ID +1 per segment */
@@ -275,7 +278,9 @@ struct rte_lpm6;
 
 struct jg_engine {
 	struct jg_engine_config config;
-	int run_meta_offset; /* dynamic field offset of struct jg_run_meta */
+	int run_meta_offset; /* dynamic field offset of struct jg_run_meta,
+				or sizeof(struct rte_mbuf): the private area */
+	bool meta_in_priv_area;
 
 	struct jg_flow *flows;
 	struct jg_flow_key *keys; /* the key of each slot, compared on lookup */

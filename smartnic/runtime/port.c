@@ -62,7 +62,7 @@ static struct rte_mempool *create_pool(const struct jg_port_params *p,
 
 	snprintf(name, sizeof(name), "jg_rx_%u_%u", p->port_id, data_size);
 	pool = rte_pktmbuf_pool_create(
-		name, p->mbufs, POOL_CACHE, 0,
+		name, p->mbufs, POOL_CACHE, p->priv_size,
 		(uint16_t)(RTE_PKTMBUF_HEADROOM + data_size), socket);
 	if (pool == NULL)
 		fprintf(stderr,

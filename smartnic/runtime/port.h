@@ -21,6 +21,7 @@ struct jg_port_params {
 	uint32_t mtu;	    /* largest IP packet the port carries */
 	uint32_t mbufs;	    /* receive buffers of the port's pool */
 	uint32_t mbuf_size; /* data bytes per buffer; 0: one whole frame */
+	uint16_t priv_size; /* private bytes per buffer (a multiple of 8) */
 };
 
 /* Descriptors of every receive and transmit queue jg_port_setup makes. */

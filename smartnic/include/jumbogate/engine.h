@@ -130,6 +130,16 @@ struct jg_engine_config {
 	struct rte_mempool *header_pool;
 	/** NUMA socket for engine memory; default SOCKET_ID_ANY (-1). */
 	int socket_id;
+	/**
+	 * The caller promises that every mbuf it gives the engine (and every
+	 * mbuf of header_pool) has a private area of at least
+	 * JG_MBUF_PRIV_SIZE bytes. The engine keeps per-run metadata in an
+	 * mbuf dynamic field; the dynamic-field space is small (32 aligned
+	 * bytes in DPDK 22.11) and a PMD may take part of it (net_pcap
+	 * registers the Rx timestamp), so with this set the engine falls back
+	 * to the private area instead of failing. Default false.
+	 */
+	bool run_meta_in_priv_area;
 	/** Unique name (DPDK objects such as LPM tables are named). */
 	const char *name;
 	/**
@@ -358,6 +368,13 @@ enum jg_drop_reason {
 #undef JG_DROP_ENUM
 		JG_DROP_REASON_COUNT
 };
+
+/** Private-area bytes per mbuf that run_meta_in_priv_area asks for. */
+#define JG_MBUF_PRIV_SIZE 32
+
+/** Whether this engine keeps run metadata in the mbuf private area (its
+ *  dynamic field could not be registered), for the caller's logs. */
+bool jg_engine_meta_in_priv_area(const struct jg_engine *e);
 
 /** Stable short name of a drop reason, for logs and metrics. */
 const char *jg_drop_reason_name(enum jg_drop_reason reason);

@@ -158,6 +158,17 @@ class NicProcess:
         return self.proc.returncode
 
 
+def wait_for(predicate, what: str, timeout: float = 10.0):
+    """Poll until predicate() is truthy and return its value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
 def remove_runtime_dir(file_prefix: str) -> None:
     """DPDK leaves its runtime directory behind; the prefixes here are ours."""
     shutil.rmtree(f"/var/run/dpdk/{file_prefix}", ignore_errors=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from nic_harness import SinglePort, tshark_checksums, write_pcap
+from nic_harness import Netns, PacketPort, SinglePort, start_nic, tshark_checksums, veth, wait_for, write_pcap
 from nic_packets import (
     CARAVAN_DSCP,
     IP,
@@ -312,3 +312,48 @@ def test_held_segments_stay_within_the_buffer_budget(log_dir):
             assert stats["merge_held_full_passes"] > 0, stats
         else:
             assert stats["merge_held_full_passes"] == 0, stats
+
+
+def test_a_port_that_takes_nothing_costs_counted_drops_not_a_stall(log_dir):
+    """A port whose link went down refuses every packet: the worker tries
+    again, then drops and counts tx-failed, frees the buffers and keeps
+    serving. net_pcap receives on one veth and sends on another, which is
+    taken down once the program runs."""
+    nic_ns, switch_ns = Netns("jgn"), Netns("jgs")
+    nic = port = None
+    try:
+        veth(nic_ns, "jgin0", switch_ns, "jgin1")
+        veth(nic_ns, "jgout0", switch_ns, "jgout1")
+        nic = start_nic(
+            ["--vdev=net_pcap0,rx_iface_in=jgin0,tx_iface=jgout0", "-l", "0-1"],
+            ["--internal-prefix", "10.10.0.0/16", "--mbuf-size", "12288", "--mbufs", "4096"],
+            nic_ns,
+            log_dir,
+        )
+        nic_ns.exec("ip", "link", "set", "jgout0", "down")
+        before = nic.telemetry("/jumbogate/buffers")
+        port = PacketPort(switch_ns, "jgin1")
+        # Passing packets, and segments that merge: net_pcap takes part of
+        # the mbuf dynamic-field space, so merge state lives in the buffers'
+        # private area.
+        frames = [tcp_packet(INTERNET, "192.0.2.9", 51000 + i, 80, size=200) for i in range(40)]
+        frames += tcp_segments(INTERNET, INSTANCE, 51100, 80, count=8)
+        port.send(frames)
+        stats = wait_for(
+            lambda: (s := nic.telemetry("/jumbogate/stats"))["packets_in"] == len(frames) and s["packets_held"] == 0 and s,
+            "every packet read and none held",
+        )
+        assert "merge state is kept in the buffers' private area" in nic.log()
+        assert stats["merged_packets"] > 0 and stats["packets_out"] == 0, stats
+        assert stats["drop_tx_failed"] == stats["packets_dropped"] == 40 + stats["merged_packets"], stats
+        assert stats["packets_in"] == stats["packets_dropped"] + stats["packets_absorbed"], stats
+        # Still serving, and every buffer is back in the pool.
+        assert nic.stub().GetStats(nic_pb2.GetNicStatsRequest(), timeout=5).packets_in == len(frames)
+        assert nic.telemetry("/jumbogate/buffers") == before
+    finally:
+        if port:
+            port.close()
+        if nic:
+            nic.stop()
+        nic_ns.delete()
+        switch_ns.delete()
