@@ -366,7 +366,8 @@ def main(argv: list[str] | None = None) -> int:
     (outdir / "results.json").write_text(json.dumps(asdict(results), indent=1))
     images = plots(results, outdir)
     print(text)
-    print(f"\nreport, plots and captures: {outdir.relative_to(procs.REPO)}/ ({', '.join(p.name for p in images)})")
+    shown = outdir.resolve().relative_to(procs.REPO) if outdir.resolve().is_relative_to(procs.REPO) else outdir
+    print(f"\nreport, plots and captures: {shown}/ ({', '.join(p.name for p in images)})")
     return 0
 
 
