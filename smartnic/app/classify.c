@@ -50,16 +50,25 @@ bool nic_packet_parse(const struct rte_mbuf *m, struct nic_packet_info *info)
 			info->protocol = 0;
 	} else if (ether_type == RTE_ETHER_TYPE_IPV6) {
 		const struct rte_ipv6_hdr *ip = (const void *)(data + offset);
+		struct jg_ipv6_chain chain;
 
 		if (length < offset + sizeof(*ip) || (data[offset] >> 4) != 6)
 			return false;
 		info->ip_version = 6;
-		/* Extension headers are left to the engine; the direction
-		 * needs only the addresses. */
-		info->protocol = ip->proto;
 		info->src = ip->src_addr;
 		info->dst = ip->dst_addr;
-		l4_offset = offset + sizeof(*ip);
+		/* Through the extension headers as the engine walks them, so
+		 * that TCP behind a destination-options header is split, not
+		 * passed on oversize. A chain the engine would not follow,
+		 * or a later fragment, carries no ports. */
+		if (jg_ipv6_walk(data + offset, length - offset, &chain) &&
+		    (!chain.fragment || chain.first_fragment)) {
+			info->protocol = chain.protocol;
+			l4_offset = offset + chain.length;
+		} else {
+			info->protocol = 0;
+			l4_offset = offset + sizeof(*ip);
+		}
 	} else {
 		return false;
 	}

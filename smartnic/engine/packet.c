@@ -62,19 +62,17 @@ static bool parse_ipv4(const uint8_t *l3, uint32_t available,
 	return true;
 }
 
-static bool parse_ipv6(const uint8_t *l3, uint32_t available,
-		       struct jg_parsed *p)
+bool jg_ipv6_walk(const uint8_t *l3, uint32_t available,
+		  struct jg_ipv6_chain *chain)
 {
-	const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)l3;
-	uint32_t offset = sizeof(*ip);
-	uint8_t next;
+	uint32_t offset = sizeof(struct rte_ipv6_hdr);
 	int extensions = 0;
+	uint8_t next;
 
-	if (available < sizeof(*ip) || (l3[0] >> 4) != 6)
+	memset(chain, 0, sizeof(*chain));
+	if (available < offset || (l3[0] >> 4) != 6)
 		return false;
-	p->ip_version = 6;
-	p->ip_length = sizeof(*ip) + rte_be_to_cpu_16(ip->payload_len);
-	next = ip->proto;
+	next = ((const struct rte_ipv6_hdr *)l3)->proto;
 	for (;;) {
 		uint32_t length;
 
@@ -89,12 +87,12 @@ static bool parse_ipv6(const uint8_t *l3, uint32_t available,
 			uint16_t fragment = (uint16_t)(l3[offset + 2] << 8 |
 						       l3[offset + 3]);
 
-			p->is_fragment = true;
-			p->fragment_shows_ports = (fragment & 0xfff8) == 0;
+			chain->fragment = true;
+			chain->first_fragment = (fragment & 0xfff8) == 0;
 			length = 8;
 		} else {
 			if (next == IPV6_EXT_ROUTING)
-				p->ipv6_routing = true;
+				chain->routing = true;
 			length = (l3[offset + 1] + 1u) * 8;
 		}
 		next = l3[offset];
@@ -102,10 +100,31 @@ static bool parse_ipv6(const uint8_t *l3, uint32_t available,
 		if (offset > available)
 			return false;
 	}
-	if (offset > p->ip_length || offset > 511)
+	/* The engine's header buffers and l3_len hold at most 511 bytes. */
+	if (offset > 511)
 		return false;
-	p->l3_len = (uint16_t)offset;
-	p->l4_protocol = next;
+	chain->protocol = next;
+	chain->length = (uint16_t)offset;
+	return true;
+}
+
+static bool parse_ipv6(const uint8_t *l3, uint32_t available,
+		       struct jg_parsed *p)
+{
+	const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)l3;
+	struct jg_ipv6_chain chain;
+
+	if (!jg_ipv6_walk(l3, available, &chain))
+		return false;
+	p->ip_version = 6;
+	p->ip_length = sizeof(*ip) + rte_be_to_cpu_16(ip->payload_len);
+	if (chain.length > p->ip_length)
+		return false;
+	p->is_fragment = chain.fragment;
+	p->fragment_shows_ports = chain.fragment && chain.first_fragment;
+	p->ipv6_routing = chain.routing;
+	p->l3_len = chain.length;
+	p->l4_protocol = chain.protocol;
 	return true;
 }
 

@@ -369,6 +369,26 @@ enum jg_drop_reason {
 		JG_DROP_REASON_COUNT
 };
 
+/** An IPv6 header's extension chain, as the engine follows it. */
+struct jg_ipv6_chain {
+	uint8_t protocol;    /**< upper-layer protocol after the chain */
+	uint16_t length;     /**< IPv6 header plus extension headers */
+	bool fragment;	     /**< a fragment header is present */
+	bool first_fragment; /**< ... and its offset is 0 */
+	bool routing;	     /**< a routing header is present */
+};
+
+/**
+ * Walk the extension headers (hop-by-hop, routing, destination options,
+ * fragment; at most 4) of the IPv6 packet at `l3`, of which `available`
+ * bytes are present. False when the chain runs past those bytes or is
+ * longer than the engine follows: such a packet is never transformed.
+ * Whoever classifies packets for the engine uses this, so that both agree
+ * on where the upper-layer header is.
+ */
+bool jg_ipv6_walk(const uint8_t *l3, uint32_t available,
+		  struct jg_ipv6_chain *chain);
+
 /** Private-area bytes per mbuf that run_meta_in_priv_area asks for. */
 #define JG_MBUF_PRIV_SIZE 32
 
