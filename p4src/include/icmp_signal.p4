@@ -39,6 +39,10 @@ control MtuEnforcement(in port_t ingress_port, inout local_metadata_t meta) {
             // split (see Steering); everything else must fit the path.
             limit = meta.path_mtu;
         }
+        if (meta.port_role == PORT_ROLE_NIC && !meta.instance_known) {
+            // Outbound back from the SmartNIC: nothing more will split it.
+            limit = meta.path_mtu;
+        }
         if (meta.flow.ip_len <= limit) {
             return;
         }

@@ -70,8 +70,11 @@ control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
         fleet_policy.apply();
 
         // The instance is the destination of inbound traffic and the source
-        // of outbound traffic.
-        if (meta.port_role == PORT_ROLE_EXTERNAL) {
+        // of outbound traffic. Back from the SmartNIC a packet may be
+        // either: it is inbound when its destination is an instance (a
+        // merged packet); otherwise it is outbound (a split one) and its
+        // path MTU applies.
+        if (meta.port_role == PORT_ROLE_EXTERNAL || meta.port_role == PORT_ROLE_NIC) {
             instance_v4 = meta.flow.dst_v4;
             instance_v6 = meta.flow.dst_addr;
         } else {
@@ -87,7 +90,8 @@ control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
             ? MTU_JUMBO : MTU_STANDARD;
         meta.merge_eligible = meta.flow.is_tcp && meta.instance_mtu == MTU_JUMBO;
 
-        if (meta.port_role == PORT_ROLE_INTERNAL) {
+        if (meta.port_role == PORT_ROLE_INTERNAL
+                || (meta.port_role == PORT_ROLE_NIC && !meta.instance_known)) {
             if (meta.flow.ip_version == 4) {
                 path_mtu_v4.apply();
             } else if (meta.flow.ip_version == 6) {

@@ -121,16 +121,20 @@ control V1ModelIngress(inout headers_t hdr,
             }
         }
 
-        // Policy and steering only for fully parsed traffic from outside or
-        // from the rack; packets back from the SmartNIC (or the CPU) are
-        // routed as they are, never steered again.
+        // Policy for fully parsed traffic from outside, from the rack and
+        // back from the SmartNIC: what the SmartNIC merged or could not
+        // split is held to the same MTUs, so nothing leaves oversize to die
+        // without a signal. Steering only for traffic from outside or from
+        // the rack: packets back from the SmartNIC (or the CPU) are never
+        // steered again.
         if (meta.drop_reason == DROP_NONE && !meta.forward_on_outer
                 && (meta.port_role == PORT_ROLE_EXTERNAL
-                    || meta.port_role == PORT_ROLE_INTERNAL)) {
+                    || meta.port_role == PORT_ROLE_INTERNAL
+                    || meta.port_role == PORT_ROLE_NIC)) {
             nic_port.apply(meta);
             jumbo_policy.apply(hdr, meta);
             mtu_enforcement.apply(standard_metadata.ingress_port, meta);
-            if (meta.drop_reason == DROP_NONE) {
+            if (meta.drop_reason == DROP_NONE && meta.port_role != PORT_ROLE_NIC) {
                 steering.apply(meta);
                 if (meta.steer_reason == STEER_NONE && meta.merge_eligible) {
                     elephant_detector.apply(meta, standard_metadata.ingress_global_timestamp,

@@ -13,6 +13,7 @@ from base import (
     INTERNET_V6,
     PORT_EXTERNAL,
     PORT_INTERNAL,
+    PORT_NIC,
     TO_INTERNET,
     TO_RACK,
     VTEP_LOCAL,
@@ -149,6 +150,48 @@ class NonTcpOverPathMtuSignalled(_PolicyTest):
         self.send(PORT_INTERNAL, other)
         self.expect(pk.expected_icmp(other, 1500), PORT_INTERNAL)
         self.expect_nothing()
+
+
+@group("jumbo")
+class BackFromTheNicHeldToTheSameMtus(_PolicyTest):
+    """What comes back from the SmartNIC is checked like everything else, so
+    nothing leaves oversize to die without a signal: an outbound packet it
+    did not split is held to the path MTU, a merged one to its instance's
+    MTU. The signal leaves by the SmartNIC's port, which hands it back."""
+
+    def runTest(self):
+        self.add_routes()
+        self.jumbo(True, instances=[INSTANCE_V4, INSTANCE_V6])
+        self.modify(e.nic_port(PORT_NIC))
+        self.insert(e.path_mtu("198.51.100.0/25", 1400), e.path_mtu("2001:db8:100::/64", 1280))
+        fits = [
+            (pk.tcp_packet(INSTANCE_V4, INTERNET_V4, 1400), TO_INTERNET),
+            (pk.tcp_packet(INSTANCE_V6, INTERNET_V6, 1280), TO_INTERNET),
+            (pk.tcp_packet(INTERNET_V4, INSTANCE_V4, 8500), TO_RACK),
+            (pk.tcp_packet(INTERNET_V6, INSTANCE_V6, 8500), TO_RACK),
+        ]
+        for pkt, hop in fits:
+            self.send(PORT_NIC, pkt)
+            self.expect_routed(pkt, hop)
+        too_big = [
+            (pk.tcp_packet(INSTANCE_V4, INTERNET_V4, 1401), 1400),
+            (pk.tcp_packet(INSTANCE_V6, INTERNET_V6, 1281), 1280),
+            (pk.udp_packet(INSTANCE_V4, "198.51.100.200", 1501), 1500),
+            (pk.tcp_packet(INTERNET_V4, INSTANCE_V4, 8501), 8500),
+            (pk.tcp_packet(INTERNET_V6, INSTANCE_V6, 8501), 8500),
+        ]
+        before = self.stats()
+        for pkt, mtu in too_big:
+            self.send(PORT_NIC, pkt)
+            self.expect(pk.expected_icmp(pkt, mtu), PORT_NIC)
+        # The instance's flag turned off while merged packets were in flight.
+        self.modify(e.instance_policy(INSTANCE_V4, False))
+        late = pk.tcp_packet(INTERNET_V4, INSTANCE_V4, 3000)
+        self.send(PORT_NIC, late)
+        self.expect(pk.expected_icmp(late, 1500), PORT_NIC)
+        self.expect_nothing()
+        delta = self.stats() - before
+        self.assertEqual(delta.drops[DropReason.MTU_EXCEEDED].packets, len(too_big) + 1)
 
 
 @group("jumbo")

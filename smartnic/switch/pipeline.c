@@ -484,9 +484,12 @@ static void jumbo_policy(const struct sw_tables *tables, struct metadata *meta)
 	meta->fleet_jumbo = tables->fleet_jumbo; /* table fleet_policy */
 	meta->path_mtu = 0xffff;
 	/* The instance is the destination of inbound traffic and the source
-	 * of outbound traffic. */
-	instance = meta->port_role == P4_PORT_ROLE_EXTERNAL ? flow->dst_addr
-							    : flow->src_addr;
+	 * of outbound traffic. Back from the SmartNIC a packet is inbound
+	 * when its destination is an instance, else outbound. */
+	instance = meta->port_role == P4_PORT_ROLE_EXTERNAL ||
+				   meta->port_role == P4_PORT_ROLE_NIC
+			   ? flow->dst_addr
+			   : flow->src_addr;
 	if (flow->ip_version == 4 || flow->ip_version == 6) {
 		/* tables instances_v4 / instances_v6 */
 		const struct sw_hash *table = flow->ip_version == 4
@@ -505,7 +508,8 @@ static void jumbo_policy(const struct sw_tables *tables, struct metadata *meta)
 				     : P4_MTU_STANDARD;
 	meta->merge_eligible =
 		flow->is_tcp && meta->instance_mtu == P4_MTU_JUMBO;
-	if (meta->port_role != P4_PORT_ROLE_INTERNAL)
+	if (meta->port_role != P4_PORT_ROLE_INTERNAL &&
+	    !(meta->port_role == P4_PORT_ROLE_NIC && !meta->instance_known))
 		return;
 	/* tables path_mtu_v4 / path_mtu_v6 */
 	if (flow->ip_version == 4)
@@ -593,6 +597,9 @@ static void mtu_enforcement(struct sw_pipeline *pipeline, uint16_t ingress_port,
 
 	if (meta->port_role == P4_PORT_ROLE_INTERNAL &&
 	    meta->path_mtu < limit && !(flow->is_tcp && meta->nic_port_set))
+		limit = meta->path_mtu;
+	/* Outbound back from the SmartNIC: nothing more will split it. */
+	if (meta->port_role == P4_PORT_ROLE_NIC && !meta->instance_known)
 		limit = meta->path_mtu;
 	if (flow->ip_len <= limit)
 		return;
@@ -1062,19 +1069,23 @@ int sw_pipeline_run(struct sw_pipeline *pipeline, unsigned int worker,
 		if (meta.parsing.depth_exceeded)
 			depth_policy(tables, &meta);
 	}
-	/* Policy and steering only for fully parsed traffic from outside or
-	 * from the rack; packets back from the SmartNIC (or the CPU) are
-	 * routed as they are, never steered again. */
+	/* Policy for fully parsed traffic from outside, from the rack and
+	 * back from the SmartNIC (held to the same MTUs, so nothing leaves
+	 * oversize without a signal); steering only for the first two:
+	 * packets back from the SmartNIC (or the CPU) are never steered
+	 * again. */
 	if (meta.drop_reason == P4_DROP_NONE && !meta.forward_on_outer &&
 	    (meta.port_role == P4_PORT_ROLE_EXTERNAL ||
-	     meta.port_role == P4_PORT_ROLE_INTERNAL)) {
+	     meta.port_role == P4_PORT_ROLE_INTERNAL ||
+	     meta.port_role == P4_PORT_ROLE_NIC)) {
 		/* control NicPort, table nic_port */
 		meta.nic_port_set = tables->nic_port >= 0;
 		meta.nic_port =
 			meta.nic_port_set ? (uint16_t)tables->nic_port : 0;
 		jumbo_policy(tables, &meta);
 		mtu_enforcement(pipeline, ingress_port, &meta, now_ns);
-		if (meta.drop_reason == P4_DROP_NONE) {
+		if (meta.drop_reason == P4_DROP_NONE &&
+		    meta.port_role != P4_PORT_ROLE_NIC) {
 			steering(tables, &meta, now_ns);
 			if (meta.steer_reason == P4_STEER_NONE &&
 			    meta.merge_eligible)
