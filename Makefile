@@ -19,7 +19,7 @@ export SWITCH
 comma      := ,
 space      := $(subst ,, )
 
-.PHONY: help setup test test-python test-c test-ptf sanitized lint proto smartnic p4 bench run stop demo clean
+.PHONY: help setup test test-python test-c test-ptf sanitized lint proto smartnic p4 bench run stop demo attack clean
 
 help:
 	@echo "make setup   install Debian/PyPI dependencies, generate protos, build the SmartNIC (and P4 when p4c is present)"
@@ -30,6 +30,7 @@ help:
 	@echo "make lint    ruff, clang-format check, P4 warnings as errors"
 	@echo "make run     bring up the emulated rack (Mininet + switch + SmartNIC + controller; SWITCH=soft|bmv2); make stop tears it down"
 	@echo "make demo    scripted demo with report and plots"
+	@echo "make attack  cheap attacks on the border's state through the emulated rack, with legitimate traffic alongside; report per attack"
 	@echo "make clean   remove build outputs"
 
 setup:
@@ -87,6 +88,9 @@ stop:
 
 demo:
 	@bash mininet/demo.sh
+
+attack:
+	@bash mininet/demo.sh --attack
 
 clean:
 	rm -rf $(BUILD) results $(PROTO_OUT)

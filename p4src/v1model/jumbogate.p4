@@ -147,6 +147,11 @@ control V1ModelIngress(inout headers_t hdr,
             if (meta.steer_reason != STEER_NONE) {
                 standard_metadata.egress_spec = meta.nic_port;
             } else {
+                // BMv2 ends the ingress pipeline at a lookup that lands on an
+                // empty ECMP group (no action, no next node, nothing after it
+                // runs): the packet would leave by port 0, uncounted. Marked
+                // to drop first, it is at least dropped (still uncounted).
+                mark_to_drop(standard_metadata);
                 routing.apply(hdr, meta, standard_metadata.egress_spec);
             }
         }

@@ -111,6 +111,11 @@ class JumbogateTest(BaseTest):
         self.sw.insert([e.port_role(port, role) for port, role in ROLES.items()])
         self.dataplane.flush()
 
+    @property
+    def target(self) -> str:
+        """'soft' (jumbogate-switch) or 'bmv2'."""
+        return testutils.test_param_get("target")
+
     def tearDown(self):
         self.dataplane.flush()
         super().tearDown()

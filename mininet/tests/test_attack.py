@@ -1,0 +1,33 @@
+"""`make attack`, short: every attack runs through the emulated rack on
+jumbogate-switch and the border holds (legitimate traffic keeps merging,
+signals keep flowing), with the counters that show how."""
+
+import json
+
+import pytest
+from emulation import attack
+from emulation.rack import Parts, missing_prerequisites
+
+pytestmark = [pytest.mark.timeout(600)]
+
+
+def test_every_attack_is_held(tmp_path, capsys):
+    missing = missing_prerequisites(Parts(), "soft")
+    if missing:
+        pytest.skip("emulation prerequisites missing: " + "; ".join(missing))
+    out = tmp_path / "attack"
+    code = attack.main(["--seconds", "3", "--rate", "5000", "--switch", "soft", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    results = {r["name"]: r for r in json.loads((out / "attack.json").read_text())}
+    assert sorted(results) == sorted(attack.SCENARIOS)
+    assert all(r["held"] and not r["failures"] for r in results.values()), printed
+
+    elephants = results["fake-elephants"]["border"]
+    assert elephants["dropped ip-length-past-frame"] > 0 and elephants["delivered to the instance"] == 0
+    assert elephants["elephant digests"] == 0 and elephants["refused switch writes"] == 0
+    pinning = results["nic-pinning"]["border"]
+    assert pinning["onloads refused (RESOURCE_EXHAUSTED)"] == pinning["onloads_refused counter"] > 0
+    signals = results["signal-reflection"]["border"]
+    assert signals["ICMP errors generated"] == signals["legitimate signals received"] == attack.LEGIT_SIGNALS
+    assert "4 of 4 attacks held" in (out / "report.txt").read_text()
