@@ -64,7 +64,10 @@ class Capture:
         self.node, self.intf, self.path = node, intf, path
         path.parent.mkdir(parents=True, exist_ok=True)
         path.unlink(missing_ok=True)
-        argv = ["tcpdump", "-i", intf, "-Q", direction, "-s", str(self.SNAPLEN), "-w", str(path), "-U", "-n", bpf]
+        # --immediate-mode: without it libpcap hands packets over in blocks
+        # once a second, and whatever arrived in the last second before
+        # stop() is never written.
+        argv = ["tcpdump", "-i", intf, "-Q", direction, "-s", str(self.SNAPLEN), "-w", str(path), "-U", "--immediate-mode", "-n", bpf]
         self.proc = node.popen(argv, stdout=open("/dev/null", "wb"), stderr=open(f"{path}.log", "wb"))  # noqa: SIM115 - the child owns them
         # tcpdump says "listening on" on stderr once the socket is open.
         deadline = time.monotonic() + 5
