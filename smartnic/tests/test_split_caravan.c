@@ -281,7 +281,8 @@ static void caravan_fits_header_buffer(void)
 	static struct rte_mempool *small_headers;
 	struct fixture fx;
 	struct rte_mbuf *in[60], *packed[60];
-	static uint8_t originals[60][64];
+	/* Ethernet + IPv6 + UDP + 10 bytes of data = 72 bytes. */
+	static uint8_t originals[60][128];
 	uint32_t lengths[60];
 	uint16_t consumed, packed_count;
 	struct jg_stats stats;
