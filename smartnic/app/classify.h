@@ -14,22 +14,10 @@
 
 #include <jumbogate/engine.h>
 
-struct rte_mbuf;
-
 enum nic_direction {
 	NIC_BYPASS = 0,
 	NIC_INBOUND,
 	NIC_OUTBOUND,
-};
-
-/* Where a packet's addresses and ports are; valid when parse succeeded. */
-struct nic_packet_info {
-	uint8_t ip_version; /* 4 or 6 */
-	uint8_t protocol;   /* L4 protocol; ports are set for TCP/UDP only */
-	const uint8_t *src; /* 4 or 16 bytes, network order */
-	const uint8_t *dst;
-	uint16_t src_port; /* network order */
-	uint16_t dst_port;
 };
 
 struct nic_prefix_set {
@@ -37,14 +25,10 @@ struct nic_prefix_set {
 	const struct jg_prefix *prefixes;
 };
 
-/* Parse the first segment up to the L4 ports. False when not IP. */
-bool nic_packet_parse(const struct rte_mbuf *m, struct nic_packet_info *info);
-
+/* The direction of a packet the engine's parser read
+ * (jg_packet_summarize): the program has no parser of its own, so it and
+ * the engine always agree on what a packet is. */
 enum nic_direction nic_classify(const struct nic_prefix_set *internal,
-				const struct nic_packet_info *info);
-
-/* The engine's flow key of an inbound TCP/UDP packet. */
-void nic_flow_key_from_info(const struct nic_packet_info *info,
-			    struct jg_flow_key *key);
+				const struct jg_packet_summary *packet);
 
 #endif /* JUMBOGATE_NIC_CLASSIFY_H */

@@ -183,15 +183,14 @@ static bool counting_flows(const struct nic_worker *worker)
 
 static struct nic_flow_counters *
 flow_counters_of(const struct nic_worker *worker,
-		 const struct nic_packet_info *info)
+		 const struct jg_packet_summary *packet)
 {
-	struct jg_flow_key key;
 	void *data;
 
-	if (info->protocol != IPPROTO_TCP && info->protocol != IPPROTO_UDP)
+	if (!packet->has_ports)
 		return NULL;
-	nic_flow_key_from_info(info, &key);
-	if (rte_hash_lookup_data(worker->flow_counters, &key, &data) < 0)
+	if (rte_hash_lookup_data(worker->flow_counters, &packet->key, &data) <
+	    0)
 		return NULL;
 	return data;
 }
@@ -201,15 +200,16 @@ flow_counters_of(const struct nic_worker *worker,
 static void count_merged(struct nic_worker *worker, struct rte_mbuf **pkts,
 			 uint16_t count)
 {
-	struct nic_packet_info info;
+	struct jg_packet_summary packet;
 	struct nic_flow_counters *flow;
 
 	if (!counting_flows(worker))
 		return;
 	for (uint16_t i = 0; i < count; i++) {
-		if (pkts[i]->nb_segs < 2 || !nic_packet_parse(pkts[i], &info))
+		if (pkts[i]->nb_segs < 2 ||
+		    !jg_packet_summarize(pkts[i], &packet))
 			continue;
-		flow = flow_counters_of(worker, &info);
+		flow = flow_counters_of(worker, &packet);
 		if (flow)
 			flow->merged_packets++;
 	}
@@ -307,7 +307,7 @@ static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 	struct rte_mbuf *split[MAX_BURST], *unpack[MAX_BURST];
 	uint16_t merges = 0, packs = 0, splits = 0, unpacks = 0;
 	bool count_flows = counting_flows(worker);
-	struct nic_packet_info info;
+	struct jg_packet_summary packet;
 	uint16_t received;
 	uint64_t now_ns;
 
@@ -331,25 +331,25 @@ static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 		enum nic_direction direction = NIC_BYPASS;
 
 		worker->counters.rx_bytes += rte_pktmbuf_pkt_len(m);
-		if (nic_packet_parse(m, &info))
-			direction = nic_classify(&internal, &info);
+		if (jg_packet_summarize(m, &packet))
+			direction = nic_classify(&internal, &packet);
 		if (direction == NIC_INBOUND) {
 			if (count_flows) {
 				struct nic_flow_counters *flow =
-					flow_counters_of(worker, &info);
+					flow_counters_of(worker, &packet);
 				if (flow)
 					flow->packets_in++;
 			}
-			if (info.protocol == IPPROTO_UDP &&
+			if (packet.key.protocol == IPPROTO_UDP &&
 			    nic->options->caravan_pack)
 				pack[packs++] = m;
 			else
 				merge[merges++] = m;
 		} else if (direction == NIC_OUTBOUND &&
-			   info.protocol == IPPROTO_TCP) {
+			   packet.key.protocol == IPPROTO_TCP) {
 			split[splits++] = m;
 		} else if (direction == NIC_OUTBOUND &&
-			   info.protocol == IPPROTO_UDP) {
+			   packet.key.protocol == IPPROTO_UDP) {
 			unpack[unpacks++] = m;
 		} else {
 			worker->counters.bypassed++;

@@ -190,6 +190,48 @@ bool jg_parse(const struct rte_mbuf *m, struct jg_parsed *p)
 	return true;
 }
 
+bool jg_packet_summarize(const struct rte_mbuf *m,
+			 struct jg_packet_summary *summary)
+{
+	const uint8_t *data = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t l4_offset, l4_present;
+	struct jg_flow_key *key = &summary->key;
+	struct jg_parsed p;
+
+	memset(summary, 0, sizeof(*summary));
+	if (!jg_parse(m, &p))
+		return false;
+	key->ip_version = p.ip_version;
+	if (p.ip_version == 4) {
+		const struct rte_ipv4_hdr *ip = (const void *)(data + p.l2_len);
+
+		key->src.v4 = ip->src_addr;
+		key->dst.v4 = ip->dst_addr;
+	} else {
+		const struct rte_ipv6_hdr *ip = (const void *)(data + p.l2_len);
+
+		memcpy(key->src.v6, ip->src_addr, 16);
+		memcpy(key->dst.v6, ip->dst_addr, 16);
+	}
+	/* A later fragment's first bytes are payload, not an L4 header. */
+	if (p.is_fragment && !p.fragment_shows_ports)
+		return true;
+	key->protocol = p.l4_protocol;
+	if (p.l4_protocol != IPPROTO_TCP && p.l4_protocol != IPPROTO_UDP)
+		return true;
+	/* The ports, even where the rest of the L4 header is not there (a
+	 * first fragment, a bad TCP data offset): the flow is still known,
+	 * and the engine decides what to do with the packet. */
+	l4_offset = p.l2_len + p.l3_len;
+	l4_present = rte_pktmbuf_data_len(m) - l4_offset;
+	if (l4_present < 4 || p.ip_length - p.l3_len < 4)
+		return true;
+	memcpy(&key->src_port, data + l4_offset, 2);
+	memcpy(&key->dst_port, data + l4_offset + 2, 2);
+	summary->has_ports = true;
+	return true;
+}
+
 void jg_flow_key_from_packet(const struct rte_mbuf *m,
 			     const struct jg_parsed *p, struct jg_flow_key *key)
 {

@@ -383,11 +383,33 @@ struct jg_ipv6_chain {
  * fragment; at most 4) of the IPv6 packet at `l3`, of which `available`
  * bytes are present. False when the chain runs past those bytes or is
  * longer than the engine follows: such a packet is never transformed.
- * Whoever classifies packets for the engine uses this, so that both agree
- * on where the upper-layer header is.
+ * jg_packet_summarize walks the same way.
  */
 bool jg_ipv6_walk(const uint8_t *l3, uint32_t available,
 		  struct jg_ipv6_chain *chain);
+
+/** What the engine's parser reads from a packet: enough for a program to
+ *  decide which transformation, if any, the packet is for. */
+struct jg_packet_summary {
+	/** Version and addresses always. protocol is the upper-layer
+	 *  protocol, 0 for a later fragment (which shows no L4 header).
+	 *  Ports are set when has_ports, else 0. */
+	struct jg_flow_key key;
+	/** TCP or UDP with at least its ports in the first segment. */
+	bool has_ports;
+};
+
+/**
+ * Parse the first segment of a packet exactly as the engine does (up to
+ * two VLAN tags, IPv4 with options, the IPv6 extension chain of
+ * jg_ipv6_walk, lengths checked against the bytes present). False when
+ * the packet is not IPv4/IPv6 or the engine would find it inconsistent:
+ * the engine passes such a packet on untouched, so its caller need not
+ * hand it over. A program that classifies packets for the engine uses
+ * this instead of a parser of its own, so that both always agree.
+ */
+bool jg_packet_summarize(const struct rte_mbuf *m,
+			 struct jg_packet_summary *summary);
 
 /** Private-area bytes per mbuf that run_meta_in_priv_area asks for. */
 #define JG_MBUF_PRIV_SIZE 32
