@@ -1,5 +1,6 @@
 """Elephant digests: a storm is shed into a counter, the rest onloaded in batches."""
 
+import asyncio
 from pathlib import Path
 
 import finsy as fy
@@ -16,13 +17,7 @@ SCHEMA = fy.P4Schema(REPO / "p4src" / "compiled" / "depth256" / "jumbogate.p4inf
 
 
 def digest(src_port: int, dst: int = int.from_bytes(bytes([10, 10, 0, 10])), dport: int = 5201):
-    """One elephant_digest_t item as the controller gets it: encoded into a
-    P4Runtime DigestList against the compiled P4Info, decoded by finsy."""
-    spec = SCHEMA.digests[names.ELEPHANT_DIGEST]
-    fields = {"ip_version": 4, "src_addr": 0xCB007107, "dst_addr": dst, "protocol": 6, "src_port": src_port, "dst_port": dport, "estimated_bytes": 123456}
-    message = p4r.StreamMessageResponse(digest=p4r.DigestList(digest_id=spec.id, list_id=1, data=[spec.type_spec.encode_data(fields)]))
-    (item,) = fy.P4DigestList.decode(message, SCHEMA)
-    return item
+    return digest_with(src_port=src_port, dst_addr=dst, dst_port=dport)
 
 
 def test_storm_is_bounded_and_counted():
@@ -49,3 +44,38 @@ def test_one_batch_takes_at_most_the_batch_size():
     ctl.enqueue_digests(digest(2000 + i) for i in range(controller.DIGEST_BATCH + 10))
     assert ctl.onload_digest_batch() == controller.DIGEST_BATCH
     assert ctl.onload_digest_batch() == 10
+
+
+def test_forged_flows_are_refused_and_the_worker_goes_on():
+    """A sketch counts forged packets too: a digest naming port 0 or another
+    protocol once raised out of the worker that onloads elephants, and no
+    elephant was onloaded after it until the controller restarted."""
+
+    async def run() -> Controller:
+        ctl = Controller(load_config(EXAMPLE), Path("unused"))
+        worker = asyncio.get_running_loop().create_task(ctl._digest_worker())
+        forged = [digest(0), digest(3000, dport=0), digest_with(protocol=1), digest_with(ip_version=5)]
+        ctl.enqueue_digests([*forged, digest(3001)])
+        for _ in range(200):
+            if ctl.state.flows or worker.done():
+                break
+            await asyncio.sleep(0.01)
+        assert not worker.done(), worker.exception()
+        worker.cancel()
+        return ctl
+
+    ctl = asyncio.run(run())
+    assert [f.src_port for f in ctl.state.flows] == [3001]
+    assert ctl.digests_refused == 4
+    assert asyncio.run(ctl.stats()).digests_refused == 4
+
+
+def digest_with(**fields):
+    """One elephant_digest_t item as the controller gets it: encoded into a
+    P4Runtime DigestList against the compiled P4Info, decoded by finsy."""
+    spec = SCHEMA.digests[names.ELEPHANT_DIGEST]
+    values = {"ip_version": 4, "src_addr": 0xCB007107, "dst_addr": 0x0A0A000A, "protocol": 6, "src_port": 4000, "dst_port": 5201, "estimated_bytes": 1}
+    values.update(fields)
+    message = p4r.StreamMessageResponse(digest=p4r.DigestList(digest_id=spec.id, list_id=1, data=[spec.type_spec.encode_data(values)]))
+    (item,) = fy.P4DigestList.decode(message, SCHEMA)
+    return item

@@ -8,9 +8,10 @@ import yaml
 
 from jumbogate import translate
 from jumbogate.config import load_config, parse_config
+from jumbogate.flow import FiveTuple
 from jumbogate.p4 import PortRole, names
 from jumbogate.reconcile import plan
-from jumbogate.state import FiveTuple, FlowOrigin, PolicyState
+from jumbogate.state import FlowOrigin, PolicyState
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "controlplane" / "rack.example.yaml"
@@ -91,7 +92,7 @@ def test_merge_flow_round_trips_through_its_table_entry(state):
     assert entry.idle_timeout_ns == 7_000_000_000
     assert translate.merge_flow_tuple(entry) == FLOW
     v6 = FiveTuple.parse("2001:db8::7", "fd00:10::10", 6, 1, 2)
-    assert translate.merge_flow_tuple(translate.p4.entries.merge_flow(translate.to_dataplane_flow(v6))) == v6
+    assert translate.merge_flow_tuple(translate.p4.entries.merge_flow(v6)) == v6
 
 
 def test_desired_state_is_deterministic(state):

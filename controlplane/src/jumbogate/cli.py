@@ -123,7 +123,9 @@ def show_stats(stats: policy_pb2.Stats) -> str:
     share = 100.0 * stats.merge_path.packets / total if total else 0.0
     out.append("")
     out.append(f"merge path: {human_count(stats.merge_path.packets)} packets ({share:.1f}% of steerable), bypass: {human_count(stats.bypass.packets)} packets")
-    out.append(f"ICMP errors generated: {stats.icmp_generated}   digests: {stats.digests_received} received, {stats.digests_shed} shed")
+    out.append(
+        f"ICMP errors generated: {stats.icmp_generated}   digests: {stats.digests_received} received, {stats.digests_shed} shed, {stats.digests_refused} refused"
+    )
     drops = [[d.reason, d.code, d.count.packets] for d in stats.drops if d.count.packets]
     out.append("")
     out.append(table(["drop reason", "code", "packets"], drops) if drops else "no drops")

@@ -50,6 +50,7 @@ class Controller:
         self.nic = NicLink(config, self.state)
         self.digests_received = 0
         self.digests_shed = 0
+        self.digests_refused = 0
         self.reconcile_totals = policy_pb2.ReconcileTotals()
         self._digest_queue: asyncio.Queue = asyncio.Queue(DIGEST_QUEUE_SIZE)
         self._switch: fy.Switch | None = None
@@ -106,7 +107,12 @@ class Controller:
     async def _adopt_merge_flows(self, switch: fy.Switch) -> None:
         """After a controller restart, keep the merge flows the switch still holds instead of cutting them."""
         async for entry in switch.read(fy.P4TableEntry(names.MERGE_FLOWS)):
-            flow = translate.merge_flow_tuple(entry)
+            try:
+                flow = translate.merge_flow_tuple(entry)
+            except (ValueError, KeyError) as err:
+                # Not one this controller writes: reconciliation deletes it.
+                LOG.warning("merge_flows entry not adopted: %s", err)
+                continue
             if flow not in self.state.flows and self.state.merge_eligible(flow):
                 with contextlib.suppress(PolicyError):
                     self.state.onload(flow, FlowOrigin.ADOPTED, entry.idle_timeout_ns // 1_000_000_000)
@@ -178,8 +184,15 @@ class Controller:
         while len(batch) < DIGEST_BATCH and not self._digest_queue.empty():
             batch.append(self._digest_queue.get_nowait())
         for item in batch:
-            report = p4.entries.decode_elephant_digest(item)
-            flow, estimate = translate.from_dataplane_flow(report.flow), report.estimated_bytes
+            try:
+                report = p4.entries.decode_elephant_digest(item)
+            except (ValueError, KeyError) as err:
+                # A forged flow (port 0, say) still fills the sketch: one
+                # such digest must not end the worker that onloads the rest.
+                self.digests_refused += 1
+                LOG.debug("digest refused: %s", err)
+                continue
+            flow, estimate = report.flow, report.estimated_bytes
             if flow in self.state.flows or not self.state.merge_eligible(flow):
                 continue
             self.state.note(EventKind.ELEPHANT_DETECTED, flow=flow, estimated_bytes=estimate)
@@ -197,7 +210,11 @@ class Controller:
         async for notification in switch.read_idle_timeouts():
             for entry in notification:
                 if entry.table_id == names.MERGE_FLOWS:
-                    self.state.offload(translate.merge_flow_tuple(entry), expired=True)
+                    try:
+                        flow = translate.merge_flow_tuple(entry)
+                    except (ValueError, KeyError):
+                        continue  # not ours; reconciliation deletes it
+                    self.state.offload(flow, expired=True)
 
     # ----- statistics -----
 
@@ -205,6 +222,7 @@ class Controller:
         stats = policy_pb2.Stats(
             digests_received=self.digests_received,
             digests_shed=self.digests_shed,
+            digests_refused=self.digests_refused,
             switch_connected=self._switch_ready,
             reconcile=self.reconcile_totals,
             admission=policy_pb2.MergeAdmission(

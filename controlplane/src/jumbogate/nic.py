@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import grpc
 
 from .config import RackConfig
-from .state import EventKind, FiveTuple, PolicyState
+from .flow import FiveTuple
+from .state import EventKind, PolicyState
 from .v1 import common_pb2, nic_pb2, nic_pb2_grpc
 
 LOG = logging.getLogger("jumbogate.nic")

@@ -13,7 +13,8 @@ from collections.abc import Awaitable, Callable
 
 import grpc
 
-from .state import Event, EventKind, FiveTuple, FlowOrigin, MergeFlow, PolicyError, PolicyState
+from .flow import FiveTuple
+from .state import Event, EventKind, FlowOrigin, MergeFlow, PolicyError, PolicyState, invalid
 from .v1 import common_pb2, policy_pb2, policy_pb2_grpc
 
 StatsProvider = Callable[[], Awaitable[policy_pb2.Stats]]
@@ -31,7 +32,10 @@ def five_tuple_to_pb(flow: FiveTuple) -> common_pb2.FiveTuple:
 
 
 def five_tuple_from_pb(msg: common_pb2.FiveTuple) -> FiveTuple:
-    return FiveTuple.parse(msg.src_ip, msg.dst_ip, msg.protocol, msg.src_port, msg.dst_port)
+    try:
+        return FiveTuple.parse(msg.src_ip, msg.dst_ip, msg.protocol, msg.src_port, msg.dst_port)
+    except ValueError as err:
+        raise invalid(str(err)) from None
 
 
 class PolicyService(policy_pb2_grpc.PolicyServicer):

@@ -9,21 +9,17 @@ nothing about P4Runtime or gRPC transport.
 from __future__ import annotations
 
 import asyncio
-import functools
-import ipaddress
 import time
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from .config import MAX_IDLE_TIMEOUT_S, IPAddress, RackConfig
+from .flow import TCP, FiveTuple
 from .p4.constants import ELEPHANT_EPOCH_LOG2_US
 
 # The switch's sketch epoch (fixed in the P4 program): the window of
 # elephant.max_onloads_per_epoch.
 SKETCH_EPOCH_S = (1 << ELEPHANT_EPOCH_LOG2_US) / 1e6
-
-TCP = 6
-UDP = 17
 
 
 class PolicyError(Exception):
@@ -37,51 +33,6 @@ class PolicyError(Exception):
 
 def invalid(message: str) -> PolicyError:
     return PolicyError("INVALID_ARGUMENT", message)
-
-
-@functools.total_ordering
-@dataclass(frozen=True)
-class FiveTuple:
-    src_ip: IPAddress
-    dst_ip: IPAddress
-    protocol: int
-    src_port: int
-    dst_port: int
-
-    @classmethod
-    def parse(cls, src_ip: str, dst_ip: str, protocol: int, src_port: int, dst_port: int) -> FiveTuple:
-        """Build from untrusted input, raising INVALID_ARGUMENT with the reason."""
-        try:
-            src = ipaddress.ip_address(src_ip)
-        except ValueError:
-            raise invalid(f"src_ip {src_ip!r} is not an IPv4 or IPv6 address") from None
-        try:
-            dst = ipaddress.ip_address(dst_ip)
-        except ValueError:
-            raise invalid(f"dst_ip {dst_ip!r} is not an IPv4 or IPv6 address") from None
-        if src.version != dst.version:
-            raise invalid(f"src_ip {src} and dst_ip {dst} are of different IP versions")
-        if protocol not in (TCP, UDP):
-            raise invalid(f"protocol {protocol} is neither TCP (6) nor UDP (17)")
-        for name, port in (("src_port", src_port), ("dst_port", dst_port)):
-            if not 0 < port < 65536:
-                raise invalid(f"{name} {port} is outside 1..65535")
-        return cls(src, dst, protocol, src_port, dst_port)
-
-    def sort_key(self) -> tuple[int, int, int, int, int, int]:
-        # IPv4 and IPv6 addresses do not compare with each other: order by
-        # family first, so that a mix of flows sorts (IPv4 before IPv6).
-        return (self.src_ip.version, int(self.src_ip), int(self.dst_ip), self.protocol, self.src_port, self.dst_port)
-
-    def __lt__(self, other: FiveTuple) -> bool:
-        if not isinstance(other, FiveTuple):
-            return NotImplemented
-        return self.sort_key() < other.sort_key()
-
-    def __str__(self) -> str:
-        proto = {TCP: "tcp", UDP: "udp"}.get(self.protocol, str(self.protocol))
-        fmt = (lambda a, p: f"[{a}]:{p}") if self.src_ip.version == 6 else (lambda a, p: f"{a}:{p}")
-        return f"{proto} {fmt(self.src_ip, self.src_port)} -> {fmt(self.dst_ip, self.dst_port)}"
 
 
 class FlowOrigin(Enum):

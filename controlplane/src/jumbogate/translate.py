@@ -12,9 +12,10 @@ import ipaddress
 import finsy as fy
 
 from . import p4
+from .flow import FiveTuple, FlowError
 from .p4 import names
 from .p4.constants import ICMP_SOURCE_METER_SIZE
-from .state import FiveTuple, PolicyState
+from .state import PolicyState
 
 # Tables whose default entry the controller sets (reconciliation reads these
 # explicitly: a wildcard read does not return default entries).
@@ -27,22 +28,18 @@ _ROLES = {"external": p4.PortRole.EXTERNAL, "internal": p4.PortRole.INTERNAL, "n
 _DEFAULT_PREFIXES = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
 
 
-def to_dataplane_flow(flow: FiveTuple) -> p4.FiveTuple:
-    return p4.FiveTuple(src=flow.src_ip, dst=flow.dst_ip, src_port=flow.src_port, dst_port=flow.dst_port, protocol=flow.protocol)
-
-
-def from_dataplane_flow(flow: p4.FiveTuple) -> FiveTuple:
-    return FiveTuple.parse(str(flow.src), str(flow.dst), flow.protocol, flow.src_port, flow.dst_port)
-
-
 def merge_flow_tuple(entry: fy.P4TableEntry) -> FiveTuple:
-    """The flow of a `merge_flows` entry read back from the switch."""
+    """The flow of a `merge_flows` entry read back from the switch.
+
+    Raises ValueError (FlowError) for an entry that names no mergeable flow:
+    another client may have written it.
+    """
     match = entry.match or {}
-    version = int(match["ip_version"])
+    version = int(match.get("ip_version", 0))
+    if version not in (4, 6):
+        raise FlowError(f"merge_flows entry with ip_version {version}")
     make = ipaddress.IPv4Address if version == 4 else ipaddress.IPv6Address
-    return FiveTuple.parse(
-        str(make(int(match["src_addr"]))), str(make(int(match["dst_addr"]))), int(match["protocol"]), int(match["src_port"]), int(match["dst_port"])
-    )
+    return FiveTuple.parse(make(int(match["src_addr"])), make(int(match["dst_addr"])), int(match["protocol"]), int(match["src_port"]), int(match["dst_port"]))
 
 
 def icmp_burst(rate_pps: int) -> int:
@@ -93,7 +90,7 @@ def desired_entities(state: PolicyState, *, nic_up: bool) -> list[fy.P4Entity]:
         for priority, service in enumerate(cfg.merge_services, start=1):
             out.append(p4.entries.merge_service(service.prefix, service.port_lo, service.port_hi, priority=priority))
         for record in sorted(state.flows.values(), key=lambda r: r.flow):
-            out.append(p4.entries.merge_flow(to_dataplane_flow(record.flow), record.idle_timeout_s * 1_000_000_000))
+            out.append(p4.entries.merge_flow(record.flow, record.idle_timeout_s * 1_000_000_000))
     return out
 
 

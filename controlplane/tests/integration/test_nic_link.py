@@ -19,8 +19,9 @@ import pytest
 
 from jumbogate import lab
 from jumbogate.config import load_config
+from jumbogate.flow import FiveTuple
 from jumbogate.nic import NicLink
-from jumbogate.state import EventKind, FiveTuple, FlowOrigin, PolicyState
+from jumbogate.state import EventKind, FlowOrigin, PolicyState
 from jumbogate.v1 import nic_pb2, nic_pb2_grpc
 
 pytestmark = [pytest.mark.timeout(180)]

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import finsy as fy
 
+from ..flow import FiveTuple, FlowError
 from . import names
 from .constants import MEMBERS_PER_GROUP, PortRole
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-TCP = 6
 
 
 def _addr(value: str | IPAddress) -> IPAddress:
@@ -36,24 +36,6 @@ def _mac(value: str | int) -> int:
     if isinstance(value, int):
         return value
     return int(value.replace(":", "").replace("-", ""), 16)
-
-
-@dataclass(frozen=True)
-class FiveTuple:
-    """A TCP/UDP flow as the data plane keys it (inner 5-tuple for Geneve)."""
-
-    src: str | IPAddress
-    dst: str | IPAddress
-    src_port: int
-    dst_port: int
-    protocol: int = TCP
-
-    @property
-    def ip_version(self) -> int:
-        version = _addr(self.src).version
-        if _addr(self.dst).version != version:
-            raise ValueError(f"mixed address families in {self}")
-        return version
 
 
 @dataclass(frozen=True)
@@ -232,8 +214,8 @@ def merge_flow(flow: FiveTuple, idle_timeout_ns: int = 0) -> fy.P4TableEntry:
         names.MERGE_FLOWS,
         match=fy.P4TableMatch(
             ip_version=flow.ip_version,
-            src_addr=_flow_addr(flow.src),
-            dst_addr=_flow_addr(flow.dst),
+            src_addr=_flow_addr(flow.src_ip),
+            dst_addr=_flow_addr(flow.dst_ip),
             protocol=flow.protocol,
             src_port=flow.src_port,
             dst_port=flow.dst_port,
@@ -322,13 +304,19 @@ def _unflow_addr(ip_version: int, value: int) -> IPAddress:
 
 
 def decode_elephant_digest(data: dict) -> ElephantReport:
-    """One item of a P4DigestList for `elephant_digest_t`."""
+    """One item of a P4DigestList for `elephant_digest_t`.
+
+    Raises FlowError for a flow no endpoint could send (port 0, a protocol
+    other than TCP or UDP): a sketch counts whatever arrives, forged or not.
+    """
     version = int(data["ip_version"])
-    flow = FiveTuple(
-        src=_unflow_addr(version, int(data["src_addr"])),
-        dst=_unflow_addr(version, int(data["dst_addr"])),
-        src_port=int(data["src_port"]),
-        dst_port=int(data["dst_port"]),
-        protocol=int(data["protocol"]),
+    if version not in (4, 6):
+        raise FlowError(f"ip_version {version} is neither 4 nor 6")
+    flow = FiveTuple.parse(
+        _unflow_addr(version, int(data["src_addr"])),
+        _unflow_addr(version, int(data["dst_addr"])),
+        int(data["protocol"]),
+        int(data["src_port"]),
+        int(data["dst_port"]),
     )
     return ElephantReport(flow=flow, estimated_bytes=int(data["estimated_bytes"]))
