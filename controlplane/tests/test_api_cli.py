@@ -13,52 +13,13 @@ from pathlib import Path
 import grpc
 import pytest
 
-from jumbogate import cli
+from jumbogate import cli, lab
 from jumbogate.config import load_config
 from jumbogate.controller import Controller
 from jumbogate.server import serve
 from jumbogate.v1 import common_pb2, policy_pb2, policy_pb2_grpc
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "rack.example.yaml"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class ServerThread:
-    """A controller's operator API on its own event loop, as in the daemon."""
-
-    def __init__(self):
-        self.address = f"127.0.0.1:{free_port()}"
-        self.controller = Controller(load_config(EXAMPLE), Path("unused"), listen=self.address)
-        self.loop = asyncio.new_event_loop()
-        self.started = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        asyncio.set_event_loop(self.loop)
-        self.server = self.loop.run_until_complete(serve(self.controller.service, self.address))
-        self.started.set()
-        self.loop.run_forever()
-
-    def __enter__(self):
-        self.thread.start()
-        assert self.started.wait(10)
-        return self
-
-    def __exit__(self, *exc):
-        asyncio.run_coroutine_threadsafe(self.server.stop(0), self.loop).result(5)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-
-
-@pytest.fixture
-def api():
-    with ServerThread() as server:
-        yield server
 
 
 def ctl(api, capsys, *args: str) -> tuple[int, str, str]:
@@ -170,7 +131,7 @@ def test_watch_cli_stops_after_count(api, capsys):
 
 
 def test_unreachable_controller_says_so(capsys):
-    code = cli.main(["--controller", f"127.0.0.1:{free_port()}", "--timeout", "1", "fleet", "show"])
+    code = cli.main(["--controller", f"127.0.0.1:{lab.free_tcp_port()}", "--timeout", "1", "fleet", "show"])
     _, err = capsys.readouterr()
     assert code == cli.EXIT_UNREACHABLE and "is jumbogate-controller running" in err
 

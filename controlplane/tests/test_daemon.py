@@ -1,13 +1,14 @@
 """jumbogate-controller as an operator runs it: its flags and exit codes."""
 
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from jumbogate import lab
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "controlplane" / "rack.example.yaml"
@@ -16,12 +17,6 @@ CONTROLLER = Path(sys.executable).parent / "jumbogate-controller"
 CTL = Path(sys.executable).parent / "jumbogatectl"
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def controller(*args: str) -> subprocess.CompletedProcess:
@@ -53,7 +48,7 @@ def test_an_unknown_log_level_is_a_usage_error():
 def test_listen_log_level_and_a_clean_stop(tmp_path):
     """--listen overrides controller.listen, --log-level DEBUG is obeyed,
     SIGTERM stops it with 0; an address in use exits 1 with the reason."""
-    address = f"127.0.0.1:{free_port()}"
+    address = f"127.0.0.1:{lab.free_tcp_port()}"
     log = tmp_path / "controller.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(

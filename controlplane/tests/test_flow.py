@@ -19,6 +19,7 @@ from jumbogate.v1 import common_pb2
         (("1.2.3.4", "10.10.0.10", 1, 1, 2), "protocol 1"),
         (("1.2.3.4", "10.10.0.10", 6, 0, 2), "src_port 0"),
         (("1.2.3.4", "10.10.0.10", 6, 1, 70000), "dst_port 70000"),
+        (("fe80::1%eth0", "fd00:10::10", 6, 1, 2), "has a zone"),
     ],
 )
 def test_parse_names_the_field_and_the_reason(args, message):

@@ -47,9 +47,14 @@ class FiveTuple:
         addresses = []
         for name, value in (("src_ip", src_ip), ("dst_ip", dst_ip)):
             try:
-                addresses.append(ipaddress.ip_address(value))
+                address = ipaddress.ip_address(value)
             except ValueError:
                 raise FlowError(f"{name} {value!r} is not an IPv4 or IPv6 address") from None
+            # A zone (fe80::1%eth0) names a link of this host, nothing a
+            # packet carries: the switch and the SmartNIC would key another flow.
+            if getattr(address, "scope_id", None):
+                raise FlowError(f"{name} {value!r} has a zone, which no packet carries")
+            addresses.append(address)
         if protocol not in (TCP, UDP):
             raise FlowError(f"protocol {protocol} is neither TCP (6) nor UDP (17)")
         # Port 0 is reserved: no real endpoint sends from or to it, so such a

@@ -8,9 +8,11 @@ things back. The switch is read back by an independent P4Runtime client
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import json
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -20,7 +22,7 @@ import yaml
 
 from jumbogate import lab, translate
 from jumbogate.config import load_config
-from jumbogate.controller import read_managed
+from jumbogate.controller import RESYNC_INTERVAL_S, read_managed
 from jumbogate.reconcile import plan
 from jumbogate.state import PolicyState
 
@@ -273,35 +275,56 @@ def test_controller_restart_writes_nothing(rig):
     assert "ALREADY_EXISTS" not in rig.controller.output()
 
 
-def write_as_intruder(rig, entity) -> None:
-    """Another client takes the switch (a higher election id), modifies one
-    entity and leaves: a change made behind the controller's back. Raw
-    P4Runtime, so nothing of the controller's own code is involved."""
+@contextlib.contextmanager
+def intruder(rig):
+    """Another client takes the switch (a higher election id) and may write
+    until the block ends, when it leaves: changes made behind the
+    controller's back. Raw P4Runtime, so nothing of the controller's own
+    code is involved."""
     import grpc
     from finsy.proto import p4r, p4r_grpc
 
     election = p4r.Uint128(high=0, low=rig.config.switch.election_id + 1000)
+    schema = fy.P4Schema(lab.PIPELINE_512 / "jumbogate.p4info.txtpb")
     with grpc.insecure_channel(rig.switch.grpc_address) as channel:
         stub = p4r_grpc.P4RuntimeStub(channel)
-        requests = iter([p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(device_id=rig.config.switch.device_id, election_id=election))])
-        stream = stub.StreamChannel(requests)
+        leaving = threading.Event()
+
+        def requests():
+            yield p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(device_id=rig.config.switch.device_id, election_id=election))
+            # Closing the request side would end the stream and with it the
+            # intruder's primacy: hold it open until the block ends.
+            leaving.wait()
+
+        stream = stub.StreamChannel(requests())
         arbitration = next(stream).arbitration
         assert arbitration.status.code == 0, f"the intruder did not become primary: {arbitration}"
-        schema = fy.P4Schema(lab.PIPELINE_512 / "jumbogate.p4info.txtpb")
-        update = p4r.Update(type=p4r.Update.MODIFY, entity=entity.encode(schema))
-        stub.Write(p4r.WriteRequest(device_id=rig.config.switch.device_id, election_id=election, updates=[update]), timeout=10)
-        stream.cancel()
+
+        def modify(entity) -> None:
+            update = p4r.Update(type=p4r.Update.MODIFY, entity=entity.encode(schema))
+            stub.Write(p4r.WriteRequest(device_id=rig.config.switch.device_id, election_id=election, updates=[update]), timeout=10)
+
+        try:
+            yield modify
+        finally:
+            leaving.set()
+            stream.cancel()
 
 
 def test_an_entry_changed_behind_the_controllers_back_is_put_back(rig):
-    """The fleet flag is turned off on the switch by another client; the
-    controller, primary again, writes it back (its resync runs every 5 s
-    even when nothing changed on its side)."""
+    """Another client takes the switch and turns the fleet flag off. While
+    it is primary the controller (a backup) writes nothing, even across its
+    5-second resync; once the other client leaves, the controller is primary
+    again and puts the entry back."""
     assert rig.table("fleet_policy") == {((), "set_fleet_jumbo", (("enabled", 1),), 0, True)}
-    modified = int(rig.stats()["reconcile"]["modified"])
-    write_as_intruder(rig, fy.P4TableEntry("fleet_policy", is_default_action=True, action=fy.P4TableAction("set_fleet_jumbo", enabled=0)))
-    # Seen off first: a test that only waited for "on" would pass if the write had failed.
-    assert rig.table("fleet_policy") == {((), "set_fleet_jumbo", (("enabled", 0),), 0, True)}
+    off = fy.P4TableEntry("fleet_policy", is_default_action=True, action=fy.P4TableAction("set_fleet_jumbo", enabled=0))
+    with intruder(rig) as modify:
+        modify(off)
+        modified = int(rig.stats()["reconcile"]["modified"])
+        time.sleep(RESYNC_INTERVAL_S + 1)
+        # Seen off first: a test that only waited for "on" would pass if the write had failed.
+        assert rig.table("fleet_policy") == {((), "set_fleet_jumbo", (("enabled", 0),), 0, True)}, "a backup controller wrote"
+        assert int(rig.stats()["reconcile"]["modified"]) == modified
     wait_until(lambda: int(rig.stats()["reconcile"]["modified"]) > modified, 20, "the controller to repair the entry", interval=0.2)
     assert rig.table("fleet_policy") == {((), "set_fleet_jumbo", (("enabled", 1),), 0, True)}
     assert rig.desired_vs_switch()[0].empty

@@ -17,24 +17,6 @@ pytestmark = pytest.mark.timeout(60)
 FLOW = common_pb2.FiveTuple(src_ip="203.0.113.5", dst_ip="10.10.0.5", protocol=6, src_port=40000, dst_port=443)
 
 
-@pytest.fixture(scope="module")
-def nic(log_dir):
-    process = start_nic(
-        ["--vdev=net_null0,no-rx=1", "-l", "0-1"],
-        ["--internal-prefix", "10.10.0.0/16", "--path-mtu", "198.51.100.0/24=1400", "--max-flows", "1024"],
-        None,
-        log_dir,
-        grpc_address=f"127.0.0.1:{free_tcp_port()}",
-    )
-    yield process
-    process.stop()
-
-
-@pytest.fixture(scope="module")
-def stub(nic):
-    return nic.stub()
-
-
 def refused(call, request, fragment: str):
     with pytest.raises(grpc.RpcError) as error:
         call(request, timeout=5)
