@@ -1,6 +1,7 @@
 """jumbogate-controller as an operator runs it: its flags and exit codes."""
 
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -76,3 +77,14 @@ def test_listen_log_level_and_a_clean_stop(tmp_path):
         code = proc.wait(timeout=15)
     assert code == 0, log.read_text()
     assert "stopping" in log.read_text()
+
+
+def test_a_metrics_address_in_use_exits_1_with_the_reason(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = tmp_path / "rack.yaml"
+        config.write_text(EXAMPLE.read_text().replace("  listen: 127.0.0.1:50051", f"  listen: 127.0.0.1:{lab.free_tcp_port()}\n  metrics: 127.0.0.1:{port}"))
+        result = controller("--config", str(config), "--pipeline", str(PIPELINE))
+    assert result.returncode == 1 and f"cannot serve metrics on 127.0.0.1:{port}" in result.stderr, result.stderr

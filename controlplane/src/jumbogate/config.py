@@ -153,6 +153,8 @@ class RackConfig:
     elephant: Elephant
     smartnic_control: str
     controller_listen: str
+    # HOST:PORT of the Prometheus endpoint (/metrics), or None: off.
+    controller_metrics: str | None = None
 
     def port_by_number(self, number: int) -> Port | None:
         return next((p for p in self.ports if p.port == number), None)
@@ -459,7 +461,7 @@ def parse_config(data: Any, source: str = "<config>") -> RackConfig:
     )
 
     smartnic = r.mapping(top.get("smartnic"), "smartnic", {"control"})
-    controller = r.mapping(top.get("controller"), "controller", {"listen"})
+    controller = r.mapping(top.get("controller"), "controller", {"listen", "metrics"})
 
     path_mtus = _parse_path_mtus(r, top.get("path_mtus"))
     for i, entry in enumerate(path_mtus):
@@ -479,6 +481,7 @@ def parse_config(data: Any, source: str = "<config>") -> RackConfig:
         elephant=elephant,
         smartnic_control=r.endpoint(smartnic.get("control", "127.0.0.1:50061"), "smartnic.control"),
         controller_listen=r.endpoint(controller.get("listen", "127.0.0.1:50051"), "controller.listen"),
+        controller_metrics=r.endpoint(controller["metrics"], "controller.metrics") if controller.get("metrics") is not None else None,
     )
 
 

@@ -18,9 +18,10 @@ import logging
 from pathlib import Path
 
 import finsy as fy
+import prometheus_client
 from finsy.proto import p4r
 
-from . import p4, translate
+from . import metrics, p4, translate
 from .config import RackConfig
 from .nic import NicLink
 from .p4 import names
@@ -74,14 +75,41 @@ class Controller:
     async def run(self) -> None:
         server = await serve(self.service, self.listen)
         LOG.info("operator API on %s; switch %s; SmartNIC %s", self.listen, self.config.switch.p4runtime, self.config.smartnic_control)
+        metrics_server = None
         self._switch = self.make_switch()
         try:
+            metrics_server = self.serve_metrics()
             async with asyncio.TaskGroup() as tasks:
                 tasks.create_task(self.nic.run())
                 tasks.create_task(self._digest_worker())
                 tasks.create_task(self._switch.run())
         finally:
+            if metrics_server is not None:
+                metrics_server.shutdown()
             await server.stop(grace=0.5)
+
+    def serve_metrics(self):
+        """Start the Prometheus endpoint when controller.metrics is set; its HTTP server runs in a thread."""
+        address = self.config.controller_metrics
+        if address is None:
+            return None
+        host, _, port = address.rpartition(":")
+        registry = metrics.registry_for(self.metrics_snapshot, asyncio.get_running_loop())
+        try:
+            http, _thread = prometheus_client.start_http_server(int(port), host.strip("[]"), registry=registry)
+        except OSError as err:
+            raise OSError(f"cannot serve metrics on {address}: {err.strerror}") from None
+        LOG.info("metrics on http://%s/metrics", address)
+        return http
+
+    async def metrics_snapshot(self) -> metrics.Snapshot:
+        return metrics.Snapshot(
+            stats=await self.stats(),
+            nic=await self.nic.stats(),
+            flows_onloaded=self.state.flows_onloaded,
+            flows_expired=self.state.flows_expired,
+            flows_offloaded=self.state.flows_offloaded,
+        )
 
     # ----- switch connection -----
 

@@ -120,6 +120,10 @@ class PolicyState:
     elephants_rate_limited: int = 0
     flows_evicted: int = 0
     operator_onloads_refused: int = 0
+    # Flows that came onto or left the merge path since start (metrics).
+    flows_onloaded: int = 0
+    flows_expired: int = 0
+    flows_offloaded: int = 0
     _epoch_started: float = 0.0
     _epoch_onloads: int = 0
 
@@ -246,6 +250,7 @@ class PolicyState:
             self._epoch_onloads += 1
         record = MergeFlow(flow, origin, idle_timeout_s or limits.idle_timeout_s, time.time())
         self.flows[flow] = record
+        self.flows_onloaded += 1
         self._publish(EventKind.FLOW_ONLOADED, flow=flow, detail=f"onloaded ({origin.value})")
         self._bump()
         return record
@@ -271,6 +276,10 @@ class PolicyState:
                 return
             raise PolicyError("NOT_FOUND", f"{flow} is not on the merge path")
         del self.flows[flow]
+        if expired:
+            self.flows_expired += 1
+        else:
+            self.flows_offloaded += 1
         self._publish(EventKind.FLOW_EXPIRED if expired else EventKind.FLOW_OFFLOADED, flow=flow)
         self._bump()
 

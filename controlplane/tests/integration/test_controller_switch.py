@@ -14,6 +14,7 @@ import json
 import subprocess
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import finsy as fy
@@ -34,7 +35,7 @@ VENV_BIN = lab.REPO / ".venv" / "bin"
 PORTS = {1: "external", 2: "external", 3: "internal", 4: "internal", 5: "nic"}
 
 
-def rack_config(tmp: Path, veths: list[lab.VethPair], p4runtime: str, smartnic: str, listen: str) -> Path:
+def rack_config(tmp: Path, veths: list[lab.VethPair], p4runtime: str, smartnic: str, listen: str, metrics: str) -> Path:
     """A rack matching the veths: switch port i is veth pair i-1."""
 
     def hop(port: int, dst_mac: str) -> dict:
@@ -65,7 +66,7 @@ def rack_config(tmp: Path, veths: list[lab.VethPair], p4runtime: str, smartnic: 
         "merge_services": [{"prefix": "10.10.0.10/32", "ports": "5201-5210"}, {"prefix": "fd00:10::10/128", "ports": "443"}],
         "elephant": {"threshold_bytes": 20000, "idle_timeout_s": 2},
         "smartnic": {"control": smartnic},
-        "controller": {"listen": listen},
+        "controller": {"listen": listen, "metrics": metrics},
     }
     path = tmp / "rack.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -79,7 +80,8 @@ class Rig:
         self.switch = lab.make_switch(target, {n: veths[n - 1].a for n in PORTS}, tmp / f"{target}.log")
         self.switch.grpc_address = f"127.0.0.1:{lab.free_tcp_port()}"
         self.api = f"127.0.0.1:{lab.free_tcp_port()}"
-        self.config_path = rack_config(tmp, veths, self.switch.grpc_address, f"127.0.0.1:{lab.free_tcp_port()}", self.api)
+        self.metrics = f"127.0.0.1:{lab.free_tcp_port()}"
+        self.config_path = rack_config(tmp, veths, self.switch.grpc_address, f"127.0.0.1:{lab.free_tcp_port()}", self.api, self.metrics)
         self.config = load_config(self.config_path)
         self.controller: lab.Process | None = None
         self.generation = 0
@@ -549,6 +551,36 @@ def outage_and_restart(rig: Rig, veths: list[lab.VethPair]) -> None:
 
 def elephant_entries(rig: Rig) -> list:
     return [m for m, _, _, _, d in rig.table("merge_flows") if not d and dict(m).get("dst_port") == ELEPHANT_PORT]
+
+
+def test_metrics_move_with_the_traffic(nic_rig):
+    """Prometheus scrapes before and after a merge-service burst: the switch's
+    port and path counters and the SmartNIC's counters grow by what was sent."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def scrape() -> dict:
+        with urllib.request.urlopen(f"http://{rig.metrics}/metrics", timeout=10) as reply:
+            text = reply.read().decode()
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in text_string_to_metric_families(text) for s in f.samples}
+
+    rig, veths = nic_rig
+    before = scrape()
+    assert before[("jumbogate_up", (("part", "switch"),))] == 1 and before[("jumbogate_up", (("part", "smartnic"),))] == 1
+    assert_merged_through_nic(rig, veths, sport=40300)
+    after = scrape()
+
+    def grew(name: str, **labels) -> float:
+        key = (name, tuple(sorted(labels.items())))
+        return after[key] - before.get(key, 0)
+
+    assert grew("jumbogate_port_packets_total", port="1", role="external", direction="ingress") >= 24
+    assert grew("jumbogate_port_bytes_total", port="1", role="external", direction="ingress") >= 24 * 1514
+    assert grew("jumbogate_path_packets_total", path="merge") >= 24
+    assert grew("jumbogate_path_packets_total", path="bypass") == 0, "a merge-service burst took the bypass"
+    assert grew("jumbogate_smartnic_packets_in_total") >= 24
+    assert grew("jumbogate_smartnic_merged_packets_total") >= 1
+    assert grew("jumbogate_smartnic_merge_delay_seconds_bucket", le="+Inf") >= 1
+    assert 0 < after[("jumbogate_merge_path_byte_share", ())] <= 1
 
 
 def test_elephant_is_onloaded_then_expires(nic_rig):
