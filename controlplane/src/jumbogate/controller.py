@@ -124,6 +124,11 @@ class Controller:
             # Another controller with a higher election id owns the switch: a
             # backup reads nothing and writes nothing until it is promoted.
             LOG.warning("connected to %s as backup (primary election id %s); waiting", switch.address, switch.primary_id)
+            # finsy calls this on a demotion too (and cancels the primary's
+            # tasks): say so instead of reporting a switch it cannot program.
+            if self._switch_ready:
+                self._switch_ready = False
+                self.state.note(EventKind.SWITCH_DISCONNECTED, detail=f"another client (election id {switch.primary_id}) took {switch.address} over")
             return
         self._switch_ready = True
         self.state.note(EventKind.SWITCH_CONNECTED, detail=f"connected to {switch.address}")

@@ -24,6 +24,16 @@ LOG = logging.getLogger("jumbogate.nic")
 # connection is reported down.
 SLOW_POLLS_BEFORE_DOWN = 2
 
+# gRPC waits longer and longer (up to two minutes) before reconnecting to an
+# address that refused it, and fails calls at once meanwhile: a SmartNIC
+# restarted after a long outage stayed unseen, its flows on the bypass, for
+# as long. Retrying at least every half second costs one refused connect.
+RECONNECT_OPTIONS = [
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 500),
+]
+
 
 def _flow_pb(flow: FiveTuple) -> nic_pb2.NicFlowRequest:
     return nic_pb2.NicFlowRequest(
@@ -69,7 +79,7 @@ class NicLink:
 
     async def run(self) -> None:
         """Poll forever: notice (re)starts and outages, keep flows mirrored."""
-        self._channel = grpc.aio.insecure_channel(self.address)
+        self._channel = grpc.aio.insecure_channel(self.address, options=RECONNECT_OPTIONS)
         self._stub = nic_pb2_grpc.NicStub(self._channel)
         seen_version = -1
         try:

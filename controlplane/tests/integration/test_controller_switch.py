@@ -332,6 +332,73 @@ def test_an_entry_changed_behind_the_controllers_back_is_put_back(rig):
     assert rig.desired_vs_switch()[0].empty
 
 
+def second_controller(rig: Rig, election_offset: int, name: str) -> tuple[lab.Process, str]:
+    """Another controller of the same switch, with the fleet flag off in its
+    config (so whichever writes shows on the switch), another API address
+    and its own election id."""
+    config = yaml.safe_load(rig.config_path.read_text())
+    config["switch"]["election_id"] = rig.config.switch.election_id + election_offset
+    config["fleet"]["jumbo"] = False
+    for instance in config["instances"]:
+        instance["jumbo"] = False
+    api = f"127.0.0.1:{lab.free_tcp_port()}"
+    config["controller"] = {"listen": api}
+    config["smartnic"] = {"control": f"127.0.0.1:{lab.free_tcp_port()}"}
+    path = rig.tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    process = lab.Process([VENV_BIN / "jumbogate-controller", "--config", path, "--log-level", "INFO"], rig.tmp / f"{name}.log").start()
+    lab.wait_for_tcp(api, 20, process=process.popen)
+    return process, api
+
+
+FLEET_ON = {((), "set_fleet_jumbo", (("enabled", 1),), 0, True)}
+FLEET_OFF = {((), "set_fleet_jumbo", (("enabled", 0),), 0, True)}
+
+
+def test_a_controller_with_a_lower_election_id_cannot_write(rig):
+    """P4Runtime arbitration: the second controller connects as a backup and
+    writes nothing, however long it runs; the first goes on unaffected."""
+
+    def writes() -> tuple:
+        totals = rig.stats()["reconcile"]
+        return tuple(int(totals.get(kind, 0)) for kind in ("inserted", "modified", "deleted", "failed_batches"))
+
+    before = writes()
+    second, _ = second_controller(rig, -5, "backup")
+    try:
+        wait_until(lambda: "as backup" in second.output(), 20, "the second controller to connect as a backup")
+        time.sleep(RESYNC_INTERVAL_S + 1)
+        assert rig.table("fleet_policy") == FLEET_ON, "the backup's fleet flag reached the switch"
+    finally:
+        assert second.stop() == 0, second.output()[-2000:]
+    assert "Traceback" not in second.output()
+    assert writes() == before, "the primary rewrote entries: the backup must have changed something"
+
+
+def test_a_controller_with_a_higher_election_id_takes_over_and_the_first_steps_back(rig):
+    """The second controller becomes primary and writes its own policy; the
+    first, now a backup, stops writing (no refused batches) until the second
+    leaves, then is primary again and puts its policy back."""
+    failed = int(rig.stats()["reconcile"]["failed_batches"])
+    # Above any id used before on this switch: a controller re-promoted after
+    # another client left carries on with that client's (higher) id, as
+    # P4Runtime arbitration lets it (the intruder above used +1000).
+    second, _ = second_controller(rig, +100_000, "takeover")
+    try:
+        wait_until(lambda: rig.table("fleet_policy") == FLEET_OFF, 20, "the higher election id to take the switch over")
+        wait_until(lambda: not rig.stats()["switch_connected"], 10, "the first controller to step back")
+        time.sleep(RESYNC_INTERVAL_S + 1)
+        assert rig.table("fleet_policy") == FLEET_OFF, "the first controller wrote while a backup"
+        assert int(rig.stats()["reconcile"]["failed_batches"]) == failed, "the first controller kept trying to write"
+    finally:
+        assert second.stop() == 0, second.output()[-2000:]
+    wait_until(lambda: rig.table("fleet_policy") == FLEET_ON, 20, "the first controller to take the switch back")
+    wait_until(lambda: rig.stats()["switch_connected"], 10, "the first controller to report the switch connected")
+    assert rig.desired_vs_switch()[0].empty
+    log = rig.controller.output()
+    assert "as backup" in log and "Traceback" not in log, log[-3000:]
+
+
 def test_switch_restart_converges(rig):
     rig.switch.stop()
     rig.switch.start()

@@ -182,3 +182,42 @@ def test_link_configures_mirrors_reports_and_repushes(tmp_path):
             asyncio.run(scenario())
         finally:
             nic.kill()
+
+
+def test_a_smartnic_back_after_a_long_outage_is_seen_at_once(tmp_path):
+    """gRPC backs off reconnecting to an address that refused it, up to two
+    minutes by default: a SmartNIC started after a long outage stayed
+    unseen, and bypassed, for tens of seconds. The link caps the backoff."""
+    if not NIC_BINARY.exists():
+        pytest.fail(f"{NIC_BINARY} is missing; run 'make setup'")
+    control = f"127.0.0.1:{lab.free_tcp_port()}"
+    config = load_config(rack_yaml(tmp_path, control))
+    state = PolicyState.from_config(config)
+    with lab.veth_pairs("jgo", 1) as veths:
+        nic = Nic(tmp_path, veths[0].b, control)
+
+        async def scenario() -> float:
+            link = NicLink(config, state, poll_interval=0.1)
+            task = asyncio.create_task(link.run())
+            try:
+                # Long enough for gRPC's default backoff to grow past 10 s.
+                await asyncio.sleep(OUTAGE_S)
+                assert not link.up
+                await asyncio.to_thread(nic.start)
+                answering = time.monotonic()
+                await eventually(lambda: link.up, "the link to see the SmartNIC", timeout=30)
+                return time.monotonic() - answering
+            finally:
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+
+        try:
+            seen_after = asyncio.run(scenario())
+        finally:
+            nic.kill()
+    print(f"SmartNIC seen {seen_after:.2f} s after it answered, following a {OUTAGE_S} s outage")
+    assert seen_after <= 2.0
+
+
+OUTAGE_S = 25
