@@ -283,3 +283,13 @@ def test_merge_flows_table_size_matches_the_compiled_pipeline():
     text_format.Parse(path.read_text(), p4info)
     (table,) = [t for t in p4info.tables if t.preamble.name.endswith("." + names.MERGE_FLOWS)]
     assert table.size == MERGE_FLOWS_TABLE_SIZE
+
+
+def test_an_epoch_the_switch_does_not_run_is_refused_with_the_reason():
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["elephant"]["epoch_ms"] = 100
+    with pytest.raises(ConfigError) as info:
+        parse_config(raw, "rack.yaml")
+    assert info.value.field == "elephant.epoch_ms" and "fixed when the P4 program is compiled: 1049 ms" in info.value.reason
+    raw["elephant"]["epoch_ms"] = 1049
+    assert parse_config(raw).elephant.epoch_ms == 1049

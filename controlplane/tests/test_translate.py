@@ -117,3 +117,12 @@ def test_every_entity_encodes_against_the_compiled_p4info_and_reconciles_to_noth
     result = plan(changed, encoded)
     # The fleet default entry changes; instances keep their own flags; the flow leaves the merge path.
     assert (len(result.modifies), len(result.deletes), len(result.inserts)) == (1, 1, 0), result.summary()
+
+
+def test_the_rack_mtus_become_the_fleet_entry():
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["mtu"] = {"internal": 9000, "guest_jumbo": 8000, "default_external": 1400}
+    raw["path_mtus"] = []
+    state = PolicyState.from_config(parse_config(raw))
+    args = default_action(translate.desired_entities(state, nic_up=True), names.FLEET_POLICY).args
+    assert args == {"enabled": 1, "guest_jumbo_mtu": 8000, "default_mtu": 1400}

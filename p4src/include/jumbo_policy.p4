@@ -2,10 +2,13 @@
 // to (from an external port) or comes from (from an internal port), and the
 // path MTU of the external route for outbound packets.
 //
-// Effective instance MTU = MTU_JUMBO only when the fleet flag AND the
-// instance's flag are on; MTU_STANDARD otherwise, and for addresses the
-// controller did not list. The fleet flag is a one-entry table (its default
-// action) so that one write switches the whole fleet back to 1500.
+// Effective instance MTU = the guest jumbo MTU only when the fleet flag AND
+// the instance's flag are on; the standard MTU otherwise, and for addresses
+// the controller did not list. The fleet flag and both MTUs are one entry
+// (the default action of a keyless table): one write switches the whole
+// fleet back, and the MTUs are the operator's (rack.yaml mtu.guest_jumbo and
+// mtu.default_external), not constants of this program. MTU_JUMBO and
+// MTU_STANDARD are only what a switch enforces before a controller came.
 #ifndef JUMBOGATE_JUMBO_POLICY_P4
 #define JUMBOGATE_JUMBO_POLICY_P4
 
@@ -16,13 +19,18 @@ control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
     ipv4_addr_t instance_v4 = 0;
     flow_addr_t instance_v6 = 0;
 
-    action set_fleet_jumbo(bit<1> enabled) {
+    bit<16> jumbo_mtu = MTU_JUMBO;
+    bit<16> standard_mtu = MTU_STANDARD;
+
+    action set_fleet_jumbo(bit<1> enabled, bit<16> guest_jumbo_mtu, bit<16> default_mtu) {
         meta.fleet_jumbo = enabled == 1;
+        jumbo_mtu = guest_jumbo_mtu;
+        standard_mtu = default_mtu;
     }
     table fleet_policy {
         key = {}
         actions = { set_fleet_jumbo; }
-        default_action = set_fleet_jumbo(0);
+        default_action = set_fleet_jumbo(0, MTU_JUMBO, MTU_STANDARD);
         size = 1;
     }
 
@@ -87,8 +95,8 @@ control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
             instances_v6.apply();
         }
         meta.instance_mtu = (meta.fleet_jumbo && instance_jumbo)
-            ? MTU_JUMBO : MTU_STANDARD;
-        meta.merge_eligible = meta.flow.is_tcp && meta.instance_mtu == MTU_JUMBO;
+            ? jumbo_mtu : standard_mtu;
+        meta.merge_eligible = meta.flow.is_tcp && meta.fleet_jumbo && instance_jumbo;
 
         if (meta.port_role == PORT_ROLE_INTERNAL
                 || (meta.port_role == PORT_ROLE_NIC && !meta.instance_known)) {

@@ -100,6 +100,22 @@ class FleetOnInstanceOn(_PolicyTest):
 
 
 @group("jumbo")
+class OperatorMtusAreEnforced(_PolicyTest):
+    """The MTUs come from the controller (rack.yaml), not from the program:
+    a guest jumbo MTU of 8000 and a default of 1400 are what the switch
+    holds instances to, and what its signals announce."""
+
+    def runTest(self):
+        self.setup_policy(fleet=True, instance=True)
+        self.modify(e.fleet_flag(True, guest_jumbo_mtu=8000, default_mtu=1400))
+        for direction, family, size in itertools.product(("inbound", "outbound"), (4, 6), (8000, 8001)):
+            self.check(direction, family, size, 8000)
+        self.modify(e.fleet_flag(False, guest_jumbo_mtu=8000, default_mtu=1400))
+        for direction, family, size in itertools.product(("inbound", "outbound"), (4, 6), (1400, 1401)):
+            self.check(direction, family, size, 1400)
+
+
+@group("jumbo")
 class UnknownInstanceIsStandard(_PolicyTest):
     """An address the controller never listed gets 1500 even with the fleet on."""
 

@@ -218,7 +218,11 @@ const std::map<
 	kInitialDefaults = {
 		{"depth_policy", {"drop_too_deep", {}}},
 		{"nic_port", {"no_nic_port", {}}},
-		{"fleet_policy", {"set_fleet_jumbo", {{"enabled", 0}}}},
+		{"fleet_policy",
+		 {"set_fleet_jumbo",
+		  {{"enabled", 0},
+		   {"guest_jumbo_mtu", P4_MTU_JUMBO},
+		   {"default_mtu", P4_MTU_STANDARD}}}},
 		{"path_mtu_v4", {"set_path_mtu", {{"mtu", P4_MTU_STANDARD}}}},
 		{"path_mtu_v6", {"set_path_mtu", {{"mtu", P4_MTU_STANDARD}}}},
 		{"elephant_config", {"set_elephant_threshold", {{"bytes", 0}}}},
@@ -1869,6 +1873,8 @@ class Server final : public p4v1::P4Runtime::Service
 			break;
 		case Table::FleetPolicy:
 			t->fleet_jumbo = param(0).u64() != 0;
+			t->guest_jumbo_mtu = (uint16_t)param(1).u64();
+			t->default_mtu = (uint16_t)param(2).u64();
 			break;
 		case Table::PathMtuV4:
 			t->path_mtu_default_v4 = (uint16_t)param(0).u64();

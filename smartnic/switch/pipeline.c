@@ -504,10 +504,10 @@ static void jumbo_policy(const struct sw_tables *tables, struct metadata *meta)
 		}
 	}
 	meta->instance_mtu = meta->fleet_jumbo && instance_jumbo
-				     ? P4_MTU_JUMBO
-				     : P4_MTU_STANDARD;
+				     ? tables->guest_jumbo_mtu
+				     : tables->default_mtu;
 	meta->merge_eligible =
-		flow->is_tcp && meta->instance_mtu == P4_MTU_JUMBO;
+		flow->is_tcp && meta->fleet_jumbo && instance_jumbo;
 	if (meta->port_role != P4_PORT_ROLE_INTERNAL &&
 	    !(meta->port_role == P4_PORT_ROLE_NIC && !meta->instance_known))
 		return;
@@ -1144,6 +1144,8 @@ void sw_tables_reset(struct sw_pipeline *pipeline)
 	       sizeof(tables->port_role));
 	tables->depth_forward = false;
 	tables->fleet_jumbo = false;
+	tables->guest_jumbo_mtu = P4_MTU_JUMBO;
+	tables->default_mtu = P4_MTU_STANDARD;
 	tables->nic_port = -1;
 	tables->elephant_threshold = 0;
 	memset(&tables->signal, 0, sizeof(tables->signal));

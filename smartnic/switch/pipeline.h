@@ -54,6 +54,8 @@ struct sw_tables {
 	uint8_t port_role[SW_PORTS];	/* port_roles */
 	bool depth_forward;		/* depth_policy */
 	bool fleet_jumbo;		/* fleet_policy */
+	uint16_t guest_jumbo_mtu;	/* fleet_policy */
+	uint16_t default_mtu;		/* fleet_policy */
 	int32_t nic_port;		/* nic_port; -1: no_nic_port */
 	uint32_t elephant_threshold;	/* elephant_config */
 	struct sw_signal_source signal; /* signal_source */

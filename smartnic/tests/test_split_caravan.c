@@ -296,7 +296,8 @@ static void caravan_fits_header_buffer(void)
 	fixture_start(&fx);
 	for (uint32_t i = 0; i < 60; i++)
 		in[i] = datagram(6, i, 10, 5000, &lengths[i], originals[i]);
-	packed_count = jg_caravan_pack(fx.engine, in, 60, packed, 60, &consumed);
+	packed_count =
+		jg_caravan_pack(fx.engine, in, 60, packed, 60, &consumed);
 	CHECK_EQ(consumed, 60);
 	jg_engine_get_stats(fx.engine, &stats);
 	CHECK_EQ(stats.caravan.dropped, 0);

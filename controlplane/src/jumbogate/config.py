@@ -20,6 +20,11 @@ from typing import Any
 
 import yaml
 
+from .p4.constants import ELEPHANT_EPOCH_LOG2_US
+
+# The switch's sketch epoch in milliseconds, rounded (2^20 us is 1048.576 ms).
+SKETCH_EPOCH_MS = round((1 << ELEPHANT_EPOCH_LOG2_US) / 1000)
+
 # Any IP MTU outside this range is a typo: 1280 is the IPv6 minimum link MTU,
 # 9216 the largest frame common switch silicon accepts.
 MTU_MIN = 1280
@@ -100,8 +105,10 @@ class Mtus:
 class Elephant:
     # Bytes per epoch after which the switch reports a flow as an elephant.
     threshold_bytes: int = 1_000_000
-    # Epoch length of the switch's sketch, in milliseconds.
-    epoch_ms: int = 100
+    # Epoch length of the switch's sketch, in milliseconds: fixed when the P4
+    # program is compiled (2^ELEPHANT_EPOCH_LOG2_US us), so only that value
+    # is accepted.
+    epoch_ms: int = SKETCH_EPOCH_MS
     # Idle time after which an onloaded flow leaves the merge path.
     idle_timeout_s: int = 10
     # Most flows on the merge path at once, well below the switch's
@@ -255,6 +262,20 @@ class _Reader:
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise self.fail(path, f"{text!r} is not HOST:PORT")
         return text
+
+
+def _sketch_epoch(r: _Reader, value: Any) -> int:
+    # The switch counts bytes per epoch = timestamp >> ELEPHANT_EPOCH_LOG2_US:
+    # a shift by a compile-time constant, because a switch ASIC shifts by
+    # constants only. A different epoch needs the program recompiled.
+    epoch_ms = r.integer(value, "elephant.epoch_ms", 1, 60_000)
+    if epoch_ms != SKETCH_EPOCH_MS:
+        raise r.fail(
+            "elephant.epoch_ms",
+            f"{epoch_ms} is not the switch's sketch epoch, which is fixed when the P4 program is compiled: "
+            f"{SKETCH_EPOCH_MS} ms (2^{ELEPHANT_EPOCH_LOG2_US} us, ELEPHANT_EPOCH_LOG2_US in p4src/include/defines.p4); leave epoch_ms out",
+        )
+    return epoch_ms
 
 
 def _kind(value: Any) -> str:
@@ -452,7 +473,7 @@ def parse_config(data: Any, source: str = "<config>") -> RackConfig:
     el_defaults = Elephant()
     elephant = Elephant(
         threshold_bytes=r.integer(raw_elephant.get("threshold_bytes", el_defaults.threshold_bytes), "elephant.threshold_bytes", 1, 2**32 - 1),
-        epoch_ms=r.integer(raw_elephant.get("epoch_ms", el_defaults.epoch_ms), "elephant.epoch_ms", 1, 60_000),
+        epoch_ms=_sketch_epoch(r, raw_elephant.get("epoch_ms", el_defaults.epoch_ms)),
         idle_timeout_s=r.integer(raw_elephant.get("idle_timeout_s", el_defaults.idle_timeout_s), "elephant.idle_timeout_s", 1, MAX_IDLE_TIMEOUT_S),
         max_flows=r.integer(raw_elephant.get("max_flows", el_defaults.max_flows), "elephant.max_flows", 1, MAX_MERGE_FLOWS),
         max_onloads_per_epoch=r.integer(

@@ -64,7 +64,7 @@ def desired_entities(state: PolicyState, *, nic_up: bool) -> list[fy.P4Entity]:
     steer = nic_up and bool(nic_ports)
     out.append(p4.entries.nic_port(nic_ports[0].port if steer else None))
     out.append(p4.entries.depth_policy(forward=cfg.switch.too_deep == "forward"))
-    out.append(p4.entries.fleet_flag(state.fleet_jumbo))
+    out.append(p4.entries.fleet_flag(state.fleet_jumbo, cfg.mtu.guest_jumbo, cfg.mtu.default_external))
     out.append(p4.entries.elephant_threshold(cfg.elephant.threshold_bytes))
     source_rate = cfg.switch.icmp_rate_per_source_pps
     out.extend(p4.entries.icmp_source_meter(cell, source_rate, icmp_burst(source_rate)) for cell in range(ICMP_SOURCE_METER_SIZE))

@@ -35,6 +35,13 @@ VENV_BIN = lab.REPO / ".venv" / "bin"
 PORTS = {1: "external", 2: "external", 3: "internal", 4: "internal", 5: "nic"}
 
 
+# The fleet_policy entry as written out by hand: the flag and the MTUs of
+# rack_config() (mtu.guest_jumbo 8000, not the program's 8500: the value
+# must come from the config; default_external 1500).
+FLEET_ON = {((), "set_fleet_jumbo", (("default_mtu", 1500), ("enabled", 1), ("guest_jumbo_mtu", 8000)), 0, True)}
+FLEET_OFF = {((), "set_fleet_jumbo", (("default_mtu", 1500), ("enabled", 0), ("guest_jumbo_mtu", 8000)), 0, True)}
+
+
 def rack_config(tmp: Path, veths: list[lab.VethPair], p4runtime: str, smartnic: str, listen: str, metrics: str) -> Path:
     """A rack matching the veths: switch port i is veth pair i-1."""
 
@@ -43,6 +50,7 @@ def rack_config(tmp: Path, veths: list[lab.VethPair], p4runtime: str, smartnic: 
 
     config = {
         "fleet": {"jumbo": True},
+        "mtu": {"internal": 9000, "guest_jumbo": 8000, "default_external": 1500},
         "switch": {
             "p4runtime": p4runtime,
             "pipeline": str(lab.PIPELINE_512),
@@ -194,7 +202,7 @@ def test_switch_holds_what_the_rack_config_says(rig):
     # too_deep: forward
     assert rig.table("depth_policy") == {((), "forward_too_deep", (), 0, True)}
     # fleet jumbo true; the SmartNIC is not up yet: nothing is steered.
-    assert rig.table("fleet_policy") == {((), "set_fleet_jumbo", (("enabled", 1),), 0, True)}
+    assert rig.table("fleet_policy") == FLEET_ON
     assert rig.table("nic_port") == {((), "no_nic_port", (), 0, True)}
     assert rig.table("elephant_config") == {((), "set_elephant_threshold", (("bytes", 20000),), 0, True)}
     assert rig.table("signal_source") == {((), "signal_from_original_destination", (), 0, True)}
@@ -253,7 +261,7 @@ def test_fleet_flag_reaches_the_switch(rig):
             result, _ = rig.desired_vs_switch(fleet=False)
         print(f"fleet flag on the switch within {time.monotonic() - flipped:.2f} s")
         assert result.empty, f"switch not updated: {result.summary()}"
-        assert rig.table("fleet_policy") == {((), "set_fleet_jumbo", (("enabled", 0),), 0, True)}
+        assert rig.table("fleet_policy") == FLEET_OFF
         refused = rig.ctl("instance", "jumbo", "legacy-1", "on")
         assert refused.returncode == 1 and "fleet jumbo flag is off" in refused.stderr
     finally:
@@ -318,17 +326,17 @@ def test_an_entry_changed_behind_the_controllers_back_is_put_back(rig):
     it is primary the controller (a backup) writes nothing, even across its
     5-second resync; once the other client leaves, the controller is primary
     again and puts the entry back."""
-    assert rig.table("fleet_policy") == {((), "set_fleet_jumbo", (("enabled", 1),), 0, True)}
-    off = fy.P4TableEntry("fleet_policy", is_default_action=True, action=fy.P4TableAction("set_fleet_jumbo", enabled=0))
+    assert rig.table("fleet_policy") == FLEET_ON
+    off = fy.P4TableEntry("fleet_policy", is_default_action=True, action=fy.P4TableAction("set_fleet_jumbo", enabled=0, guest_jumbo_mtu=8000, default_mtu=1500))
     with intruder(rig) as modify:
         modify(off)
         modified = int(rig.stats()["reconcile"]["modified"])
         time.sleep(RESYNC_INTERVAL_S + 1)
         # Seen off first: a test that only waited for "on" would pass if the write had failed.
-        assert rig.table("fleet_policy") == {((), "set_fleet_jumbo", (("enabled", 0),), 0, True)}, "a backup controller wrote"
+        assert rig.table("fleet_policy") == FLEET_OFF, "a backup controller wrote"
         assert int(rig.stats()["reconcile"]["modified"]) == modified
     wait_until(lambda: int(rig.stats()["reconcile"]["modified"]) > modified, 20, "the controller to repair the entry", interval=0.2)
-    assert rig.table("fleet_policy") == {((), "set_fleet_jumbo", (("enabled", 1),), 0, True)}
+    assert rig.table("fleet_policy") == FLEET_ON
     assert rig.desired_vs_switch()[0].empty
 
 
@@ -349,10 +357,6 @@ def second_controller(rig: Rig, election_offset: int, name: str) -> tuple[lab.Pr
     process = lab.Process([VENV_BIN / "jumbogate-controller", "--config", path, "--log-level", "INFO"], rig.tmp / f"{name}.log").start()
     lab.wait_for_tcp(api, 20, process=process.popen)
     return process, api
-
-
-FLEET_ON = {((), "set_fleet_jumbo", (("enabled", 1),), 0, True)}
-FLEET_OFF = {((), "set_fleet_jumbo", (("enabled", 0),), 0, True)}
 
 
 def test_a_controller_with_a_lower_election_id_cannot_write(rig):

@@ -230,7 +230,9 @@ def test_wrong_device_is_not_found(switch):
 
 def test_default_entries_modify_and_reset(primary):
     fleet = table("fleet_policy")
-    on = entry("fleet_policy", [], "set_fleet_jumbo", {"enabled": b"\x01"})
+    on = entry(
+        "fleet_policy", [], "set_fleet_jumbo", {"enabled": b"\x01", "guest_jumbo_mtu": (8000).to_bytes(2, "big"), "default_mtu": (1400).to_bytes(2, "big")}
+    )
     on.table_entry.is_default_action = True
     assert primary.write([update(p4r.Update.MODIFY, on)]) == [OK]
     insert_default = p4r.Entity()
@@ -238,12 +240,13 @@ def test_default_entries_modify_and_reset(primary):
     assert primary.write([update(p4r.Update.INSERT, insert_default)]) == [INVALID_ARGUMENT]
     query = p4r.Entity(table_entry=p4r.TableEntry(table_id=fleet.preamble.id, is_default_action=True))
     (read,) = primary.read([query])
-    assert read.table_entry.action.action.params[0].value == b"\x01"
+    assert [p.value for p in read.table_entry.action.action.params] == [b"\x01", (8000).to_bytes(2, "big"), (1400).to_bytes(2, "big")]
     reset = p4r.Entity(table_entry=p4r.TableEntry(table_id=fleet.preamble.id, is_default_action=True))
     assert primary.write([update(p4r.Update.MODIFY, reset)]) == [OK]
     (read,) = primary.read([query])
     assert read.table_entry.action.action.action_id == action_id("set_fleet_jumbo")
-    assert read.table_entry.action.action.params[0].value == b"\x00"
+    # The program's own default: fleet off, 8500 and 1500.
+    assert [p.value for p in read.table_entry.action.action.params] == [b"\x00", (8500).to_bytes(2, "big"), (1500).to_bytes(2, "big")]
     # A const default action cannot be changed.
     const = entry("routes_v4", [], "no_route", {})
     const.table_entry.is_default_action = True

@@ -18,7 +18,7 @@ import finsy as fy
 
 from ..flow import FiveTuple, FlowError
 from . import names
-from .constants import MEMBERS_PER_GROUP, PortRole
+from .constants import MEMBERS_PER_GROUP, MTU_JUMBO, MTU_STANDARD, PortRole
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -70,11 +70,14 @@ def depth_policy(forward: bool) -> fy.P4TableEntry:
     return fy.P4TableEntry(names.DEPTH_POLICY, action=fy.P4TableAction(action), is_default_action=True)
 
 
-def fleet_flag(on: bool) -> fy.P4TableEntry:
-    """Default entry: the fleet-wide jumbo switch."""
+def fleet_flag(on: bool, guest_jumbo_mtu: int = MTU_JUMBO, default_mtu: int = MTU_STANDARD) -> fy.P4TableEntry:
+    """Default entry: the fleet-wide jumbo switch, and the two MTUs an instance may have."""
+    for name, mtu in (("guest_jumbo_mtu", guest_jumbo_mtu), ("default_mtu", default_mtu)):
+        if not 576 <= mtu <= 0xFFFF:
+            raise ValueError(f"{name} {mtu} is outside 576..65535")
     return fy.P4TableEntry(
         names.FLEET_POLICY,
-        action=fy.P4TableAction(names.SET_FLEET_JUMBO, enabled=int(on)),
+        action=fy.P4TableAction(names.SET_FLEET_JUMBO, enabled=int(on), guest_jumbo_mtu=guest_jumbo_mtu, default_mtu=default_mtu),
         is_default_action=True,
     )
 
