@@ -379,6 +379,32 @@ static int replay_state(struct jg_engine *engine)
 	return 0;
 }
 
+/* Everything but the flow-table size changes on the running engines,
+ * which keep their flows, learned MSS and held data (unless the merge
+ * rules change, when held data leaves first). */
+static struct nic_result reconfigure(struct nic *nic,
+				     const struct jg_engine_config *next)
+{
+	struct nic_command *commands[NIC_MAX_WORKERS] = {0};
+	struct nic_command template = {.type = NIC_CMD_RECONFIGURE};
+	struct nic_result result;
+
+	template.arg.reconfigure.from = nic->engine_config;
+	template.arg.reconfigure.to = *next;
+	result = broadcast(&template, commands);
+	for (unsigned int w = 0; w < nic->worker_count; w++)
+		if (commands[w] != NULL && commands[w]->result < 0 &&
+		    result.status == NIC_STATUS_OK)
+			result = fail(NIC_STATUS_INTERNAL,
+				      "worker %u could not apply the "
+				      "configuration: %s",
+				      w, strerror(-commands[w]->result));
+	release(commands);
+	/* A worker that did not answer applies it when it gets to it. */
+	nic->engine_config = *next;
+	return result;
+}
+
 struct nic_result nic_control_configure(const struct nic_config_request *req,
 					struct nic_config_view *config)
 {
@@ -397,7 +423,11 @@ struct nic_result nic_control_configure(const struct nic_config_request *req,
 	if (result.status != NIC_STATUS_OK ||
 	    same_config(&next, &nic->engine_config))
 		goto done;
-	/* Engines have no reconfigure call: build replacements now, while
+	if (next.max_flows == nic->engine_config.max_flows) {
+		result = reconfigure(nic, &next);
+		goto done;
+	}
+	/* A new flow-table size needs new engines: build them now, while
 	 * no worker can see them, and swap them in below. */
 	for (unsigned int w = 0; w < nic->worker_count; w++) {
 		for (unsigned int p = 0; p < nic->port_count; p++) {

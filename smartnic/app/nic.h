@@ -93,6 +93,7 @@ enum nic_command_type {
 	NIC_CMD_FLOW_OFFLOAD,
 	NIC_CMD_FLOW_COUNTERS,
 	NIC_CMD_SWAP_ENGINES,
+	NIC_CMD_RECONFIGURE,
 };
 
 enum nic_command_state {
@@ -115,6 +116,11 @@ struct nic_command {
 		 * counters[0..count). Both arrays belong to the command
 		 * (malloc'd), so that a command its waiter abandoned never
 		 * points into memory the waiter freed or moved. */
+		/* The engines' configuration now and what it becomes. */
+		struct {
+			struct jg_engine_config from;
+			struct jg_engine_config to;
+		} reconfigure;
 		struct {
 			struct jg_flow_key *keys;
 			struct nic_flow_counters *counters;

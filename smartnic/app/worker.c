@@ -456,12 +456,45 @@ static void swap_engines(struct nic_worker *worker, struct nic_command *command)
 		flush_engine(worker, old, &out);
 		transmit(worker, &out);
 		jg_engine_get_stats(old, &stats);
+		/* Its counters live on in the totals; what it held and tracked
+		 * (flushed, forgotten) and its memory (freed) do not. */
+		stats.flows_now = 0;
+		stats.flow_capacity = 0;
+		stats.memory_bytes = 0;
 		nic_stats_add(&worker->retired, &stats);
 		worker->engines[p] = command->arg.engines[p];
 		command->arg.engines[p] = old;
 	}
 	/* Per-flow counters describe the old engines' flows only in part;
 	 * they keep counting, since onloads are replayed on the new ones. */
+}
+
+/* New merge rules and limits on the running engines: flows, learned MSS
+ * and onloads stay. Held runs were cut to the old rules, so they leave
+ * first when the rules change. */
+static void reconfigure_engines(struct nic_worker *worker,
+				struct nic_command *command)
+{
+	const struct nic *nic = nic_instance;
+	bool flush = jg_engine_merge_rules_differ(
+		&command->arg.reconfigure.from, &command->arg.reconfigure.to);
+	struct output out;
+
+	for (unsigned int p = 0; p < nic->port_count; p++) {
+		struct jg_engine *engine = worker->engines[p];
+		int result;
+
+		if (flush) {
+			out.port_id = nic->ports[p].tx_port_id;
+			out.count = 0;
+			flush_engine(worker, engine, &out);
+			transmit(worker, &out);
+		}
+		result = jg_engine_reconfigure(engine,
+					       &command->arg.reconfigure.to);
+		if (result < 0 && command->result == 0)
+			command->result = result;
+	}
 }
 
 static void execute(struct nic_worker *worker, struct nic_command *command)
@@ -510,6 +543,9 @@ static void execute(struct nic_worker *worker, struct nic_command *command)
 		break;
 	case NIC_CMD_SWAP_ENGINES:
 		swap_engines(worker, command);
+		break;
+	case NIC_CMD_RECONFIGURE:
+		reconfigure_engines(worker, command);
 		break;
 	}
 }

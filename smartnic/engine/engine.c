@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Engine life cycle, configuration and statistics. */
+#include <errno.h>
 #include <string.h>
 
 #include <rte_errno.h>
@@ -132,6 +133,44 @@ struct jg_engine *jg_engine_create(const struct jg_engine_config *config)
 fail:
 	jg_engine_destroy(e);
 	return NULL;
+}
+
+bool jg_engine_merge_rules_differ(const struct jg_engine_config *from,
+				  const struct jg_engine_config *to)
+{
+	return from->internal_mtu != to->internal_mtu ||
+	       from->max_chain_segments != to->max_chain_segments ||
+	       from->delay.rate_threshold_gbps !=
+		       to->delay.rate_threshold_gbps ||
+	       from->delay.yield_threshold != to->delay.yield_threshold ||
+	       from->delay.quantile != to->delay.quantile ||
+	       from->delay.max_delay_us != to->delay.max_delay_us;
+}
+
+int jg_engine_reconfigure(struct jg_engine *e,
+			  const struct jg_engine_config *config)
+{
+	struct jg_engine_config next = e->config;
+
+	next.internal_mtu = config->internal_mtu;
+	next.max_chain_segments = config->max_chain_segments;
+	next.delay = config->delay;
+	next.default_path_mtu = config->default_path_mtu;
+	next.merge_unknown_flows = config->merge_unknown_flows;
+	if (!config_valid(&next))
+		return -EINVAL;
+	if (jg_engine_merge_rules_differ(&e->config, &next)) {
+		if (e->held_segments != 0 || e->ready_tail != e->ready_head)
+			return -EBUSY;
+		e->config = next;
+		e->full_packet_ip_length = (next.internal_mtu * 9 + 9) / 10;
+		/* Nothing is held, so the timer wheel is empty: starting it
+		 * afresh with the new model loses no deadline. */
+		jg_delay_model_init(e);
+	} else {
+		e->config = next;
+	}
+	return 0;
 }
 
 bool jg_engine_meta_in_priv_area(const struct jg_engine *e)

@@ -841,6 +841,70 @@ static void flow_entry_size(void)
 	fixture_finish(&fx);
 }
 
+/*
+ * A Configure from the controller used to replace the engines: every flow,
+ * its sequence state and learned MSS were forgotten and held data flushed,
+ * even for a change that touches no merge rule. jg_engine_reconfigure
+ * keeps them; a change of the merge rules wants nothing held.
+ */
+static void reconfigure_keeps_flows(void)
+{
+	struct fixture fx;
+	struct jg_engine_config next;
+	struct pb_spec base;
+	struct jg_stats before, after;
+
+	fixture_config(&fx);
+	fixture_start(&fx);
+	pb_defaults(&base, 4);
+	/* Fast enough (10 Gbit/s) for the delay model to hold its tail. */
+	fast_flow(&fx, &base, 0, 100, 100);
+	jg_engine_get_stats(fx.engine, &before);
+	CHECK(before.merge.held_now > 0);
+	CHECK_EQ(before.flows_now, 1);
+
+	/* No merge rule changes: everything stays, held data included. */
+	next = fx.config;
+	next.default_path_mtu = 1400;
+	next.merge_unknown_flows = !fx.config.merge_unknown_flows;
+	next.max_flows =
+		fx.config.max_flows * 2; /* not read: sizes the engine */
+	CHECK(!jg_engine_merge_rules_differ(&fx.config, &next));
+	CHECK_EQ(jg_engine_reconfigure(fx.engine, &next), 0);
+	jg_engine_get_stats(fx.engine, &after);
+	CHECK_EQ(after.merge.held_now, before.merge.held_now);
+	CHECK_EQ(after.flows_now, 1);
+	CHECK_EQ(after.flow_capacity, before.flow_capacity);
+	next.merge_unknown_flows = fx.config.merge_unknown_flows;
+	CHECK_EQ(jg_engine_reconfigure(fx.engine, &next), 0);
+
+	/* A smaller internal MTU while runs are held: refused, nothing
+	 * changed; after a flush it applies and the flow is still known. */
+	next.internal_mtu = 4000;
+	CHECK(jg_engine_merge_rules_differ(&fx.config, &next));
+	CHECK_EQ(jg_engine_reconfigure(fx.engine, &next), -EBUSY);
+	fixture_flush(&fx);
+	fixture_drop_outputs(&fx);
+	CHECK_EQ(jg_engine_reconfigure(fx.engine, &next), 0);
+	next.internal_mtu = 100; /* below what an engine accepts */
+	CHECK_EQ(jg_engine_reconfigure(fx.engine, &next), -EINVAL);
+	jg_engine_get_stats(fx.engine, &after);
+	CHECK_EQ(after.flows_now, 1);
+
+	/* The flow goes on where it stopped and merges to the new MTU. */
+	fast_flow(&fx, &base, 100, 40, 100);
+	fixture_flush(&fx);
+	CHECK(fx.out_count > 1);
+	for (unsigned int i = 0; i < fx.out_count; i++)
+		CHECK(rte_pktmbuf_pkt_len(fx.out[i]) <= 14 + 4000);
+	CHECK(rte_pktmbuf_pkt_len(fx.out[0]) > 14 + 4000 - PAYLOAD);
+	/* Same entry throughout: never recreated, nothing seen as overlap. */
+	jg_engine_get_stats(fx.engine, &after);
+	CHECK_EQ(after.merge.flows_created, 1);
+	CHECK_EQ(after.merge.overlap_passes, 0);
+	fixture_finish(&fx);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct harness_case cases[] = {
@@ -864,6 +928,7 @@ int main(int argc, char **argv)
 		HARNESS_CASE(eviction_flushes_held),
 		HARNESS_CASE(ready_queue_carries_over),
 		HARNESS_CASE(flow_entry_size),
+		HARNESS_CASE(reconfigure_keeps_flows),
 	};
 
 	return harness_main(argc, argv, "jg_test_merge_flows", cases,

@@ -411,6 +411,25 @@ struct jg_packet_summary {
 bool jg_packet_summarize(const struct rte_mbuf *m,
 			 struct jg_packet_summary *summary);
 
+/**
+ * Change a running engine's merge rules and limits in place, keeping its
+ * flows (sequence state, learned MSS, onloads), path MTUs and statistics,
+ * which a new engine would start without. Only these fields of `config`
+ * are read: internal_mtu, max_chain_segments, delay, default_path_mtu and
+ * merge_unknown_flows (the rest size or name the engine: build a new one to
+ * change them). A change of internal_mtu, max_chain_segments or the delay
+ * model needs nothing held, since held runs were cut to the old rules:
+ * flush first (jg_merge_flush_all), else -EBUSY. Returns 0, or -EINVAL for
+ * values jg_engine_create would refuse; on an error nothing changed.
+ */
+int jg_engine_reconfigure(struct jg_engine *engine,
+			  const struct jg_engine_config *config);
+
+/** Whether going from `from` to `to` changes the merge rules, so that an
+ *  engine must hold nothing when jg_engine_reconfigure applies it. */
+bool jg_engine_merge_rules_differ(const struct jg_engine_config *from,
+				  const struct jg_engine_config *to);
+
 /** Private-area bytes per mbuf that run_meta_in_priv_area asks for. */
 #define JG_MBUF_PRIV_SIZE 32
 

@@ -381,3 +381,42 @@ def test_a_port_that_takes_nothing_costs_counted_drops_not_a_stall(log_dir):
             nic.stop()
         nic_ns.delete()
         switch_ns.delete()
+
+
+def test_configure_keeps_the_flows_unless_the_table_size_changes(log_dir):
+    """Configure used to replace the engines whatever it changed: every flow
+    the SmartNIC tracked, with its sequence state and the MSS it learned
+    from the handshake, was forgotten. Only a new flow-table size needs new
+    engines now (and then the flows it tracked are no longer counted)."""
+    wiring = SinglePort(log_dir, ["--internal-prefix", "10.10.0.0/16", "--max-flows", "1024"])
+    try:
+        stub = wiring.nic.stub()
+        # The instance answers with a legacy MSS: the SmartNIC learns that
+        # this flow must not be merged.
+        syn = (
+            Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+            / IP(src=INTERNET, dst=INSTANCE, id=1)
+            / TCP(sport=47000, dport=80, flags="S", seq=999, options=[("MSS", 1460)])
+        )
+        synack = (
+            Ether(src="02:00:00:00:00:02", dst="02:00:00:00:00:01")
+            / IP(src=INSTANCE, dst=INTERNET, id=2)
+            / TCP(sport=80, dport=47000, flags="SA", seq=5000, ack=1000, options=[("MSS", 1460)])
+        )
+        exchange(wiring, [bytes(syn)])
+        exchange(wiring, [bytes(synack)])
+        unmerged = tcp_frames_of(exchange(wiring, tcp_segments(INTERNET, INSTANCE, 47000, 80, count=6, size=1448, seq=1000)), 47000)
+        assert len(unmerged) == 6, "a flow whose instance announced a legacy MSS is not merged"
+
+        stub.Configure(nic_pb2.NicConfig(delay=nic_pb2.DelayModel(max_delay_us=300), default_path_mtu=1400, internal_mtu=8000), timeout=5)
+        still = tcp_frames_of(exchange(wiring, tcp_segments(INTERNET, INSTANCE, 47000, 80, count=6, size=1448, seq=1000 + 6 * 1448)), 47000)
+        assert len(still) == 6, "Configure forgot the MSS the flow's handshake announced"
+        merged = tcp_frames_of(exchange(wiring, tcp_segments(INTERNET, INSTANCE, 47001, 80, count=8, size=1448, seq=1000)), 47001)
+        assert 0 < len(merged) < 8 and max(len(f) for f in merged) <= 14 + 8000, "the new internal MTU applies"
+
+        tracked = stub.GetStats(nic_pb2.GetNicStatsRequest(), timeout=5).flows_active
+        assert tracked >= 2
+        stub.Configure(nic_pb2.NicConfig(max_flows=2048), timeout=5)
+        assert stub.GetStats(nic_pb2.GetNicStatsRequest(), timeout=5).flows_active == 0, "a new table size starts empty"
+    finally:
+        wiring.close()
