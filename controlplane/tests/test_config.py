@@ -293,3 +293,16 @@ def test_an_epoch_the_switch_does_not_run_is_refused_with_the_reason():
     assert info.value.field == "elephant.epoch_ms" and "fixed when the P4 program is compiled: 1049 ms" in info.value.reason
     raw["elephant"]["epoch_ms"] = 1049
     assert parse_config(raw).elephant.epoch_ms == 1049
+
+
+def test_smartnic_internal_prefixes_are_checked():
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    assert parse_config(raw).smartnic_internal_prefixes == (), "absent: the SmartNIC keeps its start-up prefixes"
+    raw["smartnic"]["internal_prefixes"] = ["10.10.0.0/24", "fd00:10::/64"]
+    assert [str(p) for p in parse_config(raw).smartnic_internal_prefixes] == ["10.10.0.0/24", "fd00:10::/64"]
+    raw["smartnic"]["internal_prefixes"] = ["10.10.0.1/24"]
+    with pytest.raises(ConfigError, match=r"smartnic.internal_prefixes\[0\]"):
+        parse_config(raw)
+    raw["smartnic"]["internal_prefixes"] = [f"10.{i}.0.0/16" for i in range(65)]
+    with pytest.raises(ConfigError, match="at most 64"):
+        parse_config(raw)

@@ -39,6 +39,8 @@ static struct {
 	size_t path_mtu_count;
 	struct jg_flow_key *flows;
 	size_t flow_count;
+	/* What the workers classify by (each holds its own copy). */
+	struct nic_prefix_list internal;
 } control = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static const char *const app_drop_names[] = {
@@ -98,6 +100,9 @@ void nic_control_init(struct nic *nic)
 	const struct nic_options *options = nic->options;
 
 	control.nic = nic;
+	control.internal.count = options->internal_prefix_count;
+	memcpy(control.internal.prefixes, options->internal_prefixes,
+	       sizeof(control.internal.prefixes));
 	control.path_mtu_count = 0;
 	control.path_mtus =
 		calloc(options->path_mtu_count + 1, sizeof(*control.path_mtus));
@@ -264,6 +269,11 @@ static void view_of(const struct jg_engine_config *engine,
 	view->max_delay_us = engine->delay.max_delay_us;
 	view->default_path_mtu = engine->default_path_mtu;
 	view->merge_unknown_flows = engine->merge_unknown_flows;
+	view->internal_prefix_count = control.internal.count;
+	for (unsigned int i = 0; i < control.internal.count; i++)
+		nic_prefix_format(&control.internal.prefixes[i],
+				  view->internal_prefixes[i],
+				  sizeof(view->internal_prefixes[i]));
 }
 
 void nic_control_get_config(struct nic_config_view *config)
@@ -405,28 +415,19 @@ static struct nic_result reconfigure(struct nic *nic,
 	return result;
 }
 
-struct nic_result nic_control_configure(const struct nic_config_request *req,
-					struct nic_config_view *config)
+/* Put the engines on a validated new configuration. Caller holds the
+ * lock. */
+static struct nic_result
+change_engines(struct nic *nic, const struct jg_engine_config *next_config)
 {
 	struct nic_command *commands[NIC_MAX_WORKERS] = {0};
 	struct jg_engine *fresh[NIC_MAX_WORKERS][NIC_MAX_PORTS] = {{0}};
 	struct nic_command swap = {.type = NIC_CMD_SWAP_ENGINES};
-	struct jg_engine_config next;
-	struct nic_result result;
-	struct nic *nic;
+	struct jg_engine_config next = *next_config;
+	struct nic_result result = ok();
 
-	pthread_mutex_lock(&control.lock);
-	nic = control.nic;
-	result = validate_config(req, &nic->engine_config,
-				 nic->options->port_mtu, nic->max_tx_segments,
-				 &next);
-	if (result.status != NIC_STATUS_OK ||
-	    same_config(&next, &nic->engine_config))
-		goto done;
-	if (next.max_flows == nic->engine_config.max_flows) {
-		result = reconfigure(nic, &next);
-		goto done;
-	}
+	if (next.max_flows == nic->engine_config.max_flows)
+		return reconfigure(nic, &next);
 	/* A new flow-table size needs new engines: build them now, while
 	 * no worker can see them, and swap them in below. */
 	for (unsigned int w = 0; w < nic->worker_count; w++) {
@@ -480,13 +481,91 @@ struct nic_result nic_control_configure(const struct nic_config_request *req,
 	}
 	release(commands);
 	nic->engine_config = next;
-	goto done;
+	return result;
 undo:
 	for (unsigned int w = 0; w < nic->worker_count; w++)
 		for (unsigned int p = 0; p < nic->port_count; p++)
 			if (fresh[w][p])
 				jg_engine_destroy(fresh[w][p]);
-done:
+	return result;
+}
+
+static struct nic_result
+parse_internal_prefixes(const struct nic_config_request *req,
+			struct nic_prefix_list *list)
+{
+	char error[128];
+
+	if (req->internal_prefix_count == 0)
+		return fail(NIC_STATUS_INVALID_ARGUMENT,
+			    "internal_prefixes is empty: every packet would "
+			    "bypass the SmartNIC");
+	if (req->internal_prefix_count > NIC_MAX_INTERNAL_PREFIXES)
+		return fail(NIC_STATUS_INVALID_ARGUMENT,
+			    "more than %d internal_prefixes",
+			    NIC_MAX_INTERNAL_PREFIXES);
+	memset(list, 0, sizeof(*list));
+	for (unsigned int i = 0; i < req->internal_prefix_count; i++) {
+		if (!nic_prefix_parse(req->internal_prefixes[i],
+				      &list->prefixes[i], error, sizeof(error)))
+			return fail(NIC_STATUS_INVALID_ARGUMENT,
+				    "internal_prefixes[%u]: %s", i, error);
+	}
+	list->count = req->internal_prefix_count;
+	return ok();
+}
+
+static bool same_prefixes(const struct nic_prefix_list *a,
+			  const struct nic_prefix_list *b)
+{
+	if (a->count != b->count)
+		return false;
+	for (unsigned int i = 0; i < a->count; i++)
+		if (!nic_prefix_equal(&a->prefixes[i], &b->prefixes[i]))
+			return false;
+	return true;
+}
+
+/* Every worker takes the new prefixes between two bursts. Caller holds
+ * the lock. */
+static struct nic_result
+set_internal_prefixes(const struct nic_prefix_list *list)
+{
+	struct nic_command *commands[NIC_MAX_WORKERS] = {0};
+	struct nic_command template = {.type = NIC_CMD_SET_INTERNAL_PREFIXES};
+	struct nic_result result;
+
+	template.arg.internal = *list;
+	result = broadcast(&template, commands);
+	release(commands);
+	/* A worker that did not answer takes them when it gets to it. */
+	control.internal = *list;
+	return result;
+}
+
+struct nic_result nic_control_configure(const struct nic_config_request *req,
+					struct nic_config_view *config)
+{
+	struct nic_prefix_list internal;
+	struct jg_engine_config next;
+	struct nic_result result;
+	struct nic *nic;
+
+	pthread_mutex_lock(&control.lock);
+	nic = control.nic;
+	/* The whole request is checked before anything changes. */
+	result = validate_config(req, &nic->engine_config,
+				 nic->options->port_mtu, nic->max_tx_segments,
+				 &next);
+	if (result.status == NIC_STATUS_OK && req->set_internal_prefixes)
+		result = parse_internal_prefixes(req, &internal);
+	if (result.status == NIC_STATUS_OK &&
+	    !same_config(&next, &nic->engine_config))
+		result = change_engines(nic, &next);
+	/* Last: the engines' part is the one that can still fail. */
+	if (result.status == NIC_STATUS_OK && req->set_internal_prefixes &&
+	    !same_prefixes(&internal, &control.internal))
+		result = set_internal_prefixes(&internal);
 	view_of(&nic->engine_config, config);
 	pthread_mutex_unlock(&control.lock);
 	return result;

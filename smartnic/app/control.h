@@ -48,12 +48,20 @@ struct nic_config_view {
 	uint32_t max_delay_us;
 	uint32_t default_path_mtu;
 	bool merge_unknown_flows;
+	unsigned int internal_prefix_count;
+	char internal_prefixes[NIC_MAX_INTERNAL_PREFIXES][NIC_PREFIX_TEXT_LEN];
 };
 
 /* A Configure request: zero fields keep their value. */
 struct nic_config_request {
 	struct nic_config_view values;
 	bool set_merge_unknown_flows;
+	/* With set_internal_prefixes, the prefixes replace the running ones;
+	 * the strings belong to the caller. A count above
+	 * NIC_MAX_INTERNAL_PREFIXES is refused. */
+	bool set_internal_prefixes;
+	unsigned int internal_prefix_count;
+	const char *internal_prefixes[NIC_MAX_INTERNAL_PREFIXES];
 };
 
 struct nic_info_view {

@@ -6,6 +6,7 @@
 // plain C and the C++ here never touches an engine.
 #include "grpc_server.h"
 
+#include <algorithm>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -49,6 +50,9 @@ void fill_config(const nic_config_view &view, v1::NicConfig *config)
 	config->mutable_delay()->set_max_delay_us(view.max_delay_us);
 	config->set_default_path_mtu(view.default_path_mtu);
 	config->set_merge_unknown_flows(view.merge_unknown_flows);
+	for (unsigned int i = 0; i < view.internal_prefix_count; i++)
+		config->add_internal_prefixes()->set_cidr(
+			view.internal_prefixes[i]);
 }
 
 class NicService final : public v1::Nic::Service
@@ -99,6 +103,18 @@ class NicService final : public v1::Nic::Service
 		req.values.merge_unknown_flows = request->merge_unknown_flows();
 		req.set_merge_unknown_flows =
 			request->set_merge_unknown_flows();
+		req.set_internal_prefixes = request->set_internal_prefixes();
+		/* One past the limit says "too many" (refused by control). */
+		req.internal_prefix_count = (unsigned int)std::min(
+			request->internal_prefixes_size(),
+			NIC_MAX_INTERNAL_PREFIXES + 1);
+		for (unsigned int i = 0; i < req.internal_prefix_count &&
+					 i < NIC_MAX_INTERNAL_PREFIXES;
+		     i++)
+			req.internal_prefixes[i] =
+				request->internal_prefixes((int)i)
+					.cidr()
+					.c_str();
 		grpc::Status status =
 			to_status(nic_control_configure(&req, &view));
 		if (status.ok())

@@ -65,6 +65,10 @@ static bool create_workers(struct nic *nic)
 		worker->index = nic->worker_count;
 		worker->lcore_id = lcore_id;
 		worker->queue_id = (uint16_t)nic->worker_count;
+		worker->internal.count = nic->options->internal_prefix_count;
+		memcpy(worker->internal.prefixes,
+		       nic->options->internal_prefixes,
+		       sizeof(worker->internal.prefixes));
 		nic->worker_count++;
 	}
 	if (nic->worker_count == 0) {

@@ -50,6 +50,12 @@ struct nic_flow_counters {
 	uint64_t merged_packets;
 };
 
+/* The prefixes inside the rack, which tell inbound from outbound. */
+struct nic_prefix_list {
+	unsigned int count;
+	struct jg_prefix prefixes[NIC_MAX_INTERNAL_PREFIXES];
+};
+
 struct nic_worker {
 	unsigned int index;
 	unsigned int lcore_id;
@@ -66,6 +72,8 @@ struct nic_worker {
 	struct jg_stats retired;
 	/* Current idle sleep; doubles while idle, 0 after work. */
 	uint64_t idle_sleep_ns;
+	/* The worker's own copy, changed by a command between bursts. */
+	struct nic_prefix_list internal;
 };
 
 struct nic {
@@ -94,6 +102,7 @@ enum nic_command_type {
 	NIC_CMD_FLOW_COUNTERS,
 	NIC_CMD_SWAP_ENGINES,
 	NIC_CMD_RECONFIGURE,
+	NIC_CMD_SET_INTERNAL_PREFIXES,
 };
 
 enum nic_command_state {
@@ -116,6 +125,7 @@ struct nic_command {
 		 * counters[0..count). Both arrays belong to the command
 		 * (malloc'd), so that a command its waiter abandoned never
 		 * points into memory the waiter freed or moved. */
+		struct nic_prefix_list internal;
 		/* The engines' configuration now and what it becomes. */
 		struct {
 			struct jg_engine_config from;

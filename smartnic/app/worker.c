@@ -299,8 +299,8 @@ static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 	const struct nic_port *port = &nic->ports[port_index];
 	struct jg_engine *engine = worker->engines[port_index];
 	const struct nic_prefix_set internal = {
-		.count = nic->options->internal_prefix_count,
-		.prefixes = nic->options->internal_prefixes,
+		.count = worker->internal.count,
+		.prefixes = worker->internal.prefixes,
 	};
 	struct rte_mbuf *pkts[MAX_BURST];
 	struct rte_mbuf *merge[MAX_BURST], *pack[MAX_BURST];
@@ -546,6 +546,9 @@ static void execute(struct nic_worker *worker, struct nic_command *command)
 		break;
 	case NIC_CMD_RECONFIGURE:
 		reconfigure_engines(worker, command);
+		break;
+	case NIC_CMD_SET_INTERNAL_PREFIXES:
+		worker->internal = command->arg.internal;
 		break;
 	}
 }

@@ -22,6 +22,9 @@ import yaml
 
 from .p4.constants import ELEPHANT_EPOCH_LOG2_US
 
+# What jumbogate-nic holds (NIC_MAX_INTERNAL_PREFIXES).
+MAX_SMARTNIC_INTERNAL_PREFIXES = 64
+
 # The switch's sketch epoch in milliseconds, rounded (2^20 us is 1048.576 ms).
 SKETCH_EPOCH_MS = round((1 << ELEPHANT_EPOCH_LOG2_US) / 1000)
 
@@ -160,6 +163,9 @@ class RackConfig:
     elephant: Elephant
     smartnic_control: str
     controller_listen: str
+    # The prefixes inside the rack, pushed to the SmartNIC (which tells
+    # inbound from outbound by them); empty: it keeps its --internal-prefix.
+    smartnic_internal_prefixes: tuple[IPNetwork, ...] = ()
     # HOST:PORT of the Prometheus endpoint (/metrics), or None: off.
     controller_metrics: str | None = None
 
@@ -481,7 +487,13 @@ def parse_config(data: Any, source: str = "<config>") -> RackConfig:
         ),
     )
 
-    smartnic = r.mapping(top.get("smartnic"), "smartnic", {"control"})
+    smartnic = r.mapping(top.get("smartnic"), "smartnic", {"control", "internal_prefixes"})
+    internal_prefixes = tuple(
+        r.prefix(value, f"smartnic.internal_prefixes[{i}]")
+        for i, value in enumerate(r.sequence(smartnic.get("internal_prefixes", []), "smartnic.internal_prefixes"))
+    )
+    if len(internal_prefixes) > MAX_SMARTNIC_INTERNAL_PREFIXES:
+        raise r.fail("smartnic.internal_prefixes", f"{len(internal_prefixes)} prefixes; the SmartNIC takes at most {MAX_SMARTNIC_INTERNAL_PREFIXES}")
     controller = r.mapping(top.get("controller"), "controller", {"listen", "metrics"})
 
     path_mtus = _parse_path_mtus(r, top.get("path_mtus"))
@@ -501,6 +513,7 @@ def parse_config(data: Any, source: str = "<config>") -> RackConfig:
         merge_services=_parse_merge_services(r, top.get("merge_services")),
         elephant=elephant,
         smartnic_control=r.endpoint(smartnic.get("control", "127.0.0.1:50061"), "smartnic.control"),
+        smartnic_internal_prefixes=internal_prefixes,
         controller_listen=r.endpoint(controller.get("listen", "127.0.0.1:50051"), "controller.listen"),
         controller_metrics=r.endpoint(controller["metrics"], "controller.metrics") if controller.get("metrics") is not None else None,
     )

@@ -46,7 +46,7 @@ routes:
   - {{prefix: 0.0.0.0/0, next_hops: [{{port: 1, src_mac: "02:00:00:00:00:01", dst_mac: "02:00:00:00:00:02"}}]}}
 path_mtus: [{{prefix: 198.51.100.0/24, mtu: 1300}}, {{prefix: "2001:db8:5::/48", mtu: 1280}}]
 instances: [{{id: web-1, addresses: [10.10.0.10, "fd00:10::10"], jumbo: true}}]
-smartnic: {{control: "{control}"}}
+smartnic: {{control: "{control}", internal_prefixes: [10.10.0.0/24, "fd00:10::/64"]}}
 """
     )
     return path
@@ -137,6 +137,8 @@ def test_link_configures_mirrors_reports_and_repushes(tmp_path):
                 # The rack's MTUs and exactly its path MTUs (the stale one removed).
                 running = await asyncio.to_thread(nic.config)
                 assert (running.internal_mtu, running.default_path_mtu) == (8000, 1400)
+                # The rack's internal prefixes replace the start-up option (10.10.0.0/24 alone).
+                assert [p.cidr for p in running.internal_prefixes] == ["10.10.0.0/24", "fd00:10::/64"]
                 assert await asyncio.to_thread(nic.path_mtus) == {"198.51.100.0/24": 1300, "2001:db8:5::/48": 1280}
 
                 # Onloaded flows are mirrored, offloaded ones removed.

@@ -196,3 +196,19 @@ def test_full_tables_are_resource_exhausted_and_change_nothing(log_dir):
         assert len(stub.ListPathMtus(nic_pb2.ListPathMtusRequest(), timeout=5).entries) == added
     finally:
         process.stop()
+
+
+@pytest.mark.parametrize(
+    "prefixes, fragment",
+    [
+        ([], "internal_prefixes is empty"),
+        (["10.0.0.1/8"], "internal_prefixes[0]"),
+        (["10.0.0.0/8", "nonsense"], "internal_prefixes[1]"),
+        ([f"10.{i}.0.0/16" for i in range(65)], "more than 64 internal_prefixes"),
+    ],
+)
+def test_bad_internal_prefixes_are_refused_and_change_nothing(stub, prefixes, fragment):
+    before = stub.GetConfig(nic_pb2.GetConfigRequest(), timeout=5)
+    request = nic_pb2.NicConfig(internal_prefixes=[common_pb2.Prefix(cidr=c) for c in prefixes], set_internal_prefixes=True, internal_mtu=7000)
+    refused(stub.Configure, request, fragment)
+    assert stub.GetConfig(nic_pb2.GetConfigRequest(), timeout=5) == before

@@ -60,6 +60,8 @@ configs = st.builds(
     default_path_mtu=st.one_of(st.just(0), uint32s),
     merge_unknown_flows=st.booleans(),
     set_merge_unknown_flows=st.booleans(),
+    internal_prefixes=st.lists(prefixes, max_size=3),
+    set_internal_prefixes=st.booleans(),
 )
 CALLS = [
     ("GetInfo", st.just(nic_pb2.GetInfoRequest())),

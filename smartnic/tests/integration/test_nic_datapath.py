@@ -420,3 +420,22 @@ def test_configure_keeps_the_flows_unless_the_table_size_changes(log_dir):
         assert stub.GetStats(nic_pb2.GetNicStatsRequest(), timeout=5).flows_active == 0, "a new table size starts empty"
     finally:
         wiring.close()
+
+
+def test_internal_prefixes_change_at_run_time(log_dir):
+    """The controller sets the rack's prefixes from rack.yaml: traffic to a
+    new prefix is merged from then on, traffic to one taken away passes."""
+    wiring = SinglePort(log_dir, ["--internal-prefix", "10.10.0.0/16"])
+    try:
+        stub = wiring.nic.stub()
+        elsewhere = "10.20.0.5"
+        before = tcp_frames_of(exchange(wiring, tcp_segments(INTERNET, elsewhere, 48000, 80, count=8, size=1448, seq=1000)), 48000)
+        assert len(before) == 8, "outside the rack: passed as it came"
+        reply = stub.Configure(nic_pb2.NicConfig(internal_prefixes=[common_pb2.Prefix(cidr="10.20.0.0/16")], set_internal_prefixes=True), timeout=5)
+        assert [p.cidr for p in reply.internal_prefixes] == ["10.20.0.0/16"]
+        after = tcp_frames_of(exchange(wiring, tcp_segments(INTERNET, elsewhere, 48001, 80, count=8, size=1448, seq=1000)), 48001)
+        assert 0 < len(after) < 8, "inside the rack now: merged"
+        gone = tcp_frames_of(exchange(wiring, tcp_segments(INTERNET, INSTANCE, 48002, 80, count=8, size=1448, seq=1000)), 48002)
+        assert len(gone) == 8, "10.10.0.0/16 is no longer the rack"
+    finally:
+        wiring.close()
