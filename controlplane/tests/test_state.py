@@ -134,7 +134,7 @@ def test_elephants_beyond_the_epoch_budget_are_refused_and_counted():
     assert len(state.flows) == 6
 
 
-def test_a_full_merge_path_evicts_the_oldest_elephant_and_refuses_the_operator():
+def test_a_full_merge_path_evicts_the_oldest_elephant_for_an_elephant_or_the_operator():
     state = limited(max_flows=3, per_epoch=100)
     operator_flow = flow_from(0)
     state.onload(operator_flow, FlowOrigin.OPERATOR)
@@ -148,8 +148,14 @@ def test_a_full_merge_path_evicts_the_oldest_elephant_and_refuses_the_operator()
     event = queue.get_nowait()
     assert event.kind == EventKind.FLOW_OFFLOADED and event.flow == flow_from(1) and "evicted" in event.detail
 
+    # The operator is never locked out by elephants: its onload takes the
+    # oldest elephant's place. Refused only when the operator's own flows
+    # fill the merge path.
+    state.onload(flow_from(4), FlowOrigin.OPERATOR)
+    assert list(state.flows) == [operator_flow, flow_from(3), flow_from(4)] and state.flows_evicted == 2
+    state.onload(flow_from(5), FlowOrigin.OPERATOR)
     with pytest.raises(PolicyError) as info:
-        state.onload(flow_from(4), FlowOrigin.OPERATOR)
+        state.onload(flow_from(6), FlowOrigin.OPERATOR)
     assert info.value.code == "RESOURCE_EXHAUSTED" and "elephant.max_flows" in info.value.message
     assert state.operator_onloads_refused == 1 and len(state.flows) == 3
 

@@ -11,6 +11,12 @@ Mininet namespaces only.
                      the elephant detector watches (issue: lying lengths fed
                      the sketch, and a full merge_flows table stopped all
                      switch programming)
+  elephant-flood     full-size segments that tell the truth, 25 in a row per
+                     spoofed flow: each flow pays for its bytes and becomes an
+                     elephant, hundreds a second (issue: the controller
+                     onloaded every one; a full merge_flows table stopped all
+                     switch programming, and the operator's onloads were
+                     refused)
   nic-pinning        a control client onloads and offloads flows on the
                      SmartNIC until its pin budget is full, then keeps asking
                      (issue: pinned entries filled its flow table for good)
@@ -42,7 +48,7 @@ from . import measure, plan, procs
 from .rack import Parts, Rack, missing_prerequisites
 
 RESULTS = procs.REPO / "results"
-SCENARIOS = ("fake-elephants", "nic-pinning", "flow-spray", "signal-reflection")
+SCENARIOS = ("fake-elephants", "elephant-flood", "nic-pinning", "flow-spray", "signal-reflection")
 ATTACKER = plan.ROUTERS[1]  # up2: directly connected to external port 2
 LEGIT_SENDER = plan.EXTERNAL_HOSTS[0]  # ext1, reaching the border through up1
 LEGIT_MBPS = 100
@@ -51,6 +57,9 @@ ELEPHANT_WATCHED_PORT = 7000  # not a merge service: only the detector can onloa
 # the pinning attack fills the budget in seconds (the default is a quarter
 # of the flow table, 16384).
 NIC_PIN_BUDGET = 1024
+# The rack's admission limits during make attack, small enough for a flood
+# of a few seconds to reach them (rack.yaml keeps the production values).
+ATTACK_ELEPHANT_LIMITS = {"threshold_bytes": 30000, "max_flows": 16, "max_onloads_per_epoch": 8}
 LEGIT_SIGNALS = 10  # oversize datagrams the jumbo instance sends during signal-reflection
 
 
@@ -178,10 +187,8 @@ def fake_elephants(rack: Rack, workdir: Path, seconds: float, rate: float) -> At
         flood = start_flood(rack, "claimed-length", plan.JUMBO.address.ip4, ELEPHANT_WATCHED_PORT, rate, seconds)
         # The operator's own programming must keep working meanwhile.
         time.sleep(seconds / 2)
-        flow = ("203.0.113.11:45000", f"{plan.JUMBO.address.ip4}:5209")
-        onload = rack.ctl("flows", "onload", *flow, check=False)
-        offload = rack.ctl("flows", "offload", *flow, check=False)
-        return {**flood_result(flood, seconds), "operator_round_trip": int(onload.returncode == 0 and offload.returncode == 0)}
+        round_trip = operator_round_trip(rack, 45000)
+        return {**flood_result(flood, seconds), "operator_round_trip": int(round_trip)}
 
     figures, whole, sent, merged = with_legit_traffic(rack, workdir, seconds, plan.IPERF_PORTS[1], attack)
     delivered = len(lies.stop())
@@ -204,6 +211,64 @@ def fake_elephants(rack: Rack, workdir: Path, seconds: float, rate: float) -> At
     if result.border["refused switch writes"] != 0 or not figures["operator_round_trip"]:
         result.failures.append("switch programming failed during the attack")
     return result
+
+
+def operator_round_trip(rack: Rack, sport: int) -> bool:
+    """The operator onloads a flow and takes it off again through the API."""
+    flow = (f"203.0.113.11:{sport}", f"{plan.JUMBO.address.ip4}:5209")
+    onload = rack.ctl("flows", "onload", *flow, check=False)
+    offload = rack.ctl("flows", "offload", *flow, check=False)
+    return onload.returncode == 0 and offload.returncode == 0
+
+
+def elephant_flood(rack: Rack, workdir: Path, seconds: float, rate: float) -> AttackResult:
+    before = controller_stats(rack)
+    flood_rate = min(rate, 5000)  # full-size frames: 60 Mbit/s on top of the transfer
+    limits = ATTACK_ELEPHANT_LIMITS
+    peak = 0
+
+    def attack() -> dict:
+        nonlocal peak
+        flood = start_flood(rack, "elephants", plan.JUMBO.address.ip4, ELEPHANT_WATCHED_PORT, flood_rate, seconds)
+        round_trip = None
+        # For as long as the flood runs (it builds its frames first).
+        while flood.poll() is None:
+            flows = nested(controller_stats(rack), "admission", "flows")
+            peak = max(peak, flows)
+            if round_trip is None and flows >= limits["max_flows"]:
+                # The merge path is full of elephants: the operator still gets in.
+                round_trip = operator_round_trip(rack, 45001)
+            time.sleep(0.2)
+        if round_trip is None:
+            round_trip = operator_round_trip(rack, 45001)
+        return {**flood_result(flood, seconds), "operator_round_trip": int(round_trip)}
+
+    figures, whole, sent, merged = with_legit_traffic(rack, workdir, seconds, plan.IPERF_PORTS[5], attack)
+    after = controller_stats(rack)
+    result = AttackResult(
+        "elephant-flood",
+        f"{figures['sent']} full-size segments, {ELEPHANT_RUN_NOTE}, {figures['sent'] / figures['seconds']:.0f}/s "
+        f"(limits: threshold {limits['threshold_bytes']} B, max_flows {limits['max_flows']}, {limits['max_onloads_per_epoch']} per epoch)",
+    )
+    result.border = {
+        "elephant digests": nested(after, "digests_received") - nested(before, "digests_received"),
+        "rate-limited": nested(after, "admission", "elephants_rate_limited") - nested(before, "admission", "elephants_rate_limited"),
+        "evicted": nested(after, "admission", "flows_evicted") - nested(before, "admission", "flows_evicted"),
+        "most flows on the merge path": peak,
+        "refused switch writes": nested(after, "reconcile", "failed_batches") - nested(before, "reconcile", "failed_batches"),
+        "operator onload+offload worked": figures["operator_round_trip"],
+    }
+    legit_verdict(result, whole, sent, merged)
+    if result.border["rate-limited"] == 0 or result.border["evicted"] == 0 or peak < limits["max_flows"]:
+        result.failures.append("the flood never reached the admission limits (the attack did not bite)")
+    if peak > limits["max_flows"]:
+        result.failures.append(f"{peak} flows on the merge path, above max_flows {limits['max_flows']}")
+    if result.border["refused switch writes"] != 0 or not figures["operator_round_trip"]:
+        result.failures.append("switch programming or the operator's onload failed during the attack")
+    return result
+
+
+ELEPHANT_RUN_NOTE = "25 in a row per spoofed flow"
 
 
 def nic_pinning(rack: Rack, workdir: Path, seconds: float, rate: float) -> AttackResult:
@@ -315,7 +380,13 @@ def signal_reflection(rack: Rack, workdir: Path, seconds: float, rate: float) ->
     return result
 
 
-ATTACKS = {"fake-elephants": fake_elephants, "nic-pinning": nic_pinning, "flow-spray": flow_spray, "signal-reflection": signal_reflection}
+ATTACKS = {
+    "fake-elephants": fake_elephants,
+    "elephant-flood": elephant_flood,
+    "nic-pinning": nic_pinning,
+    "flow-spray": flow_spray,
+    "signal-reflection": signal_reflection,
+}
 
 
 # ----- report -----
@@ -363,7 +434,12 @@ def main(argv: list[str] | None = None) -> int:
     outdir.mkdir(parents=True, exist_ok=True)
     print("attack: bringing up the emulated rack ...", flush=True)
     try:
-        with Rack(switch_target=args.switch, nic_options=("--max-onloaded-flows", str(NIC_PIN_BUDGET))) as rack:
+        with Rack(
+            switch_target=args.switch,
+            nic_options=("--max-onloaded-flows", str(NIC_PIN_BUDGET)),
+            config_overrides={"elephant": ATTACK_ELEPHANT_LIMITS},
+            workdir=outdir,
+        ) as rack:
             results = run_attacks(rack, outdir, args.only or list(SCENARIOS), args.seconds, args.rate)
             target = rack.target
     except (procs.StartError, RuntimeError, OSError) as err:

@@ -19,6 +19,11 @@ Kinds:
                   numbers) of thousands of spoofed flows to DST:DPORT: churns
                   the SmartNIC's flow table and tries, blind, for collisions
                   with a real flow.
+  elephants       full-size TCP segments that tell the truth about their
+                  length, ELEPHANT_RUN in a row per spoofed flow: every flow
+                  pays for its bytes and still becomes an elephant, so the
+                  controller's admission limits are all that keeps the
+                  switch's merge_flows table and the operator's onloads safe.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ import sys
 import time
 
 POOL = 2048  # distinct frames, sent round-robin
+ELEPHANT_FLOWS = 256
+ELEPHANT_RUN = 25  # segments per flow in a row: 36 KB, past a 30000-byte threshold
 CLAIMED_LENGTH = 8500
 
 
@@ -78,6 +85,20 @@ def spray_frames(src_mac: str, dst_mac: str, dst: str, dport: int, rng: random.R
     ]
 
 
+def elephant_frames(src_mac: str, dst_mac: str, dst: str, dport: int, rng: random.Random) -> list[bytes]:
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.l2 import Ether
+
+    payload = bytes(1460)
+    frames = []
+    for _ in range(ELEPHANT_FLOWS):
+        src, sport, seq = socket.inet_ntoa(_spoofed_source(rng)), rng.randrange(1024, 65536), rng.getrandbits(32)
+        for n in range(ELEPHANT_RUN):
+            segment = IP(src=src, dst=dst, flags="DF", id=n) / TCP(sport=sport, dport=dport, flags="A", seq=(seq + n * 1460) & 0xFFFFFFFF, ack=1, window=65535)
+            frames.append(bytes(Ether(src=src_mac, dst=dst_mac) / segment / payload))
+    return frames
+
+
 def flood(iface: str, frames: list[bytes], rate: float, seconds: float) -> tuple[int, float]:
     """Send frames round-robin at `rate` per second for `seconds`; returns (sent, elapsed).
 
@@ -103,15 +124,17 @@ def flood(iface: str, frames: list[bytes], rate: float, seconds: float) -> tuple
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 8 or argv[0] not in ("claimed-length", "spray"):
+    if len(argv) != 8 or argv[0] not in ("claimed-length", "spray", "elephants"):
         print(__doc__, file=sys.stderr)
         return 2
     kind, iface, src_mac, dst_mac, dst, dport, rate, seconds = argv
     rng = random.Random()
     if kind == "claimed-length":
         frames = claimed_length_frames(_mac(src_mac), _mac(dst_mac), dst, int(dport), rng)
-    else:
+    elif kind == "spray":
         frames = spray_frames(src_mac, dst_mac, dst, int(dport), rng)
+    else:
+        frames = elephant_frames(src_mac, dst_mac, dst, int(dport), rng)
     sent, elapsed = flood(iface, frames, float(rate), float(seconds))
     print(json.dumps({"sent": sent, "seconds": round(elapsed, 3)}), flush=True)
     return 0

@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from mininet.log import setLogLevel
 from mininet.net import Mininet
@@ -92,8 +94,22 @@ def missing_prerequisites(parts: Parts = Parts(), target: str | None = None) -> 
 
 
 class Rack:
-    def __init__(self, parts: Parts = Parts(), *, verbose: bool = False, nic_options: tuple[str, ...] = (), switch_target: str | None = None):
+    def __init__(
+        self,
+        parts: Parts = Parts(),
+        *,
+        verbose: bool = False,
+        nic_options: tuple[str, ...] = (),
+        switch_target: str | None = None,
+        config_overrides: dict | None = None,
+        workdir: Path | None = None,
+    ):
         self.parts = parts
+        # Sections of rack.yaml to replace for this run (e.g. tighter
+        # admission limits for make attack), written under workdir.
+        self.config_path = RACK_CONFIG
+        if config_overrides:
+            self.config_path = overridden_config(config_overrides, workdir or Path(tempfile.mkdtemp(prefix="jumbogate-rack-")))
         # 'soft' (jumbogate-switch) or 'bmv2'; $SWITCH or the default when not given.
         self.target = resolve_target(switch_target)
         # BMv2 is too slow for the SmartNIC's default delay model and for
@@ -295,9 +311,10 @@ class Rack:
         )
 
     def _start_controller(self) -> None:
-        argv = [str(CONTROLLER), "--config", str(RACK_CONFIG.relative_to(procs.REPO)), "--pipeline", str(PIPELINE.relative_to(procs.REPO))]
+        config = self.config_path.relative_to(procs.REPO) if self.config_path.is_relative_to(procs.REPO) else self.config_path
+        argv = [str(CONTROLLER), "--config", str(config), "--pipeline", str(PIPELINE.relative_to(procs.REPO))]
         self.controller_process = procs.start_grpc_service(
-            "controller", "jumbogate-controller operator API", argv, "mininet/rack.yaml", plan.CONTROLLER_ADDRESS, timeout=CONTROLLER_START_TIMEOUT_S
+            "controller", "jumbogate-controller operator API", argv, str(config), plan.CONTROLLER_ADDRESS, timeout=CONTROLLER_START_TIMEOUT_S
         )
 
     def wait_forwarding(self) -> None:
@@ -408,3 +425,17 @@ def configure_instance(node: Host, instance: plan.Instance) -> None:
     permanent_neighbour(node, intf, instance.gateway, plan.switch_port(instance.host).mac)
     node.cmd(f"ip route add default via {instance.gateway.ip4} dev {intf}")
     node.cmd(f"ip -6 route add default via {instance.gateway.ip6} dev {intf}")
+
+
+def overridden_config(overrides: dict, workdir: Path) -> Path:
+    """mininet/rack.yaml with some keys of its sections replaced, written to workdir/mininet/rack.yaml
+    (the path keeps the fragment cleanup sweeps leftover controllers by)."""
+    import yaml
+
+    config = yaml.safe_load(RACK_CONFIG.read_text())
+    for section, values in overrides.items():
+        config.setdefault(section, {}).update(values)
+    path = workdir / "mininet" / "rack.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path

@@ -257,18 +257,21 @@ class PolicyState:
 
     def _make_room(self, origin: FlowOrigin, max_flows: int) -> None:
         full = f"the merge path is full ({max_flows} flows, elephant.max_flows)"
-        if origin != FlowOrigin.ELEPHANT:
-            if origin == FlowOrigin.OPERATOR:
-                self.operator_onloads_refused += 1
+        if origin == FlowOrigin.ADOPTED:
             raise PolicyError("RESOURCE_EXHAUSTED", full)
         # Dicts keep insertion order: the first non-operator flow is the
-        # oldest one an elephant or an adoption brought.
+        # oldest one an elephant or an adoption brought. The operator's own
+        # onload takes its place too, so that a flood of elephants (real
+        # bytes from forged flows) cannot lock the operator out.
         victim = next((f for f, record in self.flows.items() if record.origin != FlowOrigin.OPERATOR), None)
         if victim is None:
+            if origin == FlowOrigin.OPERATOR:
+                self.operator_onloads_refused += 1
             raise PolicyError("RESOURCE_EXHAUSTED", f"{full}, all of them onloaded by the operator")
         del self.flows[victim]
         self.flows_evicted += 1
-        self._publish(EventKind.FLOW_OFFLOADED, flow=victim, detail=f"evicted for a newer elephant: {full}")
+        newer = "an operator's onload" if origin == FlowOrigin.OPERATOR else "a newer elephant"
+        self._publish(EventKind.FLOW_OFFLOADED, flow=victim, detail=f"evicted for {newer}: {full}")
 
     def offload(self, flow: FiveTuple, *, expired: bool = False) -> None:
         if flow not in self.flows:
