@@ -243,6 +243,8 @@ class NicService final : public v1::Nic::Service
 		reply->set_flows_evicted(engine.merge.flows_evicted);
 		reply->set_onloads_refused(engine.merge.onloads_refused);
 		reply->set_pins_expired(engine.merge.pins_expired);
+		reply->set_merge_delay_sum_s((double)engine.merge.delay_sum_ns /
+					     1e9);
 		return grpc::Status::OK;
 	}
 };

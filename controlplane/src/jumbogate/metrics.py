@@ -123,8 +123,7 @@ def families(snap: Snapshot) -> Iterator[Metric]:
         nic_drops.add_metric([drop.reason], drop.packets)
     yield nic_drops
     yield GaugeMetricFamily("jumbogate_smartnic_flows", "Flows the SmartNIC tracks now.", value=nic.flows_active)
-    # The SmartNIC counts per bucket; Prometheus buckets are cumulative. The
-    # SmartNIC keeps no sum of delays, so none is reported.
+    # The SmartNIC counts per bucket; Prometheus buckets are cumulative.
     buckets, running = [], 0
     for bucket in nic.merge_delay:
         running += bucket.count
@@ -132,7 +131,7 @@ def families(snap: Snapshot) -> Iterator[Metric]:
         buckets.append((bound, running))
     if buckets:
         delay = HistogramMetricFamily("jumbogate_smartnic_merge_delay_seconds", "How long merged segments waited in the SmartNIC.")
-        delay.add_metric([], buckets, sum_value=None)
+        delay.add_metric([], buckets, sum_value=nic.merge_delay_sum_s)
         yield delay
 
 
