@@ -37,6 +37,11 @@ struct jg_engine *nic_engine_create(const struct nic *nic,
 	local.socket_id = rte_eth_dev_socket_id(nic->ports[port].port_id);
 	/* Every pool of this program has the private area (ports.c, main.c). */
 	local.run_meta_in_priv_area = true;
+	/* What this engine builds leaves through its port's transmit port. */
+	local.checksum_mode =
+		jg_port_tx_checksum_offload(nic->ports[port].tx_port_id)
+			? JG_CHECKSUM_OFFLOAD
+			: JG_CHECKSUM_SOFTWARE;
 	/* Held segments keep their receive buffers; what rings and caches
 	 * may take is left to them, so that holding never starves
 	 * reception (main checked that something is left). */

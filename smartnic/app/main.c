@@ -117,6 +117,13 @@ static bool fit_chains_to_ports(struct nic *nic, struct nic_options *options)
 	for (unsigned int p = 0; p < nic->port_count; p++) {
 		uint16_t most = jg_port_max_tx_segments(nic->ports[p].port_id);
 
+		if (jg_port_tx_checksum_offload(nic->ports[p].tx_port_id))
+			printf("jumbogate-nic: what port %s receives leaves "
+			       "through a port that sums what it sends: "
+			       "checksums "
+			       "of merged and split packets are left to it\n",
+			       nic->ports[p].name);
+
 		if (most < 2) {
 			/* Its chains are copied into one buffer as they
 			 * leave (worker.c, prepare). */

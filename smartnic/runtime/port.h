@@ -42,6 +42,11 @@ uint32_t jg_port_pool_reserved(uint16_t workers, uint16_t ports,
  * descriptors allow (many NICs cap non-TSO packets at 8). */
 uint16_t jg_port_max_tx_segments(uint16_t port_id);
 
+/* Whether the port computes IPv4 header and TCP/UDP checksums of what it
+ * sends (all three): jg_port_start then turns those offloads on, and
+ * packets built for it may leave their checksums to it. */
+bool jg_port_tx_checksum_offload(uint16_t port_id);
+
 /* Names of every probed port, comma-separated, for error messages. */
 void jg_port_list(char *text, unsigned long length);
 
