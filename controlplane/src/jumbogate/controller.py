@@ -40,6 +40,9 @@ DIGEST_BATCH = 256
 # Even without changes, re-read the switch now and then: it catches entries
 # someone else changed behind our back.
 RESYNC_INTERVAL_S = 5.0
+# The longest the first switch programming waits to learn whether the
+# SmartNIC is up.
+NIC_FIRST_POLL_WAIT_S = 5.0
 
 
 class Controller:
@@ -151,6 +154,12 @@ class Controller:
                     self.state.onload(flow, FlowOrigin.ADOPTED, entry.idle_timeout_ns // 1_000_000_000)
 
     async def _program_loop(self, switch: fy.Switch) -> None:
+        # A restarted controller that programmed the switch before it knew
+        # the SmartNIC was up would take the merge path off the switch and
+        # put it back a moment later: wait for the link's first word (a
+        # poll answers or fails within its 1 s timeout).
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.nic.first_poll_done.wait(), timeout=NIC_FIRST_POLL_WAIT_S)
         seen = -1
         while True:
             if seen != self.state.version:

@@ -9,6 +9,7 @@ merge-path entries: traffic bypasses the SmartNIC instead of black-holing.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -69,6 +70,8 @@ class NicLink:
         self._channel: grpc.aio.Channel | None = None
         self._slow_polls = 0
         self._stub: nic_pb2_grpc.NicStub | None = None
+        # Set once the first poll has said whether the SmartNIC is there.
+        self.first_poll_done = asyncio.Event()
 
     @property
     def up(self) -> bool:
@@ -89,6 +92,7 @@ class NicLink:
         try:
             while True:
                 await self._poll_once()
+                self.first_poll_done.set()
                 if self.status.reachable and seen_version != self.state.version:
                     seen_version = self.state.version
                     await self._sync_flows()

@@ -18,7 +18,7 @@ import grpc
 import pytest
 
 from jumbogate import lab
-from jumbogate.config import load_config
+from jumbogate.config import RackConfig, load_config
 from jumbogate.flow import FiveTuple
 from jumbogate.nic import NicLink
 from jumbogate.state import EventKind, FlowOrigin, PolicyState
@@ -117,12 +117,17 @@ async def eventually(predicate, what: str, timeout: float = 30.0):
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
-def test_link_configures_mirrors_reports_and_repushes(tmp_path):
+def link_rack(tmp_path: Path) -> tuple[str, RackConfig, PolicyState]:
+    """The SmartNIC's control address, the rack config naming it, and a policy."""
     if not NIC_BINARY.exists():
         pytest.fail(f"{NIC_BINARY} is missing; run 'make setup'")
     control = f"127.0.0.1:{lab.free_tcp_port()}"
     config = load_config(rack_yaml(tmp_path, control))
-    state = PolicyState.from_config(config)
+    return control, config, PolicyState.from_config(config)
+
+
+def test_link_configures_mirrors_reports_and_repushes(tmp_path):
+    control, config, state = link_rack(tmp_path)
     with lab.veth_pairs("jgl", 1) as veths:
         nic = Nic(tmp_path, veths[0].b, control)
         nic.start()
@@ -190,11 +195,7 @@ def test_a_smartnic_back_after_a_long_outage_is_seen_at_once(tmp_path):
     """gRPC backs off reconnecting to an address that refused it, up to two
     minutes by default: a SmartNIC started after a long outage stayed
     unseen, and bypassed, for tens of seconds. The link caps the backoff."""
-    if not NIC_BINARY.exists():
-        pytest.fail(f"{NIC_BINARY} is missing; run 'make setup'")
-    control = f"127.0.0.1:{lab.free_tcp_port()}"
-    config = load_config(rack_yaml(tmp_path, control))
-    state = PolicyState.from_config(config)
+    control, config, state = link_rack(tmp_path)
     with lab.veth_pairs("jgo", 1) as veths:
         nic = Nic(tmp_path, veths[0].b, control)
 

@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from nic_harness import NIC_BINARY, SinglePort, free_tcp_port, start_nic  # noqa: E402
+from nic_harness import NIC_BINARY, SinglePort, start_null_nic  # noqa: E402
 
 # Addresses of the single-port wiring: the program's only port faces the
 # "switch" namespace, which plays both the Internet and the rack.
@@ -74,13 +74,7 @@ def single_port(log_dir):
 @pytest.fixture(scope="module")
 def nic(log_dir):
     """jumbogate-nic on a null port (no traffic), for its control API."""
-    process = start_nic(
-        ["--vdev=net_null0,no-rx=1", "-l", "0-1"],
-        ["--internal-prefix", "10.10.0.0/16", "--path-mtu", "198.51.100.0/24=1400", "--max-flows", "1024"],
-        None,
-        log_dir,
-        grpc_address=f"127.0.0.1:{free_tcp_port()}",
-    )
+    process = start_null_nic(log_dir, ["--internal-prefix", "10.10.0.0/16", "--path-mtu", "198.51.100.0/24=1400", "--max-flows", "1024"])
     yield process
     process.stop()
 

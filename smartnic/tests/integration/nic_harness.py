@@ -241,6 +241,15 @@ def telemetry_query(file_prefix: str, command: str, timeout: float = 5) -> dict:
     return reply[command.split(",")[0]]
 
 
+# A port that receives nothing and takes everything: for the control API.
+NULL_PORT = ["--vdev=net_null0,no-rx=1", "-l", "0-1"]
+
+
+def start_null_nic(log_dir: Path, options: list[str]) -> NicProcess:
+    """jumbogate-nic on NULL_PORT, its gRPC API on a free loopback port."""
+    return start_nic(NULL_PORT, options, None, log_dir, grpc_address=f"127.0.0.1:{free_tcp_port()}")
+
+
 class PacketPort:
     """A raw socket on an interface of a namespace: send frames, and
     collect the frames that arrive (not those sent from here)."""

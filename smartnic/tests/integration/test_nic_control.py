@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from nic_harness import free_tcp_port, start_nic
+from nic_harness import start_null_nic
 
 from jumbogate.v1 import common_pb2, nic_pb2
 
@@ -163,13 +163,7 @@ def test_full_tables_are_resource_exhausted_and_change_nothing(log_dir):
     """The onload budget (--max-onloaded-flows) and the path-MTU table
     (1024 rules per family) refuse what does not fit with
     RESOURCE_EXHAUSTED and keep what they hold."""
-    process = start_nic(
-        ["--vdev=net_null0,no-rx=1", "-l", "0-1"],
-        ["--internal-prefix", "10.10.0.0/16", "--max-flows", "1024", "--max-onloaded-flows", "3"],
-        None,
-        log_dir,
-        grpc_address=f"127.0.0.1:{free_tcp_port()}",
-    )
+    process = start_null_nic(log_dir, ["--internal-prefix", "10.10.0.0/16", "--max-flows", "1024", "--max-onloaded-flows", "3"])
     try:
         stub = process.stub()
 

@@ -9,14 +9,12 @@ import threading
 import time
 
 import pytest
-from nic_harness import NIC_BINARY, SinglePort, free_tcp_port, remove_runtime_dir, start_nic
+from nic_harness import NIC_BINARY, NULL_PORT, SinglePort, free_tcp_port, remove_runtime_dir, start_nic
 from nic_packets import tcp_segments
 
 from jumbogate.v1 import common_pb2, nic_pb2
 
 pytestmark = pytest.mark.timeout(90)
-
-NULL_PORT = ["--vdev=net_null0,no-rx=1", "-l", "0-1"]
 
 
 def run_nic(*args: str) -> subprocess.CompletedProcess:
