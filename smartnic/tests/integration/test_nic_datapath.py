@@ -369,7 +369,12 @@ def test_a_port_that_takes_nothing_costs_counted_drops_not_a_stall(log_dir):
         )
         assert "merge state is kept in the buffers' private area" in nic.log()
         assert stats["merged_packets"] > 0 and stats["packets_out"] == 0, stats
-        assert stats["drop_tx_failed"] == stats["packets_dropped"] == 40 + stats["merged_packets"], stats
+        # Every packet that reached the port's queue was refused: the 40 that
+        # pass and whatever the segments became (merged packets, and a
+        # segment that came in a later burst passes alone). The segments
+        # merged into others were freed, not dropped.
+        assert stats["drop_tx_failed"] == stats["packets_dropped"] >= 40 + stats["merged_packets"], stats
+        assert stats["packets_absorbed"] > 0, stats
         assert stats["packets_in"] == stats["packets_dropped"] + stats["packets_absorbed"], stats
         # Still serving, and every buffer is back in the pool.
         assert nic.stub().GetStats(nic_pb2.GetNicStatsRequest(), timeout=5).packets_in == len(frames)
