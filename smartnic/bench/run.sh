@@ -59,3 +59,8 @@ fi
 # (docs/switch.md, "Speed").
 echo
 "$build/switch/jumbogate-switch-bench" --seconds "${BENCH_SWITCH_SECONDS:-2}" | tee "$out/switch.txt"
+
+# The switch through real (veth) ports, next to dpdk-testpmd forwarding the
+# same frames and BMv2 where it is installed (docs/switch.md, "Speed").
+echo
+"$python" "$root/smartnic/bench/switch_ports.py" --seconds "${BENCH_SWITCH_SECONDS:-2}" --json "$out/switch_ports.json" | tee "$out/switch_ports.txt"

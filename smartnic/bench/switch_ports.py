@@ -1,0 +1,270 @@
+"""make bench, the switch on real ports: packets per second of jumbogate-switch
+through veth ports, next to a pass-through forwarder (dpdk-testpmd, io mode)
+on the same ports at the same offered load, and next to BMv2 where it is
+installed.
+
+One load generator (jumbogate-loadgen) sends 1500-byte TCP frames of 64 flows
+out of one veth as fast as it takes them and counts what comes back on the
+others. Each forwarder in turn owns the far ends of the same veth pairs:
+
+    loadgen jgbh0 ── jgbs0  switch port 1 (external)
+    loadgen jgbh1 ── jgbs1  switch port 2 (internal: the bypass path's way out)
+    loadgen jgbh2 ── jgbs2  switch port 3 (the SmartNIC: the steering path's)
+
+The switch is programmed over P4Runtime with the entries the controller would
+write (jumbogate.p4.entries): routes, the jumbo policy, and merge_flows
+entries for the steering captures' flows. The pass-through forwards port 1 to
+the path's way out and does nothing else.
+
+    switch_ports.py [--seconds S] [--targets soft,pass,bmv2] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import finsy as fy
+from scapy.layers.inet import IP, TCP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+from scapy.utils import wrpcap
+
+from jumbogate import lab
+from jumbogate.flow import FiveTuple
+from jumbogate.p4 import entries as e
+from jumbogate.p4.constants import PortRole
+
+REPO = Path(__file__).resolve().parents[2]
+LOADGEN = REPO / "build" / "smartnic" / "bench" / "jumbogate-loadgen"
+COMPILED = REPO / "p4src" / "compiled" / "depth512"
+FLOWS = 64
+FRAME_IP_BYTES = 1500
+
+PORT_EXTERNAL, PORT_INTERNAL, PORT_NIC = 1, 2, 3
+SWITCH_PORTS = {PORT_EXTERNAL: "jgbs0", PORT_INTERNAL: "jgbs1", PORT_NIC: "jgbs2"}
+HOST_SIDE = {PORT_EXTERNAL: "jgbh0", PORT_INTERNAL: "jgbh1", PORT_NIC: "jgbh2"}
+INTERNET = {4: "198.51.100.10", 6: "2001:db8:100::10"}
+INTERNET_NET = {4: "198.51.100.0/24", 6: "2001:db8:100::/48"}
+INSTANCE = {4: "10.1.0.5", 6: "fd00:1::5"}
+INSTANCE_NET = {4: "10.1.0.0/16", 6: "fd00:1::/32"}
+SWITCH_MAC, PEER_MAC = "00:00:00:00:e0:00", "00:00:00:00:e0:01"
+# Source ports of the steered flows; bypassed flows use the ones above.
+STEERED_SPORT, BYPASS_SPORT = 41000, 40000
+# The same af_packet rings jumbogate-switch opens on its ports (main.c).
+AF_PACKET_RING = "blocksz=12288,framesz=12288,framecnt=1024"
+
+TARGET_NAMES = {"soft": "jumbogate-switch", "pass": "pass-through (testpmd io)", "bmv2": "BMv2"}
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class BenchPath:
+    name: str
+    ip_version: int
+    steered: bool
+
+    @property
+    def out_port(self) -> int:
+        return PORT_NIC if self.steered else PORT_INTERNAL
+
+    def flows(self) -> list[FiveTuple]:
+        first = STEERED_SPORT if self.steered else BYPASS_SPORT
+        return [FiveTuple(INTERNET[self.ip_version], INSTANCE[self.ip_version], first + i, 443) for i in range(FLOWS)]
+
+    def frames(self) -> list:
+        frames = []
+        for flow in self.flows():
+            ip = (IP if self.ip_version == 4 else IPv6)(src=str(flow.src_ip), dst=str(flow.dst_ip))
+            header = Ether(src=PEER_MAC, dst=SWITCH_MAC) / ip / TCP(sport=flow.src_port, dport=flow.dst_port, flags="A")
+            pad = FRAME_IP_BYTES - (len(header) - 14)
+            frames.append(Ether(bytes(header / (b"\x00" * pad))))
+        return frames
+
+
+PATHS = (
+    BenchPath("bypass-ipv4", 4, False),
+    BenchPath("bypass-ipv6", 6, False),
+    BenchPath("steering-ipv4", 4, True),
+    BenchPath("steering-ipv6", 6, True),
+)
+
+
+def switch_entries() -> list:
+    """What the controller would write for this rack of three ports."""
+    writes = [e.port_role(PORT_EXTERNAL, PortRole.EXTERNAL), e.port_role(PORT_INTERNAL, PortRole.INTERNAL), e.port_role(PORT_NIC, PortRole.NIC)]
+    writes += [
+        e.ecmp_group(1, [e.NextHop(PORT_EXTERNAL, SWITCH_MAC, PEER_MAC)]),
+        e.ecmp_group(2, [e.NextHop(PORT_INTERNAL, SWITCH_MAC, PEER_MAC)]),
+    ]
+    for version in (4, 6):
+        writes += [e.route(INTERNET_NET[version], 1), e.route(INSTANCE_NET[version], 2), e.instance_policy(INSTANCE[version], True)]
+    writes += [e.merge_flow(flow) for path in PATHS if path.steered for flow in path.flows()]
+    return writes
+
+
+async def program(address: str) -> None:
+    options = fy.SwitchOptions(p4info=COMPILED / "jumbogate.p4info.txtpb", p4blob=COMPILED / "jumbogate.json", p4force=True, device_id=1)
+    async with fy.Switch("bench", address, options) as switch:
+        await switch.modify([e.nic_port(PORT_NIC), e.fleet_flag(True)])
+        await switch.insert(switch_entries())
+
+
+class Testpmd:
+    """dpdk-testpmd forwarding between two of the bench ports (io mode)."""
+
+    def __init__(self, ports: tuple[str, str], log: Path):
+        self.ports, self.log = ports, log
+        self.prefix = f"jgbpass{os.getpid()}"
+        self.popen: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 30.0) -> Testpmd:
+        testpmd = shutil.which("dpdk-testpmd")
+        if testpmd is None:
+            raise BenchError("dpdk-testpmd is not on PATH (Debian package dpdk; make setup installs it)")
+        # Line-buffered: testpmd says it forwards on stdout, which is a file here.
+        args = ["stdbuf", "-oL", testpmd, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", self.prefix, "-l", "0-1", "--log-level=lib.eal:error"]
+        for i, dev in enumerate(self.ports):
+            args += ["--vdev", f"net_af_packet_pass{i},iface={dev},{AF_PACKET_RING}"]
+        args += ["--", "--forward-mode=io", "--auto-start", "--mbuf-size=12416", "--total-num-mbufs=8192", "--burst=32"]
+        out = open(self.log, "wb")  # noqa: SIM115 (kept open for the process)
+        self.popen = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while "Press enter to exit" not in self.log.read_text(errors="replace"):
+            if self.popen.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise BenchError(f"dpdk-testpmd did not start forwarding; see {self.log}")
+            time.sleep(0.1)
+        return self
+
+    def stop(self) -> None:
+        if self.popen and self.popen.poll() is None:
+            with contextlib.suppress(BrokenPipeError):
+                self.popen.communicate(b"\n", timeout=10)
+        shutil.rmtree(f"/var/run/dpdk/{self.prefix}", ignore_errors=True)
+
+
+def run_loadgen(capture: Path, seconds: float, log: Path) -> dict:
+    prefix = f"jgbgen{os.getpid()}"
+    args = [LOADGEN, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", prefix, "-l", "0", "--log-level=lib.eal:error"]
+    for port, dev in HOST_SIDE.items():
+        args += ["--vdev", f"net_af_packet_gen{port},iface={dev},{AF_PACKET_RING}"]
+    rx = ",".join(f"net_af_packet_gen{port}" for port in (PORT_INTERNAL, PORT_NIC))
+    args += ["--", "--pcap", str(capture), "--tx", f"net_af_packet_gen{PORT_EXTERNAL}", "--rx", rx, "--seconds", str(seconds)]
+    try:
+        done = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=seconds + 60)
+    finally:
+        shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
+    log.write_text(done.stdout + done.stderr)
+    if done.returncode != 0:
+        raise BenchError(f"jumbogate-loadgen failed ({done.returncode}): {done.stderr.strip()[-400:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def result_of(path: BenchPath, counts: dict) -> dict:
+    seconds = counts["seconds"]
+    received = {name.removeprefix("net_af_packet_gen"): value["packets"] for name, value in counts["received"].items()}
+    forwarded = received[str(path.out_port)]
+    return {
+        "offered_pps": counts["sent"] / seconds,
+        "forwarded_pps": forwarded / seconds,
+        "received": received,
+        "sent": counts["sent"],
+    }
+
+
+def measure(target: str, seconds: float, workdir: Path) -> dict[str, dict]:
+    results: dict[str, dict] = {}
+    if target == "pass":
+        for path in PATHS:
+            ports = (SWITCH_PORTS[PORT_EXTERNAL], SWITCH_PORTS[path.out_port])
+            forwarder = Testpmd(ports, workdir / f"testpmd-{path.name}.log").start()
+            try:
+                results[path.name] = result_of(path, run_loadgen(workdir / f"{path.name}.pcap", seconds, workdir / f"loadgen-pass-{path.name}.log"))
+            finally:
+                forwarder.stop()
+        return results
+    switch = lab.make_switch(target, SWITCH_PORTS, workdir / f"{target}.log").start()
+    try:
+        asyncio.run(program(switch.grpc_address))
+        for path in PATHS:
+            results[path.name] = result_of(path, run_loadgen(workdir / f"{path.name}.pcap", seconds, workdir / f"loadgen-{target}-{path.name}.log"))
+    finally:
+        switch.stop()
+    return results
+
+
+def report(results: dict[str, dict[str, dict]]) -> str:
+    """Forwarded packets per second per path and target, and the ratios."""
+    targets = list(results)
+    ratios = [other for other in ("pass", "bmv2") if "soft" in results and other in results]
+    lines = [f"The switch on veth ports: 1500-byte TCP frames of {FLOWS} flows, packets per second forwarded", ""]
+    lines.append(f"{'path':<15}" + "".join(f"{t:>12}" for t in targets) + "".join(f"{'soft/' + o:>12}" for o in ratios))
+    for path in PATHS:
+        row = f"{path.name:<15}" + "".join(f"{results[t][path.name]['forwarded_pps'] / 1e6:>10.3f} M" for t in targets)
+        soft = results["soft"][path.name]["forwarded_pps"] if ratios else 0.0
+        for other in ratios:
+            base = results[other][path.name]["forwarded_pps"]
+            row += f"{soft / base:>11.2f}x" if base else f"{'-':>12}"
+        lines.append(row)
+    # The generator sends as fast as its port takes frames; what that is
+    # depends on the forwarder sharing the machine, so it is given per target.
+    offered = ", ".join(
+        f"{t} {min(r['offered_pps'] for r in results[t].values()) / 1e6:.3f}-{max(r['offered_pps'] for r in results[t].values()) / 1e6:.3f} M" for t in targets
+    )
+    lines += ["", f"offered (frames/s the generator sent while each ran): {offered}"]
+    lines.append("targets: " + "; ".join(f"{t} = {TARGET_NAMES[t]}" for t in targets))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=2.0, help="measured seconds per path and target")
+    parser.add_argument("--targets", default="soft,pass,bmv2", help="comma-separated: soft, pass, bmv2")
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args(argv)
+    targets = [t for t in args.targets.split(",") if t]
+    unknown = [t for t in targets if t not in TARGET_NAMES]
+    if unknown:
+        parser.error(f"unknown target {', '.join(unknown)}: use {', '.join(TARGET_NAMES)}")
+    if "bmv2" in targets and shutil.which("simple_switch_grpc") is None:
+        print("switch ports: BMv2 skipped: simple_switch_grpc is not on PATH (README, 'Getting p4c and BMv2')", file=sys.stderr)
+        targets.remove("bmv2")
+    if not LOADGEN.exists():
+        print(f"switch ports: {LOADGEN.relative_to(REPO)} is not built; run 'make setup'", file=sys.stderr)
+        return 1
+    results: dict[str, dict[str, dict]] = {}
+    with tempfile.TemporaryDirectory(prefix="jgbench-") as tmp, lab.veth_pairs("jgb", len(SWITCH_PORTS)):
+        workdir = Path(tmp)
+        for path in PATHS:
+            wrpcap(str(workdir / f"{path.name}.pcap"), path.frames())
+        try:
+            for target in targets:
+                print(f"switch ports: {TARGET_NAMES[target]} ...", file=sys.stderr, flush=True)
+                results[target] = measure(target, args.seconds, workdir)
+        except (BenchError, lab.LabError) as error:
+            print(f"switch ports: {error}", file=sys.stderr)
+            for log in sorted(workdir.glob("*.log")):
+                print(f"--- {log.name}\n{log.read_text(errors='replace')[-1500:]}", file=sys.stderr)
+            return 1
+    print(report(results))
+    if args.json:
+        args.json.write_text(json.dumps({"seconds": args.seconds, "results": results}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
