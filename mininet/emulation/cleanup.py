@@ -112,6 +112,25 @@ def _our_interfaces() -> list[str]:
     return names
 
 
+def running_rack(state: dict | None = None) -> str:
+    """'pid N: command' of another live process whose rack the state file describes, else ''.
+
+    Rack.up() records its own process as the owner; a state file whose owner
+    is gone is a crash's leftovers (swept), one whose owner runs is a rack
+    in use (left alone).
+    """
+    state = procs.load_state() if state is None else state
+    owner = state.get("owner") or {}
+    pid, cmdline = owner.get("pid", 0), owner.get("cmdline", "")
+    if not pid or pid == os.getpid() or not cmdline or _cmdline(pid) != cmdline:
+        return ""
+    return f"pid {pid}: {cmdline[:120]}"
+
+
+def own_cmdline() -> str:
+    return _cmdline(os.getpid())
+
+
 def find_leftovers(state: dict | None = None) -> Leftovers:
     state = procs.load_state() if state is None else state
     left = Leftovers()

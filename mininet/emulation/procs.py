@@ -8,8 +8,11 @@ whose command line lacks the marker is left alone).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
+import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -131,6 +134,35 @@ def stop_process(proc: subprocess.Popen | None, timeout: float = 5.0) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout)
+
+
+def port_holder(port: int) -> str:
+    """Who listens on a local TCP port, as 'name (pid N)', from ss; 'another process' when ss cannot say."""
+    out = subprocess.run(["ss", "-Hltnp", f"sport = :{port}"], capture_output=True, text=True, check=False).stdout
+    found = re.search(r'users:\(\("([^"]+)",pid=(\d+)', out)
+    return f"{found.group(1)} (pid {found.group(2)})" if found else "another process"
+
+
+def require_free_addresses(addresses: dict[str, str]) -> None:
+    """Raise StartError naming the holder and the fix for the first of these host:port addresses something listens on.
+
+    The rack's parts listen on fixed addresses (plan.py); a part that cannot
+    bind otherwise fails later with a log to read instead of this line.
+    """
+    for what, address in addresses.items():
+        host, port = address.rsplit(":", 1)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            # Connections of an earlier run in TIME_WAIT do not stop a server binding.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, int(port)))
+            except OSError as err:
+                if err.errno != errno.EADDRINUSE:
+                    raise
+                raise StartError(
+                    f"{what} address {address} is in use by {port_holder(int(port))}: stop that process or free the port"
+                    " (the rack's fixed addresses are in mininet/emulation/plan.py)"
+                ) from None
 
 
 def is_root() -> bool:

@@ -11,6 +11,7 @@ leaves nothing behind either.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -117,6 +118,7 @@ class Rack:
         self.slow_motion = self.target == "bmv2"
         self.nic_options = tuple(nic_options)  # extra jumbogate-nic options (after the defaults)
         self.verbose = verbose
+        self.began = False  # up() got past its checks; down() has something to end
         self.net: Mininet | None = None
         self.nic_process: subprocess.Popen | None = None
         self.controller_process: subprocess.Popen | None = None
@@ -151,11 +153,17 @@ class Rack:
 
     def up(self) -> None:
         setLogLevel("info" if self.verbose else "warning")
+        running = cleanup.running_rack()
+        if running:
+            # Sweeping would end the other rack, and down() after this refusal must not either.
+            raise procs.StartError(f"another emulated rack is running ({running}): use it, or end it with 'make stop'")
+        self.began = True
         left = cleanup.find_leftovers()
         if left:
             print(f"emulation: a previous run left {left.describe()}; cleaning up first")
             cleanup.sweep()
-        procs.update_state(started_at=time.time(), processes={}, namespaces={})
+        procs.require_free_addresses(self.fixed_addresses())
+        procs.update_state(started_at=time.time(), owner={"pid": os.getpid(), "cmdline": cleanup.own_cmdline()}, processes={}, namespaces={})
         self.net = self._build()
         self.net.build()
         self._record_namespaces()
@@ -331,7 +339,20 @@ class Rack:
 
     # ----- down -----
 
+    def fixed_addresses(self) -> dict[str, str]:
+        """The root namespace's TCP addresses the parts of this rack listen on (the SmartNIC's is in its own namespace)."""
+        addresses = {}
+        if self.parts.switch:
+            addresses["the switch's P4Runtime"] = plan.P4RUNTIME_ADDRESS
+            if self.target == "bmv2":
+                addresses["BMv2's thrift"] = f"127.0.0.1:{plan.THRIFT_PORT}"
+        if self.parts.controller:
+            addresses["the controller's operator API"] = plan.CONTROLLER_ADDRESS
+        return addresses
+
     def down(self) -> None:
+        if not self.began:
+            return  # up() refused before touching anything (another rack runs)
         procs.stop_process(self.controller_process)
         procs.stop_process(self.nic_process)
         if self.net is not None:

@@ -1,0 +1,70 @@
+"""`make run` refuses, in one line with the cause and the fix, to start where
+it cannot: a port it needs is taken, or another rack is running (which it
+used to sweep away: a second `make run` ended the first one's rack)."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from emulation import cleanup, plan, procs
+from emulation.rack import Parts, Rack
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (Mininet creates namespaces and veths)"),
+    pytest.mark.timeout(180),
+]
+TOPOLOGY_ONLY = "Parts(switch=False, nic=False, controller=False)"
+
+
+def make_run(*args: str) -> subprocess.CompletedProcess:
+    """`make run` as mininet/run.sh starts it, with the CLI's stdin closed."""
+    env = dict(os.environ, PYTHONPATH=str(procs.REPO / "mininet"))
+    return subprocess.run(
+        [sys.executable, "-m", "emulation.run", *args], cwd=procs.REPO, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120
+    )
+
+
+def test_a_taken_port_is_named_with_its_holder_and_nothing_is_started():
+    host, port = plan.CONTROLLER_ADDRESS.rsplit(":", 1)
+    with socket.socket() as squatter:
+        squatter.bind((host, int(port)))
+        squatter.listen()
+        done = make_run("--switch", "soft")
+        assert done.returncode == 1, done.stdout + done.stderr
+        me = f"{Path('/proc/self/comm').read_text().strip()} (pid {os.getpid()})"
+        assert done.stderr.splitlines() == [
+            f"make run: the controller's operator API address {plan.CONTROLLER_ADDRESS} is in use by {me}:"
+            " stop that process or free the port (the rack's fixed addresses are in mininet/emulation/plan.py)"
+        ], done.stderr
+        assert not cleanup.find_leftovers(), cleanup.find_leftovers().describe()
+        # The same check in the library, for a rack of the switch alone.
+        with pytest.raises(procs.StartError, match="is in use"):
+            Rack(Parts(switch=False, nic=False, controller=True)).up()
+
+
+def test_a_second_make_run_leaves_the_running_rack_alone():
+    script = f"from emulation.rack import Parts, Rack; import time; r = Rack({TOPOLOGY_ONLY}); r.up(); print('up', flush=True); time.sleep(600)"
+    env = dict(os.environ, PYTHONPATH=str(procs.REPO / "mininet"))
+    first = subprocess.Popen([sys.executable, "-c", script], cwd=procs.REPO, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert first.stdout.readline().strip() == "up", "the first rack did not come up"
+        before = cleanup.find_leftovers()
+        assert before.interfaces, "the first rack's interfaces"
+        done = make_run("--switch", "soft")
+        assert done.returncode == 1
+        assert f"another emulated rack is running (pid {first.pid}: " in done.stderr, done.stderr
+        assert "end it with 'make stop'" in done.stderr
+        # Still there, all of it.
+        assert first.poll() is None
+        time.sleep(0.5)
+        assert cleanup.find_leftovers().interfaces == before.interfaces
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(10)
+        subprocess.run(["bash", str(procs.REPO / "mininet" / "stop.sh")], capture_output=True, timeout=60)
+    assert not cleanup.find_leftovers(), cleanup.find_leftovers().describe()
