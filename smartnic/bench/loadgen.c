@@ -5,10 +5,16 @@
  * the port takes them, counts what comes back on the others, and prints one
  * JSON line with the counts of the measured window.
  *
- *   jumbogate-loadgen EAL... -- --pcap F --tx PORT --rx PORT[,PORT...]
+ *   jumbogate-loadgen EAL... -- --pcap F --tx PORT
+ *                               (--rx PORT[,PORT...] | --count-iface
+ * IF[,IF...])
  *                               [--seconds S] [--warmup S]
  *
- * Ports are DPDK port names (the vdev names). Every forwarder under test
+ * Ports are DPDK port names (the vdev names). --count-iface counts what
+ * Linux interfaces received instead (their kernel counters, read at the
+ * window's edges): receiving through DPDK costs the generator a copy per
+ * frame on the same cores as the forwarder, which would cap the offered
+ * load at what one core both sends and receives. Every forwarder under test
  * (jumbogate-switch, dpdk-testpmd, BMv2) sees the same frames at the same
  * offered load, from the same process, so their rates compare.
  *
@@ -41,6 +47,7 @@
 struct rx_port {
 	uint16_t id;
 	const char *name;
+	bool kernel; /* a Linux interface's counters, not a DPDK port */
 	uint64_t packets;
 	uint64_t bytes;
 };
@@ -56,7 +63,8 @@ static void on_signal(int sig)
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: jumbogate-loadgen EAL... -- --pcap F --tx PORT "
-		     "--rx PORT[,PORT...] [--seconds S] [--warmup S]\n");
+		     "(--rx PORT[,PORT...] | --count-iface IF[,IF...]) "
+		     "[--seconds S] [--warmup S]\n");
 }
 
 static int fail(const char *what, const char *detail)
@@ -127,12 +135,47 @@ static int load_frames(const char *path, struct rte_mempool *pool,
 	return count == 0 ? -1 : count;
 }
 
+static uint64_t kernel_counter(const char *iface, const char *name)
+{
+	char path[256];
+	unsigned long long value = 0;
+	FILE *file;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/statistics/%s", iface,
+		 name);
+	file = fopen(path, "r");
+	if (file) {
+		if (fscanf(file, "%llu", &value) != 1)
+			value = 0;
+		fclose(file);
+	}
+	return value;
+}
+
+/* Kernel-counted ports: counters go negative at the window's start and
+ * positive at its end, leaving the window's difference. */
+static void add_kernel_counts(struct rx_port *ports, int count, int sign)
+{
+	for (int i = 0; i < count; i++) {
+		if (!ports[i].kernel)
+			continue;
+		ports[i].packets += (uint64_t)sign *
+				    kernel_counter(ports[i].name, "rx_packets");
+		ports[i].bytes += (uint64_t)sign *
+				  kernel_counter(ports[i].name, "rx_bytes");
+	}
+}
+
 static void drain(struct rx_port *ports, int count, bool counting)
 {
 	struct rte_mbuf *burst[BURST];
 
 	for (int i = 0; i < count; i++) {
-		uint16_t got = rte_eth_rx_burst(ports[i].id, 0, burst, BURST);
+		uint16_t got;
+
+		if (ports[i].kernel)
+			continue;
+		got = rte_eth_rx_burst(ports[i].id, 0, burst, BURST);
 
 		for (uint16_t j = 0; j < got; j++) {
 			if (counting) {
@@ -150,6 +193,7 @@ int main(int argc, char **argv)
 		{"pcap", required_argument, NULL, 'p'},
 		{"tx", required_argument, NULL, 't'},
 		{"rx", required_argument, NULL, 'r'},
+		{"count-iface", required_argument, NULL, 'k'},
 		{"seconds", required_argument, NULL, 's'},
 		{"warmup", required_argument, NULL, 'w'},
 		{"help", no_argument, NULL, 'h'},
@@ -159,6 +203,7 @@ int main(int argc, char **argv)
 	struct rx_port rx[MAX_RX];
 	const char *pcap_path = NULL, *tx_name = NULL;
 	char *rx_names = NULL;
+	bool rx_kernel = false;
 	double seconds = 2.0, warmup = 0.5;
 	int rx_count = 0, frame_count, next = 0, option, eal;
 	uint64_t sent = 0, sent_bytes = 0, refused = 0, hz, start, end;
@@ -181,7 +226,13 @@ int main(int argc, char **argv)
 			tx_name = optarg;
 			break;
 		case 'r':
+		case 'k':
+			if (rx_names) {
+				usage(stderr);
+				return 2;
+			}
 			rx_names = optarg;
+			rx_kernel = option == 'k';
 			break;
 		case 's':
 			seconds = atof(optarg);
@@ -214,6 +265,12 @@ int main(int argc, char **argv)
 		if (rx_count == MAX_RX)
 			return fail("too many receive ports", name);
 		rx[rx_count].name = name;
+		rx[rx_count].kernel = rx_kernel;
+		rx[rx_count].packets = rx[rx_count].bytes = 0;
+		if (rx_kernel) {
+			rx_count++;
+			continue;
+		}
 		if (!find_port(name, &rx[rx_count].id))
 			return 1;
 		if (rx[rx_count].id != tx_id &&
@@ -239,6 +296,7 @@ int main(int argc, char **argv)
 			counting = true;
 			for (int i = 0; i < rx_count; i++)
 				rx[i].packets = rx[i].bytes = 0;
+			add_kernel_counts(rx, rx_count, -1);
 		}
 		for (int i = 0; i < BURST; i++) {
 			burst[i] = frames[next];
@@ -260,6 +318,7 @@ int main(int argc, char **argv)
 	for (uint64_t until = rte_get_tsc_cycles() + hz / 5;
 	     rte_get_tsc_cycles() < until;)
 		drain(rx, rx_count, counting);
+	add_kernel_counts(rx, rx_count, 1);
 
 	printf("{\"seconds\": %.3f, \"frames\": %d, \"sent\": %" PRIu64
 	       ", \"sent_bytes\": %" PRIu64 ", \"refused\": %" PRIu64
@@ -274,7 +333,7 @@ int main(int argc, char **argv)
 		rte_pktmbuf_free(frames[i]);
 	rte_eth_dev_stop(tx_id);
 	for (int i = 0; i < rx_count; i++)
-		if (rx[i].id != tx_id)
+		if (!rx[i].kernel && rx[i].id != tx_id)
 			rte_eth_dev_stop(rx[i].id);
 	rte_eal_cleanup();
 	return 0;

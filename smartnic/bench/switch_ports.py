@@ -160,10 +160,10 @@ class Testpmd:
 def run_loadgen(capture: Path, seconds: float, log: Path) -> dict:
     prefix = f"jgbgen{os.getpid()}"
     args = [LOADGEN, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", prefix, "-l", "0", "--log-level=lib.eal:error"]
-    for port, dev in HOST_SIDE.items():
-        args += ["--vdev", f"net_af_packet_gen{port},iface={dev},{AF_PACKET_RING}"]
-    rx = ",".join(f"net_af_packet_gen{port}" for port in (PORT_INTERNAL, PORT_NIC))
-    args += ["--", "--pcap", str(capture), "--tx", f"net_af_packet_gen{PORT_EXTERNAL}", "--rx", rx, "--seconds", str(seconds)]
+    args += ["--vdev", f"net_af_packet_gen,iface={HOST_SIDE[PORT_EXTERNAL]},{AF_PACKET_RING}"]
+    # What comes back is counted by the kernel, so the generator's core only sends.
+    counted = ",".join(HOST_SIDE[port] for port in (PORT_INTERNAL, PORT_NIC))
+    args += ["--", "--pcap", str(capture), "--tx", "net_af_packet_gen", "--count-iface", counted, "--seconds", str(seconds)]
     try:
         done = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=seconds + 60)
     finally:
@@ -176,7 +176,8 @@ def run_loadgen(capture: Path, seconds: float, log: Path) -> dict:
 
 def result_of(path: BenchPath, counts: dict) -> dict:
     seconds = counts["seconds"]
-    received = {name.removeprefix("net_af_packet_gen"): value["packets"] for name, value in counts["received"].items()}
+    by_iface = {dev: port for port, dev in HOST_SIDE.items()}
+    received = {str(by_iface[name]): value["packets"] for name, value in counts["received"].items()}
     forwarded = received[str(path.out_port)]
     return {
         "offered_pps": counts["sent"] / seconds,
