@@ -7,9 +7,6 @@
 #include "grpc_server.h"
 
 #include <algorithm>
-#include <netdb.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
@@ -23,6 +20,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "control.h"
+#include "grpc_listen.h"
 #include "jumbogate/v1/nic.grpc.pb.h"
 
 namespace
@@ -252,77 +250,24 @@ class NicService final : public v1::Nic::Service
 NicService service;
 std::unique_ptr<grpc::Server> server;
 
-// gRPC only logs why a bind failed; binding once ourselves first turns the
-// common mistakes into a message that names them.
-bool check_tcp_address(const std::string &address, char *error,
-		       size_t error_len)
-{
-	size_t colon = address.rfind(':');
-	if (colon == std::string::npos || colon + 1 == address.size()) {
-		snprintf(error, error_len,
-			 "gRPC address '%s' is neither HOST:PORT nor "
-			 "unix:PATH",
-			 address.c_str());
-		return false;
-	}
-	std::string host = address.substr(0, colon);
-	std::string port = address.substr(colon + 1);
-	if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-		host = host.substr(1, host.size() - 2);
-
-	addrinfo hints{};
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
-	addrinfo *found = nullptr;
-	int resolved = getaddrinfo(host.empty() ? nullptr : host.c_str(),
-				   port.c_str(), &hints, &found);
-	if (resolved != 0) {
-		snprintf(error, error_len, "gRPC address '%s': %s",
-			 address.c_str(), gai_strerror(resolved));
-		return false;
-	}
-	bool usable = true;
-	for (addrinfo *ai = found; ai && usable; ai = ai->ai_next) {
-		int fd =
-			socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-		if (fd < 0)
-			continue;
-		int one = 1;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-			snprintf(error, error_len, "gRPC address %s is %s",
-				 address.c_str(),
-				 errno == EADDRINUSE
-					 ? "in use by another process"
-					 : strerror(errno));
-			usable = false;
-		}
-		close(fd);
-	}
-	freeaddrinfo(found);
-	return usable;
-}
-
 } // namespace
 
-extern "C" bool nic_grpc_start(const char *address, char *error,
+extern "C" bool nic_grpc_start(const char *address,
+			       const struct jg_tls_options *tls, char *error,
 			       size_t error_len)
 {
-	std::string where(address);
-	bool unix_socket = where.rfind("unix:", 0) == 0;
-
-	if (!unix_socket && !check_tcp_address(where, error, error_len))
-		return false;
 	grpc::ServerBuilder builder;
 	int selected_port = 0;
-	// Two programs on one port would split the controller's calls
-	// between them; refuse instead of sharing.
-	builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-	builder.AddListeningPort(where, grpc::InsecureServerCredentials(),
-				 &selected_port);
+	std::string why;
+
+	if (!jg_grpc_listen(builder, "jumbogate-nic", address, *tls,
+			    &selected_port, &why)) {
+		snprintf(error, error_len, "%s", why.c_str());
+		return false;
+	}
 	builder.RegisterService(&service);
 	server = builder.BuildAndStart();
-	if (!server || selected_port == 0) {
+	if (!server || (jg_grpc_is_tcp(address) && selected_port == 0)) {
 		snprintf(error, error_len,
 			 "cannot serve gRPC on %s (address in use or not "
 			 "allowed)",

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "tls_options.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -13,7 +15,8 @@ extern "C" {
 /* Start serving on address (HOST:PORT or unix:PATH) in gRPC's own
  * threads. Returns false with a reason naming the problem (e.g. the
  * address is in use). */
-bool nic_grpc_start(const char *address, char *error, size_t error_len);
+bool nic_grpc_start(const char *address, const struct jg_tls_options *tls,
+		    char *error, size_t error_len);
 
 /* Stop accepting calls and wait for the running ones to finish. */
 void nic_grpc_stop(void);

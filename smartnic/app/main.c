@@ -346,7 +346,7 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	if (strcmp(options.grpc_address, "none") != 0) {
-		if (!nic_grpc_start(options.grpc_address, error,
+		if (!nic_grpc_start(options.grpc_address, &options.tls, error,
 				    sizeof(error))) {
 			fprintf(stderr, "jumbogate-nic: %s\n", error);
 			goto out_ports;
@@ -357,9 +357,10 @@ int main(int argc, char **argv)
 		rte_eal_remote_launch(nic_worker_run, &nic->workers[w],
 				      nic->workers[w].lcore_id);
 	printf("jumbogate-nic ready: boot_id %" PRIu64
-	       ", %u ports, %u workers, grpc %s\n",
+	       ", %u ports, %u workers, grpc %s%s\n",
 	       nic->boot_id, nic->port_count, nic->worker_count,
-	       options.grpc_address);
+	       options.grpc_address,
+	       jg_tls_enabled(&options.tls) ? " (mutual TLS)" : "");
 	fflush(stdout);
 
 	while (!signalled) {

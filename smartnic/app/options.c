@@ -41,6 +41,10 @@ enum option_id {
 	OPT_MAX_ONLOADED,
 	OPT_ONLOAD_IDLE,
 	OPT_COMMAND_TIMEOUT,
+	OPT_TLS_CERT,
+	OPT_TLS_KEY,
+	OPT_TLS_CLIENT_CA,
+	OPT_INSECURE,
 };
 
 struct option_spec {
@@ -125,6 +129,17 @@ static const struct option_spec option_specs[] = {
 	{OPT_COMMAND_TIMEOUT, "command-timeout-ms", "MS",
 	 "how long a control request waits for the workers before it "
 	 "answers UNAVAILABLE (default 2000)"},
+	{OPT_TLS_CERT, "tls-cert", "FILE",
+	 "serve the control API over TLS with this certificate (PEM); with "
+	 "--tls-key and --tls-client-ca: mutual TLS, clients need a "
+	 "certificate from that CA"},
+	{OPT_TLS_KEY, "tls-key", "FILE", "the private key of --tls-cert (PEM)"},
+	{OPT_TLS_CLIENT_CA, "tls-client-ca", "FILE",
+	 "the CA client certificates must chain to (PEM)"},
+	{OPT_INSECURE, "insecure", NULL,
+	 "allow a plaintext control API on an address other than loopback "
+	 "(anyone who reaches it may reconfigure the SmartNIC; warned at "
+	 "start)"},
 };
 
 #define OPTION_COUNT (sizeof(option_specs) / sizeof(option_specs[0]))
@@ -414,6 +429,17 @@ apply(struct nic_options *options, const struct option_spec *spec,
 	case OPT_GRPC:
 		ok = copy_name(name, value, options->grpc_address, origin);
 		break;
+	case OPT_TLS_CERT:
+	case OPT_TLS_KEY:
+	case OPT_TLS_CLIENT_CA:
+	case OPT_INSECURE:
+		if (!jg_tls_option(&options->tls, name,
+				   spec->argument ? value : NULL, error,
+				   sizeof(error))) {
+			report(origin, "%s", error);
+			return NIC_PARSE_ERROR;
+		}
+		break;
 	case OPT_INTERNAL_PREFIX:
 		if (options->internal_prefix_count >=
 		    NIC_MAX_INTERNAL_PREFIXES) {
@@ -669,8 +695,13 @@ enum nic_parse_result nic_options_parse(struct nic_options *options, int argc,
 				arg);
 			return NIC_PARSE_ERROR;
 		}
-		if (spec->argument == NULL)
+		if (spec->argument == NULL) {
+			/* A flag: --help and --version were handled above. */
+			result = apply(options, spec, NULL, &command_line, 0);
+			if (result != NIC_PARSE_OK)
+				return result;
 			continue;
+		}
 		if (equals) {
 			value = equals + 1;
 		} else if (i + 1 < argc) {
@@ -693,6 +724,15 @@ enum nic_parse_result nic_options_parse(struct nic_options *options, int argc,
 			options->engine.internal_mtu,
 			options->engine.default_path_mtu, options->port_mtu);
 		return NIC_PARSE_ERROR;
+	}
+	{
+		char error[NIC_ERROR_LEN];
+
+		if (!jg_tls_options_check(&options->tls, error,
+					  sizeof(error))) {
+			fprintf(stderr, "jumbogate-nic: %s\n", error);
+			return NIC_PARSE_ERROR;
+		}
 	}
 	return NIC_PARSE_OK;
 }

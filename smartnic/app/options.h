@@ -14,6 +14,7 @@
 #include <jumbogate/engine.h>
 
 #include "prefix.h"
+#include "tls_options.h"
 
 #define NIC_MAX_PORTS		  8
 #define NIC_MAX_EAL_ARGS	  64
@@ -61,6 +62,7 @@ struct nic_options {
 
 	/* "none" disables the server. */
 	char grpc_address[NIC_NAME_LEN];
+	struct jg_tls_options tls; /* how the control API is secured */
 
 	unsigned int internal_prefix_count;
 	struct jg_prefix internal_prefixes[NIC_MAX_INTERNAL_PREFIXES];

@@ -56,6 +56,7 @@ struct options {
 	unsigned int port_count;
 	struct port_option ports[SW_MAX_DPDK_PORTS];
 	const char *grpc;
+	struct jg_tls_options tls; /* how P4Runtime is secured */
 	uint32_t cpu_port;
 	uint32_t depth;
 	uint64_t device_id;
@@ -111,7 +112,7 @@ static void usage(FILE *out)
 		"  --burst N             packets per receive burst (default "
 		"%d)\n"
 		"  --idle-sleep-max-us N longest sleep of an idle worker "
-		"(default %d; 0 spins)\n"
+		"(default %d; 0 spins)\n" JG_TLS_OPTIONS_HELP
 		"  --help, --version\n",
 		DEFAULT_CPU_PORT, DEFAULT_PORT_MTU, DEFAULT_MBUFS,
 		DEFAULT_BURST, DEFAULT_IDLE_SLEEP);
@@ -194,12 +195,17 @@ static int parse_options(struct options *options, int argc, char **argv)
 		{"mbufs", required_argument, NULL, 'b'},
 		{"burst", required_argument, NULL, 'B'},
 		{"idle-sleep-max-us", required_argument, NULL, 'i'},
+		{"tls-cert", required_argument, NULL, 'T'},
+		{"tls-key", required_argument, NULL, 'T'},
+		{"tls-client-ca", required_argument, NULL, 'T'},
+		{"insecure", no_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'v'},
 		{NULL, 0, NULL, 0},
 	};
-	int split = argc, opt;
+	int split = argc, opt, index;
 	uint64_t value;
+	char error[256];
 
 	memset(options, 0, sizeof(*options));
 	options->grpc = DEFAULT_GRPC;
@@ -240,7 +246,7 @@ static int parse_options(struct options *options, int argc, char **argv)
 	argv[split] = argv[0];
 	optind = 1;
 	while ((opt = getopt_long(argc - split, argv + split, "", long_options,
-				  NULL)) != -1) {
+				  &index)) != -1) {
 		switch (opt) {
 		case 'p':
 			if (!parse_port(options, optarg))
@@ -297,6 +303,14 @@ static int parse_options(struct options *options, int argc, char **argv)
 				return 2;
 			options->idle_sleep_max_us = (uint32_t)value;
 			break;
+		case 'T':
+			if (!jg_tls_option(&options->tls,
+					   long_options[index].name, optarg,
+					   error, sizeof(error))) {
+				fprintf(stderr, PROGRAM ": %s\n", error);
+				return 2;
+			}
+			break;
 		default:
 			fprintf(stderr, "(see " PROGRAM " --help)\n");
 			return 2;
@@ -309,6 +323,10 @@ static int parse_options(struct options *options, int argc, char **argv)
 	}
 	if (options->port_count == 0) {
 		fprintf(stderr, PROGRAM ": no --port given (see --help)\n");
+		return 2;
+	}
+	if (!jg_tls_options_check(&options->tls, error, sizeof(error))) {
+		fprintf(stderr, PROGRAM ": %s\n", error);
 		return 2;
 	}
 	for (unsigned int i = 0; i < options->port_count; i++)
@@ -654,7 +672,8 @@ int main(int argc, char **argv)
 		goto out_pipeline;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	if (!sw_p4rt_start(sw, options.grpc, error, sizeof(error))) {
+	if (!sw_p4rt_start(sw, options.grpc, &options.tls, error,
+			   sizeof(error))) {
 		fprintf(stderr, PROGRAM ": %s\n", error);
 		goto out_ports;
 	}

@@ -12,6 +12,7 @@
 // The schema is the P4Info that p4c made from p4src/ (committed under
 // p4src/compiled/ and compiled into this program); a client's P4Info must
 // equal it, since the pipeline behind this server is fixed.
+#include "grpc_listen.h"
 #include "switch.h"
 
 #include <algorithm>
@@ -2470,7 +2471,8 @@ std::unique_ptr<Server> g_service;
 
 } // namespace
 
-extern "C" bool sw_p4rt_start(sw_switch *sw, const char *address, char *error,
+extern "C" bool sw_p4rt_start(sw_switch *sw, const char *address,
+			      const struct jg_tls_options *tls, char *error,
 			      unsigned long error_len)
 {
 	auto service = std::make_unique<Server>(sw);
@@ -2482,14 +2484,15 @@ extern "C" bool sw_p4rt_start(sw_switch *sw, const char *address, char *error,
 	grpc::ServerBuilder builder;
 	int bound_port = 0;
 	std::string target(address);
-	builder.AddListeningPort(target, grpc::InsecureServerCredentials(),
-				 target.rfind("unix:", 0) == 0 ? nullptr
-							       : &bound_port);
+	if (!jg_grpc_listen(builder, "jumbogate-switch", target, *tls,
+			    &bound_port, &why)) {
+		std::snprintf(error, error_len, "%s", why.c_str());
+		return false;
+	}
 	builder.RegisterService(service.get());
 	builder.SetMaxReceiveMessageSize(64 * 1024 * 1024);
 	auto server = builder.BuildAndStart();
-	if (server == nullptr ||
-	    (target.rfind("unix:", 0) != 0 && bound_port == 0)) {
+	if (server == nullptr || (jg_grpc_is_tcp(target) && bound_port == 0)) {
 		std::snprintf(error, error_len,
 			      "cannot serve P4Runtime on %s (in use, or not a "
 			      "HOST:PORT / unix:PATH address)",

@@ -13,6 +13,7 @@
 #include <rte_rwlock.h>
 
 #include "pipeline.h"
+#include "tls_options.h"
 
 struct rte_mempool;
 struct rte_ring;
@@ -60,9 +61,10 @@ extern "C" {
 
 uint64_t sw_now_ns(void);
 
-/* Serve P4Runtime on address (HOST:PORT or unix:PATH). false with the
- * reason when it cannot. */
-bool sw_p4rt_start(struct sw_switch *sw, const char *address, char *error,
+/* Serve P4Runtime on address (HOST:PORT or unix:PATH), secured as tls
+ * says (runtime/grpc_listen.h). false with the reason when it cannot. */
+bool sw_p4rt_start(struct sw_switch *sw, const char *address,
+		   const struct jg_tls_options *tls, char *error,
 		   unsigned long error_len);
 void sw_p4rt_stop(void);
 

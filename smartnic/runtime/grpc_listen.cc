@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "grpc_listen.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace
+{
+
+bool read_file(const char *path, std::string *text)
+{
+	std::ifstream in(path, std::ios::binary);
+	std::stringstream buffer;
+
+	if (!in)
+		return false;
+	buffer << in.rdbuf();
+	*text = buffer.str();
+	return !text->empty();
+}
+
+bool is_loopback(const sockaddr *address)
+{
+	if (address->sa_family == AF_INET) {
+		auto in = reinterpret_cast<const sockaddr_in *>(address);
+		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (address->sa_family == AF_INET6) {
+		auto in6 = reinterpret_cast<const sockaddr_in6 *>(address);
+		return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+	}
+	return false;
+}
+
+// gRPC only logs why a bind failed; binding once ourselves first turns the
+// common mistakes into a message that names them. Also tells whether every
+// address the host resolves to is a loopback one (an empty host, 0.0.0.0
+// or [::] listens everywhere: not loopback).
+bool check_tcp_address(const std::string &address, bool *loopback,
+		       std::string *error)
+{
+	size_t colon = address.rfind(':');
+	if (colon == std::string::npos || colon + 1 == address.size()) {
+		*error = "gRPC address '" + address +
+			 "' is neither HOST:PORT nor unix:PATH";
+		return false;
+	}
+	std::string host = address.substr(0, colon);
+	std::string port = address.substr(colon + 1);
+	if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+		host = host.substr(1, host.size() - 2);
+
+	addrinfo hints{};
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
+	addrinfo *found = nullptr;
+	int resolved = getaddrinfo(host.empty() ? nullptr : host.c_str(),
+				   port.c_str(), &hints, &found);
+	if (resolved != 0) {
+		*error = "gRPC address '" + address +
+			 "': " + gai_strerror(resolved);
+		return false;
+	}
+	bool usable = true;
+	*loopback = true;
+	for (addrinfo *ai = found; ai && usable; ai = ai->ai_next) {
+		*loopback = *loopback && is_loopback(ai->ai_addr);
+		int fd =
+			socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+		if (fd < 0)
+			continue;
+		int one = 1;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+			*error = "gRPC address " + address + " is " +
+				 (errno == EADDRINUSE
+					  ? std::string("in use by another "
+							"process")
+					  : std::string(strerror(errno)));
+			usable = false;
+		}
+		close(fd);
+	}
+	freeaddrinfo(found);
+	return usable;
+}
+
+std::shared_ptr<grpc::ServerCredentials>
+mutual_tls(const struct jg_tls_options &tls, std::string *error)
+{
+	grpc::SslServerCredentialsOptions options(
+		GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+	grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+
+	if (!read_file(tls.cert, &pair.cert_chain) ||
+	    !read_file(tls.key, &pair.private_key) ||
+	    !read_file(tls.client_ca, &options.pem_root_certs)) {
+		*error = "cannot read the TLS certificate, key or client CA";
+		return nullptr;
+	}
+	options.pem_key_cert_pairs.push_back(pair);
+	return grpc::SslServerCredentials(options);
+}
+
+} // namespace
+
+bool jg_grpc_is_tcp(const std::string &address)
+{
+	return address.rfind("unix:", 0) != 0;
+}
+
+bool jg_grpc_listen(grpc::ServerBuilder &builder, const char *program,
+		    const std::string &address,
+		    const struct jg_tls_options &tls, int *bound_port,
+		    std::string *error)
+{
+	// A unix socket is guarded by its file's permissions.
+	bool loopback = true;
+	std::shared_ptr<grpc::ServerCredentials> credentials;
+
+	if (jg_grpc_is_tcp(address) &&
+	    !check_tcp_address(address, &loopback, error))
+		return false;
+	if (jg_tls_enabled(&tls)) {
+		credentials = mutual_tls(tls, error);
+		if (!credentials)
+			return false;
+	} else if (!loopback && !tls.insecure) {
+		*error = "refusing plaintext gRPC on " + address +
+			 ", which is not a loopback address: anyone who "
+			 "reaches it could call it. Give --tls-cert, "
+			 "--tls-key and --tls-client-ca (mutual TLS), or "
+			 "--insecure to accept that";
+		return false;
+	} else {
+		if (!loopback)
+			std::fprintf(stderr,
+				     "%s: WARNING: plaintext gRPC on %s "
+				     "(--insecure): anyone who reaches it "
+				     "can call it\n",
+				     program, address.c_str());
+		credentials = grpc::InsecureServerCredentials();
+	}
+	// Two programs on one port would split the clients' calls between
+	// them; refuse instead of sharing.
+	builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+	builder.AddListeningPort(address, credentials,
+				 jg_grpc_is_tcp(address) ? bound_port
+							 : nullptr);
+	return true;
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "tls_options.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *slot(struct jg_tls_options *tls, const char *name)
+{
+	if (strcmp(name, "tls-cert") == 0)
+		return tls->cert;
+	if (strcmp(name, "tls-key") == 0)
+		return tls->key;
+	if (strcmp(name, "tls-client-ca") == 0)
+		return tls->client_ca;
+	return NULL;
+}
+
+bool jg_tls_option_known(const char *name)
+{
+	struct jg_tls_options scratch;
+
+	return strcmp(name, "insecure") == 0 || slot(&scratch, name) != NULL;
+}
+
+bool jg_tls_option(struct jg_tls_options *tls, const char *name,
+		   const char *value, char *error, size_t error_len)
+{
+	char *to = slot(tls, name);
+
+	if (strcmp(name, "insecure") == 0) {
+		tls->insecure = true;
+		return true;
+	}
+	if (!to || !value) {
+		snprintf(error, error_len, "--%s is not a TLS option", name);
+		return false;
+	}
+	if (value[0] == '\0' || strlen(value) >= JG_TLS_PATH_LEN) {
+		snprintf(error, error_len,
+			 "--%s: the path is empty or longer than %d bytes",
+			 name, JG_TLS_PATH_LEN - 1);
+		return false;
+	}
+	strcpy(to, value);
+	return true;
+}
+
+bool jg_tls_options_check(const struct jg_tls_options *tls, char *error,
+			  size_t error_len)
+{
+	const struct {
+		const char *option;
+		const char *path;
+	} files[] = {
+		{"--tls-cert", tls->cert},
+		{"--tls-key", tls->key},
+		{"--tls-client-ca", tls->client_ca},
+	};
+	int given = 0;
+
+	for (size_t i = 0; i < 3; i++)
+		given += files[i].path[0] != '\0';
+	if (given == 0)
+		return true;
+	if (given != 3) {
+		snprintf(error, error_len,
+			 "--tls-cert, --tls-key and --tls-client-ca go "
+			 "together (mutual TLS): give all three or none");
+		return false;
+	}
+	if (tls->insecure) {
+		snprintf(error, error_len,
+			 "--insecure contradicts the TLS options: give one or "
+			 "the other");
+		return false;
+	}
+	for (size_t i = 0; i < 3; i++) {
+		if (access(files[i].path, R_OK) != 0) {
+			snprintf(error, error_len, "%s %s: cannot read it",
+				 files[i].option, files[i].path);
+			return false;
+		}
+	}
+	return true;
+}
