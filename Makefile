@@ -16,6 +16,9 @@ TRACE      ?=
 # The emulation's switch target: soft (jumbogate-switch) or bmv2; unset: BMv2
 # where simple_switch_grpc is on PATH, else jumbogate-switch.
 export SWITCH
+# TLS=1: the emulation runs every control channel over mutual TLS, with a
+# throwaway CA made at start (mininet/emulation/tls.py).
+export TLS
 comma      := ,
 space      := $(subst ,, )
 
@@ -28,7 +31,7 @@ help:
 	@echo "make sanitized  the engine's C suites and jumbogate-nic's integration tests on an ASan+UBSan build (part of make test)"
 	@echo "make bench   benchmark the SmartNIC engine against DPDK GRO (TRACE=capture.pcap to replay a capture)"
 	@echo "make lint    ruff, clang-format check, P4 warnings as errors"
-	@echo "make run     bring up the emulated rack (Mininet + switch + SmartNIC + controller; SWITCH=soft|bmv2); make stop tears it down"
+	@echo "make run     bring up the emulated rack (Mininet + switch + SmartNIC + controller; SWITCH=soft|bmv2, TLS=1); make stop tears it down"
 	@echo "make demo    scripted demo with report and plots"
 	@echo "make attack  cheap attacks on the border's state through the emulated rack, with legitimate traffic alongside; report per attack"
 	@echo "make clean   remove build outputs"

@@ -306,3 +306,45 @@ def test_smartnic_internal_prefixes_are_checked():
     raw["smartnic"]["internal_prefixes"] = [f"10.{i}.0.0/16" for i in range(65)]
     with pytest.raises(ConfigError, match="at most 64"):
         parse_config(raw)
+
+
+def write_tls_files(directory: Path) -> None:
+    for name in ("ca.pem", "controller.pem", "controller.key"):
+        (directory / name).write_text("PEM\n")
+
+
+def with_tls(raw: dict, **roles) -> dict:
+    raw["tls"] = {"ca": "ca.pem", "cert": "controller.pem", "key": "controller.key", "roles": roles or {"admin": ["ops"], "read_only": ["grafana"]}}
+    return raw
+
+
+def test_tls_paths_are_taken_from_the_config_files_directory(raw, tmp_path):
+    write_tls_files(tmp_path)
+    path = tmp_path / "rack.yaml"
+    path.write_text(yaml.safe_dump(with_tls(raw)))
+    tls = load_config(path).tls
+    assert tls.ca == tmp_path / "ca.pem" and tls.key == tmp_path / "controller.key"
+    assert tls.admins == {"ops"} and tls.read_only == {"grafana"}
+    assert load_config(EXAMPLE).tls is None and load_config(EXAMPLE).controller_insecure is False
+
+
+@pytest.mark.parametrize(
+    ("roles", "field", "reason"),
+    [
+        ({"read_only": ["grafana"]}, "tls.roles.admin", ""),
+        ({"admin": []}, "tls.roles.admin", "lists no certificate name"),
+        ({"admin": ["ops"], "read_only": ["ops"]}, "tls.roles", "ops listed as both admin and read_only"),
+        ({"admin": ["ops"], "writer": ["x"]}, "tls.roles.writer", ""),
+    ],
+)
+def test_tls_roles_that_cannot_work_are_refused(raw, tmp_path, roles, field, reason):
+    write_tls_files(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        parse_config(with_tls(raw, **roles), "rack.yaml", tmp_path)
+    assert info.value.field == field and reason in str(info.value)
+
+
+def test_a_tls_file_that_is_not_there_is_named(raw, tmp_path):
+    with pytest.raises(ConfigError) as info:
+        parse_config(with_tls(raw), "rack.yaml", tmp_path)
+    assert info.value.field == "tls.ca" and f"{tmp_path / 'ca.pem'} is not a readable file" in str(info.value)

@@ -127,3 +127,18 @@ def test_conflicting_desired_entities_are_refused():
 def test_duplicate_identical_desired_entities_collapse():
     result = plan([route(b"\x0a\x00\x00\x00", 1), route(b"\x0a\x00\x00\x00", 1)], [])
     assert len(result.inserts) == 1
+
+
+def meter(index: int, rate: int | None) -> p4r.Entity:
+    entry = p4r.MeterEntry(meter_id=11, index=p4r.Index(index=index))
+    if rate is not None:
+        entry.config.CopyFrom(p4r.MeterConfig(cir=rate, cburst=rate // 4, pir=rate, pburst=rate // 4))
+    return p4r.Entity(meter_entry=entry)
+
+
+def test_a_configured_meter_cell_nobody_wants_is_reset_and_never_deleted():
+    """A port that lost its role on a reload kept its ICMP meter: the cell is now reset to its default."""
+    result = plan([meter(1, 50)], [meter(1, 50), meter(4, 50), meter(7, None)])
+    assert result.deletes == [] and result.inserts == []
+    assert result.modifies == [meter(4, None)]
+    assert not result.modifies[0].meter_entry.HasField("config")

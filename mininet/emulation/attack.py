@@ -90,18 +90,20 @@ def nested(stats: dict, *path: str) -> int:
     return int(stats or 0)
 
 
-def nic_stub():
+def nic_stub(tls=None):
+    """The SmartNIC's control API as an attacker in the controller's place would reach it (with the rack's TLS when on)."""
     import grpc
 
     from jumbogate.v1 import nic_pb2_grpc
 
-    return nic_pb2_grpc.NicStub(grpc.insecure_channel(plan.NIC_CONTROL_ADDRESS))
+    channel = grpc.secure_channel(plan.NIC_CONTROL_ADDRESS, tls.credentials()) if tls else grpc.insecure_channel(plan.NIC_CONTROL_ADDRESS)
+    return nic_pb2_grpc.NicStub(channel)
 
 
-def nic_stats() -> dict[str, int]:
+def nic_stats(tls=None) -> dict[str, int]:
     from jumbogate.v1 import nic_pb2
 
-    reply = nic_stub().GetStats(nic_pb2.GetNicStatsRequest(), timeout=10)
+    reply = nic_stub(tls).GetStats(nic_pb2.GetNicStatsRequest(), timeout=10)
     return {name: int(getattr(reply, name)) for name in ("merged_packets", "flows_active", "flows_evicted", "onloads_refused", "packets_in")}
 
 
@@ -156,11 +158,11 @@ def flood_result(proc, seconds: float) -> dict:
 
 def with_legit_traffic(rack: Rack, workdir: Path, seconds: float, port: int, attack: Callable[[], dict]) -> tuple[dict, bool, int, int]:
     """Run `attack` while a legitimate transfer crosses the border: (attack's figures, arrived whole, bytes, merged packets)."""
-    merged_before = nic_stats()["merged_packets"]
+    merged_before = nic_stats(rack.tls)["merged_packets"]
     legit = LegitTransfer(rack, workdir, seconds, port)
     figures = attack()
     whole, sent = legit.finish(timeout=seconds * 4 + 60)
-    return figures, whole, sent, nic_stats()["merged_packets"] - merged_before
+    return figures, whole, sent, nic_stats(rack.tls)["merged_packets"] - merged_before
 
 
 def legit_verdict(result: AttackResult, whole: bool, sent: int, merged: int) -> None:
@@ -274,8 +276,8 @@ ELEPHANT_RUN_NOTE = "25 in a row per spoofed flow"
 def nic_pinning(rack: Rack, workdir: Path, seconds: float, rate: float) -> AttackResult:
     from jumbogate.v1 import common_pb2, nic_pb2
 
-    stub = nic_stub()
-    before = nic_stats()
+    stub = nic_stub(rack.tls)
+    before = nic_stats(rack.tls)
 
     def request(n: int) -> nic_pb2.NicFlowRequest:
         flow = common_pb2.FiveTuple(
@@ -303,7 +305,7 @@ def nic_pinning(rack: Rack, workdir: Path, seconds: float, rate: float) -> Attac
         return {"requests": len(calls), "seconds": time.monotonic() - start, "outcomes": outcomes}
 
     figures, whole, sent, merged = with_legit_traffic(rack, workdir, seconds, plan.IPERF_PORTS[2], attack)
-    after = nic_stats()
+    after = nic_stats(rack.tls)
     result = AttackResult("nic-pinning", f"{figures['requests']} onload/offload requests, {figures['requests'] / figures['seconds']:.0f}/s")
     result.border = {
         "onloads refused (RESOURCE_EXHAUSTED)": figures["outcomes"].get("RESOURCE_EXHAUSTED", 0),
@@ -317,14 +319,14 @@ def nic_pinning(rack: Rack, workdir: Path, seconds: float, rate: float) -> Attac
 
 
 def flow_spray(rack: Rack, workdir: Path, seconds: float, rate: float) -> AttackResult:
-    before = nic_stats()
+    before = nic_stats(rack.tls)
     spray_rate = min(rate, 5000)  # full-size frames: 5000/s is 60 Mbit/s on top of the transfer
 
     def attack() -> dict:
         return flood_result(start_flood(rack, "spray", plan.JUMBO.address.ip4, plan.IPERF_PORTS[3], spray_rate, seconds), seconds)
 
     figures, whole, sent, merged = with_legit_traffic(rack, workdir, seconds, plan.IPERF_PORTS[3], attack)
-    after = nic_stats()
+    after = nic_stats(rack.tls)
     result = AttackResult("flow-spray", f"{figures['sent']} segments of 2048 spoofed flows to the same service, {figures['sent'] / figures['seconds']:.0f}/s")
     result.border = {
         "SmartNIC packets in": after["packets_in"] - before["packets_in"],

@@ -91,7 +91,7 @@ def wait_until(what: str, ready: Callable[[], bool], *, timeout: float, proc: su
         time.sleep(0.2)
 
 
-def start_grpc_service(role: str, what: str, argv: list[str], marker: str, address: str, *, timeout: float, popen=None) -> subprocess.Popen:
+def start_grpc_service(role: str, what: str, argv: list[str], marker: str, address: str, *, timeout: float, popen=None, credentials=None) -> subprocess.Popen:
     """Start a process that serves gRPC and return once address answers (never a fixed sleep).
 
     A DPDK program whose af_packet fanout id clashed with another's is
@@ -102,7 +102,7 @@ def start_grpc_service(role: str, what: str, argv: list[str], marker: str, addre
     for attempt in range(1, DPDK_START_ATTEMPTS + 1):
         proc = start_process(role, argv, marker, popen=popen)
         try:
-            wait_until(f"{what} gRPC server on {address}", lambda: grpc_answers(address), timeout=timeout, proc=proc, role=role)
+            wait_until(f"{what} gRPC server on {address}", lambda: grpc_answers(address, credentials=credentials), timeout=timeout, proc=proc, role=role)
             return proc
         except StartError:
             stop_process(proc)
@@ -111,11 +111,11 @@ def start_grpc_service(role: str, what: str, argv: list[str], marker: str, addre
     raise AssertionError("unreachable")
 
 
-def grpc_answers(address: str, timeout: float = 0.5) -> bool:
-    """True once a gRPC server accepts an HTTP/2 connection on address."""
+def grpc_answers(address: str, timeout: float = 0.5, credentials=None) -> bool:
+    """True once a gRPC server accepts an HTTP/2 connection on address (with TLS: a handshake with these credentials)."""
     import grpc
 
-    channel = grpc.insecure_channel(address)
+    channel = grpc.secure_channel(address, credentials) if credentials else grpc.insecure_channel(address)
     try:
         grpc.channel_ready_future(channel).result(timeout=timeout)
         return True

@@ -25,6 +25,7 @@ from mininet.node import Host, Switch
 
 from . import cleanup, plan, procs
 from .switches import Bmv2Switch, QuietBridge, SoftSwitch, missing_switch, resolve_target
+from .tls import RackTls
 
 RACK_CONFIG = procs.REPO / "mininet" / "rack.yaml"
 PIPELINE = procs.REPO / "p4src" / "compiled" / "depth512"
@@ -104,13 +105,17 @@ class Rack:
         switch_target: str | None = None,
         config_overrides: dict | None = None,
         workdir: Path | None = None,
+        tls: bool | None = None,
     ):
         self.parts = parts
+        # Mutual TLS on every control channel (make run TLS=1): argument, else $TLS.
+        self.tls_on = os.environ.get("TLS", "") == "1" if tls is None else tls
+        self.tls: RackTls | None = None
+        self.config_overrides = dict(config_overrides or {})
+        self.workdir = workdir
         # Sections of rack.yaml to replace for this run (e.g. tighter
         # admission limits for make attack), written under workdir.
         self.config_path = RACK_CONFIG
-        if config_overrides:
-            self.config_path = overridden_config(config_overrides, workdir or Path(tempfile.mkdtemp(prefix="jumbogate-rack-")))
         # 'soft' (jumbogate-switch) or 'bmv2'; $SWITCH or the default when not given.
         self.target = resolve_target(switch_target)
         # BMv2 is too slow for the SmartNIC's default delay model and for
@@ -135,7 +140,8 @@ class Rack:
 
     def ctl(self, *args: str, json_output: bool = False, check: bool = True, timeout: float = 20.0) -> subprocess.CompletedProcess:
         """Run jumbogatectl against the emulation's controller."""
-        argv = [str(JUMBOGATECTL), "--controller", plan.CONTROLLER_ADDRESS] + (["--json"] if json_output else []) + list(args)
+        tls = self.tls.ctl_args() if self.tls else []
+        argv = [str(JUMBOGATECTL), "--controller", plan.CONTROLLER_ADDRESS, *tls] + (["--json"] if json_output else []) + list(args)
         return subprocess.run(argv, capture_output=True, text=True, check=check, timeout=timeout)
 
     # ----- up -----
@@ -163,6 +169,7 @@ class Rack:
             print(f"emulation: a previous run left {left.describe()}; cleaning up first")
             cleanup.sweep()
         procs.require_free_addresses(self.fixed_addresses())
+        self._write_config()
         procs.update_state(started_at=time.time(), owner={"pid": os.getpid(), "cmdline": cleanup.own_cmdline()}, processes={}, namespaces={})
         self.net = self._build()
         self.net.build()
@@ -188,6 +195,7 @@ class Rack:
                 thrift_port=plan.THRIFT_PORT,
                 device_id=plan.DEVICE_ID,
                 cpu_port=plan.CPU_PORT,
+                tls=self.tls,
             )
         elif self.parts.switch:
             border = net.addSwitch(
@@ -198,6 +206,7 @@ class Rack:
                 device_id=plan.DEVICE_ID,
                 cpu_port=plan.CPU_PORT,
                 file_prefix=plan.SWITCH_FILE_PREFIX,
+                tls=self.tls,
             )
         else:
             border = net.addSwitch(plan.SWITCH, cls=PassiveSwitch, dpid="1")
@@ -292,6 +301,10 @@ class Rack:
             # receive burst, and beyond the 64 us a line-rate port waits.
             # Every flow may wait, up to 8 ms.
             options += ["--delay-rate-threshold-gbps", "0", "--delay-max-us", str(NIC_MAX_DELAY_US)]
+        # Its control address is on the management link, not loopback:
+        # plaintext there needs --insecure (only the controller's namespace
+        # reaches that link here).
+        options += self.tls.server("smartnic").soft_args() if self.tls else ["--insecure"]
         return [str(NIC_BINARY), *eal, "--", *options, *self.nic_options]
 
     def start_nic(self) -> None:
@@ -315,14 +328,27 @@ class Rack:
         nic = self.host(plan.NIC_HOST)
         marker = f"--file-prefix={plan.NIC_FILE_PREFIX}"
         self.nic_process = procs.start_grpc_service(
-            "nic", "jumbogate-nic", self.nic_command(), marker, plan.NIC_CONTROL_ADDRESS, timeout=NIC_START_TIMEOUT_S, popen=nic.popen
+            "nic",
+            "jumbogate-nic",
+            self.nic_command(),
+            marker,
+            plan.NIC_CONTROL_ADDRESS,
+            timeout=NIC_START_TIMEOUT_S,
+            popen=nic.popen,
+            credentials=self.tls.credentials() if self.tls else None,
         )
 
     def _start_controller(self) -> None:
         config = self.config_path.relative_to(procs.REPO) if self.config_path.is_relative_to(procs.REPO) else self.config_path
         argv = [str(CONTROLLER), "--config", str(config), "--pipeline", str(PIPELINE.relative_to(procs.REPO))]
         self.controller_process = procs.start_grpc_service(
-            "controller", "jumbogate-controller operator API", argv, str(config), plan.CONTROLLER_ADDRESS, timeout=CONTROLLER_START_TIMEOUT_S
+            "controller",
+            "jumbogate-controller operator API",
+            argv,
+            str(config),
+            plan.CONTROLLER_ADDRESS,
+            timeout=CONTROLLER_START_TIMEOUT_S,
+            credentials=self.tls.credentials("viewer") if self.tls else None,
         )
 
     def wait_forwarding(self) -> None:
@@ -338,6 +364,15 @@ class Rack:
         procs.wait_until("forwarding through the border", reached, timeout=FORWARDING_TIMEOUT_S, proc=self.controller_process, role="controller")
 
     # ----- down -----
+
+    def _write_config(self) -> None:
+        """The config the controller reads: mininet/rack.yaml, with the overrides and the TLS section when asked."""
+        overrides = dict(self.config_overrides)
+        if self.tls_on:
+            self.tls = RackTls.make()
+            overrides["tls"] = self.tls.config_section()
+        if overrides:
+            self.config_path = overridden_config(overrides, self.workdir or Path(tempfile.mkdtemp(prefix="jumbogate-rack-")))
 
     def fixed_addresses(self) -> dict[str, str]:
         """The root namespace's TCP addresses the parts of this rack listen on (the SmartNIC's is in its own namespace)."""

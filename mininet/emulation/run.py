@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from mininet.cli import CLI
 
 from . import plan, procs
 from .rack import JUMBOGATECTL, Parts, Rack, missing_prerequisites
+from .tls import RackTls
 
 
 def switch_line(target: str, logs) -> str:
@@ -20,8 +22,11 @@ def switch_line(target: str, logs) -> str:
     return f"  switch      jumbogate-switch '{plan.SWITCH}': P4Runtime {plan.P4RUNTIME_ADDRESS} (device {plan.DEVICE_ID}), CPU port {plan.CPU_PORT}; log {logs}/switch.log"
 
 
-def banner(target: str) -> str:
+def banner(target: str, tls: RackTls | None = None) -> str:
     ctl = f"{JUMBOGATECTL.relative_to(procs.REPO)} --controller {plan.CONTROLLER_ADDRESS}"
+    if tls:
+        # The certificate paths relative to the repository root, where the banner says to run it.
+        ctl += " " + " ".join(os.path.relpath(a, procs.REPO) if a.startswith("/") else a for a in tls.ctl_args())
     logs = procs.LOG_DIR.relative_to(procs.REPO)
     lines = [
         "",
@@ -33,6 +38,12 @@ def banner(target: str) -> str:
     lines += [
         f"  SmartNIC    jumbogate-nic in namespace '{plan.NIC_HOST}' on {plan.NIC_INTF} (af_packet), control {plan.NIC_CONTROL_ADDRESS}; log {logs}/nic.log",
         f"  controller  jumbogate-controller, operator API {plan.CONTROLLER_ADDRESS}, config mininet/rack.yaml; log {logs}/controller.log",
+        (
+            f"  TLS         mutual TLS on P4Runtime, the SmartNIC's API and the operator API; throwaway CA and certificates in {tls.pki.directory.relative_to(procs.REPO)}"
+            " (admin: admin.pem, read-only: viewer.pem)"
+            if tls
+            else "  TLS         off: plaintext control channels (TLS=1 turns mutual TLS on)"
+        ),
         "  hosts",
     ]
     for router in plan.ROUTERS:
@@ -71,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(f"make run: starting Mininet, the switch (SWITCH={rack.target}), jumbogate-nic and jumbogate-controller ...", flush=True)
         rack.up()
-        print(banner(rack.target), flush=True)
+        print(banner(rack.target, rack.tls), flush=True)
         CLI(rack.net)
     except procs.StartError as err:
         print(f"make run: {err}", file=sys.stderr)

@@ -55,9 +55,10 @@ def mininet_ports(switch: Switch) -> list[tuple[int, str]]:
 class Bmv2Switch(Switch):
     """simple_switch_grpc with one `-i N@intf` per Mininet port and an explicit CPU port."""
 
-    def __init__(self, name: str, *, grpc_address: str, thrift_port: int, device_id: int, cpu_port: int, **params):
+    def __init__(self, name: str, *, grpc_address: str, thrift_port: int, device_id: int, cpu_port: int, tls=None, **params):
         super().__init__(name, **params)
         self.grpc_address = grpc_address
+        self.tls = tls  # emulation.tls.RackTls: P4Runtime over mutual TLS
         self.thrift_port = thrift_port
         self.device_id = device_id
         self.cpu_port = cpu_port
@@ -75,12 +76,16 @@ class Bmv2Switch(Switch):
         for port, intf in mininet_ports(self):
             argv += ["-i", f"{port}@{intf}"]
         argv += ["--", "--grpc-server-addr", self.grpc_address, "--cpu-port", str(self.cpu_port)]
+        if self.tls:
+            argv += self.tls.server("switch").bmv2_args()
         return argv
 
     def start(self, _controllers) -> None:
         # Marker for teardown sweeps: no other BMv2 on the machine uses our interfaces.
         marker = f"@{self.name}-eth"
-        self.process = procs.start_grpc_service("bmv2", "BMv2", self.command(), marker, self.grpc_address, timeout=GRPC_START_TIMEOUT_S)
+        self.process = procs.start_grpc_service(
+            "bmv2", "BMv2", self.command(), marker, self.grpc_address, timeout=GRPC_START_TIMEOUT_S, credentials=self.tls.credentials() if self.tls else None
+        )
 
     def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's signature
         procs.stop_process(self.process)
@@ -95,9 +100,10 @@ class SoftSwitch(Switch):
     core with the SmartNIC program on a small machine.
     """
 
-    def __init__(self, name: str, *, grpc_address: str, device_id: int, cpu_port: int, file_prefix: str, **params):
+    def __init__(self, name: str, *, grpc_address: str, device_id: int, cpu_port: int, file_prefix: str, tls=None, **params):
         super().__init__(name, **params)
         self.grpc_address = grpc_address
+        self.tls = tls  # emulation.tls.RackTls: P4Runtime over mutual TLS
         self.device_id = device_id
         self.cpu_port = cpu_port
         self.file_prefix = file_prefix
@@ -110,11 +116,21 @@ class SoftSwitch(Switch):
         for port, intf in mininet_ports(self):
             argv += ["--port", f"{port}@{intf}"]
         argv += ["--grpc", self.grpc_address, "--device-id", str(self.device_id), "--cpu-port", str(self.cpu_port), "--depth", "512"]
+        if self.tls:
+            argv += self.tls.server("switch").soft_args()
         return argv
 
     def start(self, _controllers) -> None:
         marker = f"--file-prefix={self.file_prefix}"
-        self.process = procs.start_grpc_service("switch", "jumbogate-switch", self.command(), marker, self.grpc_address, timeout=GRPC_START_TIMEOUT_S)
+        self.process = procs.start_grpc_service(
+            "switch",
+            "jumbogate-switch",
+            self.command(),
+            marker,
+            self.grpc_address,
+            timeout=GRPC_START_TIMEOUT_S,
+            credentials=self.tls.credentials() if self.tls else None,
+        )
 
     def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's signature
         procs.stop_process(self.process)

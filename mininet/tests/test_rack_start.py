@@ -2,6 +2,7 @@
 it cannot: a port it needs is taken, or another rack is running (which it
 used to sweep away: a second `make run` ended the first one's rack)."""
 
+import json
 import os
 import signal
 import socket
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from emulation import cleanup, plan, procs
-from emulation.rack import Parts, Rack
+from emulation.rack import JUMBOGATECTL, Parts, Rack
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root (Mininet creates namespaces and veths)"),
@@ -48,7 +49,7 @@ def test_a_taken_port_is_named_with_its_holder_and_nothing_is_started():
 
 
 def test_a_second_make_run_leaves_the_running_rack_alone():
-    script = f"from emulation.rack import Parts, Rack; import time; r = Rack({TOPOLOGY_ONLY}); r.up(); print('up', flush=True); time.sleep(600)"
+    script = f"from emulation.rack import JUMBOGATECTL, Parts, Rack; import time; r = Rack({TOPOLOGY_ONLY}); r.up(); print('up', flush=True); time.sleep(600)"
     env = dict(os.environ, PYTHONPATH=str(procs.REPO / "mininet"))
     first = subprocess.Popen([sys.executable, "-c", script], cwd=procs.REPO, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -67,4 +68,25 @@ def test_a_second_make_run_leaves_the_running_rack_alone():
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(10)
         subprocess.run(["bash", str(procs.REPO / "mininet" / "stop.sh")], capture_output=True, timeout=60)
+    assert not cleanup.find_leftovers(), cleanup.find_leftovers().describe()
+
+
+def test_the_rack_runs_with_mutual_tls_on_every_control_channel():
+    """`make run TLS=1`: the switch, the SmartNIC and the controller come up with the throwaway CA's
+    certificates, the border forwards (the controller programmed the switch over TLS), the SmartNIC is
+    reached, and the read-only certificate may look but not change."""
+    from emulation.tls import VIEWER
+
+    with Rack(tls=True) as rack:
+        stats = json.loads(rack.ctl("stats", json_output=True).stdout)
+        assert stats["switch_connected"] and stats["nic"]["reachable"], stats
+        assert "mutual TLS" in procs.log_path("nic").read_text()
+        viewer = [str(JUMBOGATECTL), "--controller", plan.CONTROLLER_ADDRESS, *rack.tls.ctl_args(VIEWER)]
+        assert subprocess.run([*viewer, "fleet", "show"], capture_output=True, timeout=30).returncode == 0
+        denied = subprocess.run([*viewer, "fleet", "jumbo", "off"], capture_output=True, text=True, timeout=30)
+        assert denied.returncode == 6 and "read-only" in denied.stderr, denied.stderr
+        plaintext = subprocess.run(
+            [str(JUMBOGATECTL), "--controller", plan.CONTROLLER_ADDRESS, "--timeout", "2", "fleet", "show"], capture_output=True, timeout=30
+        )
+        assert plaintext.returncode == 4
     assert not cleanup.find_leftovers(), cleanup.find_leftovers().describe()

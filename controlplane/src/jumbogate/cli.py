@@ -11,6 +11,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import grpc
 from google.protobuf import json_format
@@ -19,7 +20,7 @@ from .v1 import common_pb2, policy_pb2, policy_pb2_grpc
 
 DEFAULT_CONTROLLER = "127.0.0.1:50051"
 
-EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_UNREACHABLE, EXIT_ERROR = range(6)
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_UNREACHABLE, EXIT_ERROR, EXIT_DENIED = range(7)
 
 _STATUS_EXIT = {
     grpc.StatusCode.FAILED_PRECONDITION: (EXIT_REFUSED, "refused"),
@@ -27,6 +28,7 @@ _STATUS_EXIT = {
     grpc.StatusCode.NOT_FOUND: (EXIT_NOT_FOUND, "not found"),
     grpc.StatusCode.UNAVAILABLE: (EXIT_UNREACHABLE, "controller unreachable"),
     grpc.StatusCode.DEADLINE_EXCEEDED: (EXIT_UNREACHABLE, "controller did not answer in time"),
+    grpc.StatusCode.PERMISSION_DENIED: (EXIT_DENIED, "permission denied"),
 }
 
 
@@ -211,6 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("JUMBOGATE_CONTROLLER", DEFAULT_CONTROLLER),
         help="controller API address (default: %(default)s, or $JUMBOGATE_CONTROLLER)",
     )
+    for option, env, what in (
+        ("--tls-ca", "JUMBOGATE_TLS_CA", "CA the controller's certificate must chain to (PEM)"),
+        ("--tls-cert", "JUMBOGATE_TLS_CERT", "this client's certificate (PEM); its name decides the role"),
+        ("--tls-key", "JUMBOGATE_TLS_KEY", "its private key (PEM)"),
+    ):
+        parser.add_argument(option, type=Path, default=os.environ.get(env) or None, help=f"{what}; mutual TLS (default: ${env})")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for an answer (default: %(default)s)")
     areas = parser.add_subparsers(dest="area", required=True, metavar="{fleet,instance,flows,stats,watch}")
@@ -245,6 +253,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def open_channel(args) -> grpc.Channel:
+    """Mutual TLS when the three TLS files are given, plaintext when none is."""
+    files = (args.tls_ca, args.tls_cert, args.tls_key)
+    if not any(files):
+        return grpc.insecure_channel(args.controller)
+    if not all(files):
+        raise UsageError("--tls-ca, --tls-cert and --tls-key go together (mutual TLS)")
+    try:
+        ca, cert, key = (Path(f).read_bytes() for f in files)
+    except OSError as err:
+        raise UsageError(f"cannot read {err.filename}: {err.strerror}") from None
+    return grpc.secure_channel(args.controller, grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -253,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         print(to_json(msg) if args.json else text, flush=True)
 
     try:
-        with grpc.insecure_channel(args.controller) as channel:
+        with open_channel(args) as channel:
             run_command(args, policy_pb2_grpc.PolicyStub(channel), emit)
     except UsageError as err:
         print(f"jumbogatectl: {err}", file=sys.stderr)

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from .p4.constants import ELEPHANT_EPOCH_LOG2_US
+from .tls import TlsConfig
 
 # What jumbogate-nic holds (NIC_MAX_INTERNAL_PREFIXES).
 MAX_SMARTNIC_INTERNAL_PREFIXES = 64
@@ -168,6 +169,10 @@ class RackConfig:
     smartnic_internal_prefixes: tuple[IPNetwork, ...] = ()
     # HOST:PORT of the Prometheus endpoint (/metrics), or None: off.
     controller_metrics: str | None = None
+    # Mutual TLS on every control channel (tls.py), or None: plaintext.
+    tls: TlsConfig | None = None
+    # Plaintext operator API and metrics allowed on a non-loopback address.
+    controller_insecure: bool = False
 
     def port_by_number(self, number: int) -> Port | None:
         return next((p for p in self.ports if p.port == number), None)
@@ -424,11 +429,40 @@ def _parse_merge_services(r: _Reader, raw: Any) -> tuple[MergeService, ...]:
     return tuple(services)
 
 
-_TOP_FIELDS = {"fleet", "mtu", "switch", "routes", "path_mtus", "instances", "merge_services", "elephant", "smartnic", "controller"}
+_TOP_FIELDS = {"fleet", "mtu", "switch", "routes", "path_mtus", "instances", "merge_services", "elephant", "smartnic", "controller", "tls"}
 
 
-def parse_config(data: Any, source: str = "<config>") -> RackConfig:
-    """Validate parsed YAML and build a RackConfig, or raise ConfigError."""
+def _parse_tls(r: _Reader, raw: Any, base: Path | None) -> TlsConfig | None:
+    """The tls section; relative paths are taken from the config file's directory."""
+    if raw is None:
+        return None
+    tls = r.mapping(raw, "tls", {"ca", "cert", "key", "roles"}, {"ca", "cert", "key", "roles"})
+    files = {}
+    for name in ("ca", "cert", "key"):
+        path = Path(r.string(tls[name], f"tls.{name}"))
+        if not path.is_absolute() and base is not None:
+            path = base / path
+        if not path.is_file():
+            raise r.fail(f"tls.{name}", f"{path} is not a readable file")
+        files[name] = path
+    roles = r.mapping(tls["roles"], "tls.roles", {"admin", "read_only"}, {"admin"})
+    names = {}
+    for role in ("admin", "read_only"):
+        listed = [r.string(v, f"tls.roles.{role}[{i}]") for i, v in enumerate(r.sequence(roles.get(role, []), f"tls.roles.{role}"))]
+        names[role] = frozenset(listed)
+    if not names["admin"]:
+        raise r.fail("tls.roles.admin", "lists no certificate name: no client could change anything")
+    both = names["admin"] & names["read_only"]
+    if both:
+        raise r.fail("tls.roles", f"{', '.join(sorted(both))} listed as both admin and read_only")
+    return TlsConfig(ca=files["ca"], cert=files["cert"], key=files["key"], admins=names["admin"], read_only=names["read_only"])
+
+
+def parse_config(data: Any, source: str = "<config>", base: Path | None = None) -> RackConfig:
+    """Validate parsed YAML and build a RackConfig, or raise ConfigError.
+
+    `base`: the directory relative file names (tls.*) are taken from.
+    """
     r = _Reader(source)
     top = r.mapping(data, "", _TOP_FIELDS, {"switch"})
 
@@ -494,7 +528,7 @@ def parse_config(data: Any, source: str = "<config>") -> RackConfig:
     )
     if len(internal_prefixes) > MAX_SMARTNIC_INTERNAL_PREFIXES:
         raise r.fail("smartnic.internal_prefixes", f"{len(internal_prefixes)} prefixes; the SmartNIC takes at most {MAX_SMARTNIC_INTERNAL_PREFIXES}")
-    controller = r.mapping(top.get("controller"), "controller", {"listen", "metrics"})
+    controller = r.mapping(top.get("controller"), "controller", {"listen", "metrics", "insecure"})
 
     path_mtus = _parse_path_mtus(r, top.get("path_mtus"))
     for i, entry in enumerate(path_mtus):
@@ -516,6 +550,8 @@ def parse_config(data: Any, source: str = "<config>") -> RackConfig:
         smartnic_internal_prefixes=internal_prefixes,
         controller_listen=r.endpoint(controller.get("listen", "127.0.0.1:50051"), "controller.listen"),
         controller_metrics=r.endpoint(controller["metrics"], "controller.metrics") if controller.get("metrics") is not None else None,
+        tls=_parse_tls(r, top.get("tls"), base),
+        controller_insecure=r.boolean(controller.get("insecure", False), "controller.insecure"),
     )
 
 
@@ -533,4 +569,42 @@ def load_config(path: str | Path) -> RackConfig:
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
         problem = getattr(err, "problem", None) or str(err)
         raise ConfigError(source, "", f"not valid YAML at {where}: {problem}") from None
-    return parse_config(data, source)
+    return parse_config(data, source, Path(path).parent)
+
+
+# Values a running controller cannot take on a reload: where it connects,
+# what it serves and how it secures it. Changing them needs a restart.
+_RESTART_ONLY = {
+    "switch.p4runtime": lambda c: c.switch.p4runtime,
+    "switch.device_id": lambda c: c.switch.device_id,
+    "switch.election_id": lambda c: c.switch.election_id,
+    "switch.pipeline": lambda c: c.switch.pipeline,
+    "smartnic.control": lambda c: c.smartnic_control,
+    "controller.listen": lambda c: c.controller_listen,
+    "controller.metrics": lambda c: c.controller_metrics,
+    "controller.insecure": lambda c: c.controller_insecure,
+    "tls": lambda c: c.tls,
+}
+# Values a reload applies: the switch's tables and meters, the SmartNIC's
+# configuration and path MTUs, and the controller's admission limits.
+_RELOADABLE = {
+    "fleet.jumbo": lambda c: c.fleet_jumbo,
+    "mtu": lambda c: c.mtu,
+    "switch.too_deep": lambda c: c.switch.too_deep,
+    "switch.icmp_rate_pps": lambda c: c.switch.icmp_rate_pps,
+    "switch.icmp_rate_per_source_pps": lambda c: c.switch.icmp_rate_per_source_pps,
+    "switch.ports": lambda c: c.ports,
+    "routes": lambda c: c.routes,
+    "path_mtus": lambda c: c.path_mtus,
+    "instances": lambda c: c.instances,
+    "merge_services": lambda c: c.merge_services,
+    "elephant": lambda c: c.elephant,
+    "smartnic.internal_prefixes": lambda c: c.smartnic_internal_prefixes,
+}
+
+
+def config_changes(old: RackConfig, new: RackConfig) -> tuple[list[str], list[str]]:
+    """(fields a reload applies that differ, fields that differ but need a restart)."""
+    applied = [name for name, value in _RELOADABLE.items() if value(old) != value(new)]
+    restart = [name for name, value in _RESTART_ONLY.items() if value(old) != value(new)]
+    return applied, restart

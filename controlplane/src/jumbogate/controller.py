@@ -22,12 +22,13 @@ import prometheus_client
 from finsy.proto import p4r
 
 from . import metrics, p4, translate
-from .config import RackConfig
+from .config import ConfigError, RackConfig, config_changes, load_config
 from .nic import NicLink
 from .p4 import names
 from .reconcile import plan
 from .server import PolicyService, serve
 from .state import EventKind, FlowOrigin, PolicyError, PolicyState
+from .tls import is_loopback, plaintext_refusal
 from .v1 import policy_pb2
 
 LOG = logging.getLogger("jumbogate.controller")
@@ -70,13 +71,59 @@ class Controller:
             device_id=self.config.switch.device_id,
             initial_election_id=self.config.switch.election_id,
             ready_handler=self._on_ready,
+            channel_credentials=self._switch_credentials(),
         )
         switch = fy.Switch("border", self.config.switch.p4runtime, options)
         switch.ee.on(fy.SwitchEvent.CHANNEL_DOWN, self._on_down)
         return switch
 
+    def reload(self) -> bool:
+        """Read rack.yaml again and apply it (SIGHUP); a file that fails to load, or a
+        change that needs a restart, is refused whole: nothing changes. Returns whether it was applied."""
+        try:
+            new = load_config(self.config.source)
+        except ConfigError as err:
+            return self._refuse_reload(str(err))
+        changed, restart = config_changes(self.config, new)
+        if restart:
+            return self._refuse_reload(f"{self.config.source}: {', '.join(restart)} changed, which needs a restart (nothing was applied)")
+        self.config = new
+        self.nic.reconfigure(new)
+        self.state.reload(new, changed)
+        LOG.info("configuration reloaded from %s: %s", new.source, ", ".join(changed) or "nothing changed")
+        return True
+
+    def _refuse_reload(self, why: str) -> bool:
+        LOG.error("configuration reload refused: %s", why)
+        self.state.refuse_reload(why)
+        return False
+
+    def _switch_credentials(self) -> fy.GRPCCredentialsTLS | None:
+        """The controller's certificate for P4Runtime, and the CA the switch's must chain to."""
+        tls = self.config.tls
+        if tls is None:
+            return None
+        return fy.GRPCCredentialsTLS(cacert=tls.ca, cert=tls.cert, private_key=tls.key)
+
+    def plaintext_refusals(self) -> list[str]:
+        """Why a listener would serve plaintext where it must not (empty: all is well)."""
+        if self.config.tls is not None:
+            return []
+        addresses = [("operator API", self.listen)]
+        if self.config.controller_metrics:
+            addresses.append(("metrics", self.config.controller_metrics))
+        found = [plaintext_refusal(what, address, self.config.controller_insecure) for what, address in addresses]
+        return [why for why in found if why]
+
     async def run(self) -> None:
-        server = await serve(self.service, self.listen)
+        refusals = self.plaintext_refusals()
+        if refusals:
+            raise OSError("; ".join(refusals))
+        if self.config.tls is None and not all(is_loopback(a) for a in (self.listen, self.config.controller_metrics or "127.0.0.1:0")):
+            LOG.warning(
+                "WARNING: plaintext operator API or metrics on a non-loopback address (controller.insecure): anyone who reaches it can change the policy"
+            )
+        server = await serve(self.service, self.listen, self.config.tls)
         LOG.info("operator API on %s; switch %s; SmartNIC %s", self.listen, self.config.switch.p4runtime, self.config.smartnic_control)
         metrics_server = None
         self._switch = self.make_switch()
@@ -98,11 +145,13 @@ class Controller:
             return None
         host, _, port = address.rpartition(":")
         registry = metrics.registry_for(self.metrics_snapshot, asyncio.get_running_loop())
+        tls = self.config.tls
+        files = {"certfile": str(tls.cert), "keyfile": str(tls.key), "client_cafile": str(tls.ca), "client_auth_required": True} if tls else {}
         try:
-            http, _thread = prometheus_client.start_http_server(int(port), host.strip("[]"), registry=registry)
+            http, _thread = prometheus_client.start_http_server(int(port), host.strip("[]"), registry=registry, **files)
         except OSError as err:
             raise OSError(f"cannot serve metrics on {address}: {err.strerror}") from None
-        LOG.info("metrics on http://%s/metrics", address)
+        LOG.info("metrics on %s://%s/metrics%s", "https" if tls else "http", address, " (client certificates from tls.ca)" if tls else "")
         return http
 
     async def metrics_snapshot(self) -> metrics.Snapshot:
@@ -273,6 +322,9 @@ class Controller:
                 elephants_rate_limited=self.state.elephants_rate_limited,
                 flows_evicted=self.state.flows_evicted,
                 operator_onloads_refused=self.state.operator_onloads_refused,
+            ),
+            config_reloads=policy_pb2.ConfigReloads(
+                applied=self.state.config_reloads, refused=self.state.config_reload_refusals, last_refusal=self.state.last_reload_refusal
             ),
         )
         switch = self._switch

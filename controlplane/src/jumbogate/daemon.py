@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         task = asyncio.current_task()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, task.cancel)
+        # SIGHUP: read rack.yaml again and apply it (Controller.reload).
+        loop.add_signal_handler(signal.SIGHUP, controller.reload)
         try:
             await controller.run()
         except asyncio.CancelledError:

@@ -174,6 +174,27 @@ class Process:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
 
+@dataclass(frozen=True)
+class ServerTls:
+    """A switch's mutual TLS: its certificate and key, and the CA its clients' certificates chain to."""
+
+    cert: Path
+    key: Path
+    client_ca: Path
+
+    def soft_args(self) -> list[str]:
+        return ["--tls-cert", str(self.cert), "--tls-key", str(self.key), "--tls-client-ca", str(self.client_ca)]
+
+    def bmv2_args(self) -> list[str]:
+        return [
+            "--grpc-server-ssl",
+            "--grpc-server-cert", str(self.cert),
+            "--grpc-server-key", str(self.key),
+            "--grpc-server-cacert", str(self.client_ca),
+            "--grpc-server-with-client-auth",
+        ]  # fmt: skip
+
+
 def missing_p4_tools() -> list[str]:
     return [tool for tool in ("p4c", "simple_switch_grpc") if shutil.which(tool) is None]
 
@@ -187,6 +208,7 @@ class Bmv2:
     grpc_address: str = ""
     cpu_port: int = 255
     device_id: int = 1
+    tls: ServerTls | None = None
     process: Process | None = None
 
     def start(self, timeout: float = 30.0) -> Bmv2:
@@ -198,6 +220,8 @@ class Bmv2:
             args += ["-i", f"{number}@{dev}"]
         # --cpu-port must be given explicitly or packet-in/out is disabled.
         args += ["--", "--grpc-server-addr", self.grpc_address, "--cpu-port", str(self.cpu_port)]
+        if self.tls:
+            args += self.tls.bmv2_args()
         self.process = Process(args, self.log).start()
         wait_for_tcp(self.grpc_address, timeout, process=self.process.popen)
         return self
@@ -221,6 +245,7 @@ class SoftSwitch:
     cpu_port: int = 255
     device_id: int = 1
     depth: int = 512
+    tls: ServerTls | None = None
     process: Process | None = None
     _starts: int = 0
 
@@ -237,6 +262,8 @@ class SoftSwitch:
         for number, dev in sorted(self.ports.items()):
             args += ["--port", f"{number}@{dev}"]
         args += ["--grpc", self.grpc_address, "--cpu-port", str(self.cpu_port), "--device-id", str(self.device_id), "--depth", str(self.depth)]
+        if self.tls:
+            args += self.tls.soft_args()
         self.process = start_dpdk_service(args, self.log, self.grpc_address, timeout=timeout)
         return self
 
@@ -246,10 +273,10 @@ class SoftSwitch:
             shutil.rmtree(f"/var/run/dpdk/{self.prefix}", ignore_errors=True)
 
 
-def make_switch(target: str, ports: dict[int, str], log: Path) -> SoftSwitch | Bmv2:
+def make_switch(target: str, ports: dict[int, str], log: Path, tls: ServerTls | None = None) -> SoftSwitch | Bmv2:
     """A switch of the given target ('soft' or 'bmv2') on these ports, not started."""
     if target == "soft":
-        return SoftSwitch(ports, log)
+        return SoftSwitch(ports, log, tls=tls)
     if target == "bmv2":
-        return Bmv2(ports, log)
+        return Bmv2(ports, log, tls=tls)
     raise LabError(f"unknown switch target '{target}': use one of {', '.join(SWITCH_TARGETS)}")

@@ -18,6 +18,7 @@ import grpc
 from .config import RackConfig
 from .flow import FiveTuple
 from .state import EventKind, PolicyState
+from .tls import channel_credentials
 from .v1 import common_pb2, nic_pb2, nic_pb2_grpc
 
 LOG = logging.getLogger("jumbogate.nic")
@@ -64,6 +65,7 @@ class NicLink:
         self.config = config
         self.state = state
         self.address = config.smartnic_control
+        self.tls = config.tls
         self.poll_interval = poll_interval
         self.rpc_timeout = rpc_timeout
         self.status = NicStatus()
@@ -72,6 +74,13 @@ class NicLink:
         self._stub: nic_pb2_grpc.NicStub | None = None
         # Set once the first poll has said whether the SmartNIC is there.
         self.first_poll_done = asyncio.Event()
+        # Set by a reload: the SmartNIC's configuration is pushed again.
+        self._config_changed = False
+
+    def reconfigure(self, config: RackConfig) -> None:
+        """A reloaded config: pushed to the SmartNIC at the next poll (its address and TLS need a restart)."""
+        self.config = config
+        self._config_changed = True
 
     @property
     def up(self) -> bool:
@@ -86,7 +95,10 @@ class NicLink:
 
     async def run(self) -> None:
         """Poll forever: notice (re)starts and outages, keep flows mirrored."""
-        self._channel = grpc.aio.insecure_channel(self.address, options=RECONNECT_OPTIONS)
+        if self.tls is not None:
+            self._channel = grpc.aio.secure_channel(self.address, channel_credentials(self.tls), options=RECONNECT_OPTIONS)
+        else:
+            self._channel = grpc.aio.insecure_channel(self.address, options=RECONNECT_OPTIONS)
         self._stub = nic_pb2_grpc.NicStub(self._channel)
         seen_version = -1
         try:
@@ -119,6 +131,11 @@ class NicLink:
             return
         self._slow_polls = 0
         if self.status.reachable and info.boot_id == self.status.boot_id:
+            if self._config_changed:
+                try:
+                    await self._push_configuration()
+                except grpc.aio.AioRpcError as err:
+                    LOG.warning("SmartNIC at %s refused its reloaded configuration: %s", self.address, err.details())
             return
         restarted = self.status.boot_id != 0
         try:
@@ -133,6 +150,7 @@ class NicLink:
         self.state.touch()
 
     async def _push_configuration(self) -> None:
+        self._config_changed = False
         await self._call("Configure", nic_config(self.config))
         wanted = {str(p.prefix): p.mtu for p in self.config.path_mtus}
         present = await self._call("ListPathMtus", nic_pb2.ListPathMtusRequest())

@@ -152,7 +152,7 @@ def plan(desired: Iterable[p4r.Entity], actual: Iterable[p4r.Entity], *, keep: s
     `keep` lists keys of actual objects that are not in `desired` but must not
     be deleted (e.g. entries another part of the controller owns).
     Modify-only objects (default entries, meter cells) are modified when they
-    differ and never deleted.
+    differ and never deleted; a configured meter cell nobody wants is reset.
     """
     wanted: dict[tuple, p4r.Entity] = {}
     for entity in desired:
@@ -171,7 +171,24 @@ def plan(desired: Iterable[p4r.Entity], actual: Iterable[p4r.Entity], *, keep: s
         else:
             result.unchanged += 1
     for key, entity in present.items():
-        if key in wanted or (keep and key in keep) or _modify_only(entity):
+        if key in wanted or (keep and key in keep):
+            continue
+        if _modify_only(entity):
+            reset = _reset(entity)
+            if reset is not None:
+                result.modifies.append(reset)
             continue
         result.deletes.append(entity)
     return result
+
+
+def _reset(entity: p4r.Entity) -> p4r.Entity | None:
+    """A meter cell configured but no longer wanted (its port lost its role), back to
+    its default (no meter: every packet green); None for anything else."""
+    if entity.WhichOneof("entity") != "meter_entry" or not entity.meter_entry.HasField("config"):
+        return None
+    reset = p4r.Entity()
+    reset.CopyFrom(entity)
+    reset.meter_entry.ClearField("config")
+    reset.meter_entry.ClearField("counter_data")
+    return reset

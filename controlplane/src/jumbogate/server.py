@@ -15,6 +15,7 @@ import grpc
 
 from .flow import FiveTuple
 from .state import Event, EventKind, FlowOrigin, MergeFlow, PolicyError, PolicyState, invalid
+from .tls import RoleInterceptor, TlsConfig, server_credentials
 from .v1 import common_pb2, policy_pb2, policy_pb2_grpc
 
 StatsProvider = Callable[[], Awaitable[policy_pb2.Stats]]
@@ -145,14 +146,14 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
             self.state.events.unsubscribe(queue)
 
 
-async def serve(service: PolicyService, address: str) -> grpc.aio.Server:
-    """Start serving on `address`; fail with a clear message if it is taken."""
+async def serve(service: PolicyService, address: str, tls: TlsConfig | None = None) -> grpc.aio.Server:
+    """Start serving on `address` (mutual TLS and roles when `tls`); fail with a clear message if it is taken."""
     # gRPC sets SO_REUSEPORT by default, so a second controller on the same
     # address would bind too and silently take half of the operator's calls.
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)], interceptors=[RoleInterceptor(tls)] if tls else None)
     policy_pb2_grpc.add_PolicyServicer_to_server(service, server)
     try:
-        port = server.add_insecure_port(address)
+        port = server.add_secure_port(address, server_credentials(tls)) if tls else server.add_insecure_port(address)
     except RuntimeError as err:
         raise OSError(f"cannot listen on {address}: {err}") from None
     if port == 0:

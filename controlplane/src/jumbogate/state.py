@@ -61,6 +61,8 @@ class EventKind(Enum):
     NIC_DOWN = "nic_down"
     FLEET_CHANGED = "fleet_changed"
     INSTANCE_CHANGED = "instance_changed"
+    CONFIG_RELOADED = "config_reloaded"
+    CONFIG_REFUSED = "config_refused"
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,10 @@ class PolicyState:
     flows_onloaded: int = 0
     flows_expired: int = 0
     flows_offloaded: int = 0
+    # rack.yaml reloads applied and refused (reload(), refuse_reload()).
+    config_reloads: int = 0
+    config_reload_refusals: int = 0
+    last_reload_refusal: str = ""
     _epoch_started: float = 0.0
     _epoch_onloads: int = 0
 
@@ -210,6 +216,26 @@ class PolicyState:
         )
         self._drop_ineligible_flows(f"instance {instance_id} jumbo turned off")
         self._bump()
+
+    def reload(self, config: RackConfig, changed: list[str]) -> None:
+        """Take a reloaded config: its values replace the old ones, flags included.
+
+        The file is the operator's intent at the time of the reload: an API
+        change to a flag that should outlast it belongs in the file too.
+        Flows that are no longer eligible leave the merge path; the rest stay.
+        """
+        self.config = config
+        self.fleet_jumbo = config.fleet_jumbo
+        self.instance_jumbo = {inst.id: inst.jumbo for inst in config.instances}
+        self.config_reloads += 1
+        self._drop_ineligible_flows("configuration reloaded")
+        self._publish(EventKind.CONFIG_RELOADED, detail=f"{config.source}: {', '.join(changed) or 'nothing changed'}")
+        self._bump()
+
+    def refuse_reload(self, why: str) -> None:
+        self.config_reload_refusals += 1
+        self.last_reload_refusal = why
+        self._publish(EventKind.CONFIG_REFUSED, detail=why)
 
     def _drop_ineligible_flows(self, why: str) -> None:
         for flow in [f for f in self.flows if not self.merge_eligible(f)]:

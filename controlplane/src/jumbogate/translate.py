@@ -95,10 +95,9 @@ def desired_entities(state: PolicyState, *, nic_up: bool) -> list[fy.P4Entity]:
 
 
 def meter_queries(state: PolicyState) -> list[fy.P4MeterEntry]:
-    """Reads of the meter cells `desired_entities` configures."""
-    ports = [fy.P4MeterEntry(names.ICMP_SIGNAL_METER, index=p.port) for p in state.config.ports if p.role in _ROLES]
-    # Every source cell is configured: one wildcard read.
-    return [*ports, fy.P4MeterEntry(names.ICMP_SOURCE_METER)]
+    """Reads of the meter cells `desired_entities` configures, and of those it may have
+    configured before (a port that lost its role on a reload keeps its meter until reset)."""
+    return [fy.P4MeterEntry(names.ICMP_SIGNAL_METER), fy.P4MeterEntry(names.ICMP_SOURCE_METER)]
 
 
 def digest_config() -> fy.P4DigestEntry:
