@@ -322,6 +322,7 @@ class Controller:
                 elephants_rate_limited=self.state.elephants_rate_limited,
                 flows_evicted=self.state.flows_evicted,
                 operator_onloads_refused=self.state.operator_onloads_refused,
+                max_onloads_per_epoch=self.config.elephant.max_onloads_per_epoch,
             ),
             config_reloads=policy_pb2.ConfigReloads(
                 applied=self.state.config_reloads, refused=self.state.config_reload_refusals, last_refusal=self.state.last_reload_refusal

@@ -831,8 +831,9 @@ def test_reloaded_routes_ports_and_meters_reach_the_switch(rig):
 
 
 def test_reloaded_admission_limits_are_reported(rig):
-    with reloaded(rig, set_in("elephant.max_flows", 77)) as stats:
+    with reloaded(rig, lambda config: set_in("elephant.max_flows", 77)(config) or set_in("elephant.max_onloads_per_epoch", 9)(config)) as stats:
         assert int(stats["admission"]["max_flows"]) == 77
+        assert int(stats["admission"]["max_onloads_per_epoch"]) == 9
 
 
 def test_a_reload_that_needs_a_restart_or_does_not_load_changes_nothing(rig):
@@ -873,3 +874,24 @@ def test_reloaded_smartnic_values_reach_the_smartnic(nic_rig):
             wait_until(pushed, 10, "the SmartNIC to hold the reloaded values")
     finally:
         channel.close()
+
+
+def test_reloaded_merge_services_and_idle_timeout_reach_the_switch(nic_rig):
+    rig, _ = nic_rig
+
+    def change(config):
+        config["merge_services"].append({"prefix": "10.10.0.10/32", "ports": "8443"})
+        config["elephant"]["idle_timeout_s"] = 7
+
+    with reloaded(rig, change):
+        ports = {dict(m)["dst_port"] for m, _, _, _, d in rig.table("merge_services") if not d}
+        assert ports == {(5201, 5210), (443, 443), (8443, 8443)}
+        # An operator's onload without --idle takes the reloaded default.
+        assert rig.ctl("flows", "onload", "198.51.100.7:40123", "10.10.0.10:80").returncode == 0
+        try:
+            entries = wait_until(
+                lambda: [e for e in rig.read_raw(fy.P4TableEntry("merge_flows")) if e.match and e.match["src_port"] == 40123], 15, "the onloaded flow"
+            )
+            assert entries[0].idle_timeout_ns == 7_000_000_000
+        finally:
+            assert rig.ctl("flows", "offload", "198.51.100.7:40123", "10.10.0.10:80").returncode == 0
