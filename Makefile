@@ -22,7 +22,7 @@ export TLS
 comma      := ,
 space      := $(subst ,, )
 
-.PHONY: help setup test test-python test-c test-ptf sanitized lint proto smartnic p4 bench run stop demo attack clean
+.PHONY: help setup test test-python test-c test-ptf sanitized lint proto smartnic p4 bench run stop demo attack soak clean
 
 help:
 	@echo "make setup   install Debian/PyPI dependencies, generate protos, build the SmartNIC (and P4 when p4c is present)"
@@ -34,6 +34,7 @@ help:
 	@echo "make run     bring up the emulated rack (Mininet + switch + SmartNIC + controller; SWITCH=soft|bmv2, TLS=1); make stop tears it down"
 	@echo "make demo    scripted demo with report and plots"
 	@echo "make attack  cheap attacks on the border's state through the emulated rack, with legitimate traffic alongside; report per attack"
+	@echo "make soak    the emulated rack under chaos for SOAK_MINUTES (default 10): kills, flag flips, floods; nothing may be lost"
 	@echo "make clean   remove build outputs"
 
 setup:
@@ -94,6 +95,9 @@ demo:
 
 attack:
 	@bash mininet/demo.sh --attack
+
+soak:
+	@bash mininet/demo.sh --soak
 
 clean:
 	rm -rf $(BUILD) results $(PROTO_OUT)

@@ -18,12 +18,14 @@ import logging
 from pathlib import Path
 
 import finsy as fy
+import finsy.p4client
 import prometheus_client
+from finsy.grpcutil import GRPCArg, GRPCOptions
 from finsy.proto import p4r
 
 from . import metrics, p4, translate
 from .config import ConfigError, RackConfig, config_changes, load_config
-from .nic import NicLink
+from .nic import RECONNECT_OPTIONS, NicLink
 from .p4 import names
 from .reconcile import plan
 from .server import PolicyService, serve
@@ -32,6 +34,21 @@ from .tls import is_loopback, plaintext_refusal
 from .v1 import policy_pb2
 
 LOG = logging.getLogger("jumbogate.controller")
+
+
+class _SwitchChannelOptions(GRPCOptions):
+    """finsy 0.30 opens its P4Runtime channel with gRPC's reconnect backoff (1 s,
+    growing to 15 s) and no way to change it: a switch restarted after a
+    one-second outage waited up to 2.7 s more before the controller reconnected
+    and programmed it (the soak measured it). The SmartNIC link's bounds
+    (retry every 0.1 to 0.5 s) apply to the switch too."""
+
+    def to_native(self):
+        kept = [(key, value) for key, value in super().to_native() if key != GRPCArg.MAX_RECONNECT_BACKOFF_MS]
+        return kept + RECONNECT_OPTIONS
+
+
+finsy.p4client.GRPCOptions = _SwitchChannelOptions
 
 # Elephant digests are batched through a bounded queue: a storm of digests
 # must not grow the controller's memory or starve the API. What does not fit

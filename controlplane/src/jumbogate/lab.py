@@ -8,6 +8,7 @@ the integration tests and the emulated rack; needs root.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -193,6 +194,19 @@ class ServerTls:
             "--grpc-server-cacert", str(self.client_ca),
             "--grpc-server-with-client-auth",
         ]  # fmt: skip
+
+
+def telemetry_query(file_prefix: str, command: str, timeout: float = 5) -> dict:
+    """Ask a DPDK program's telemetry socket (the v2 protocol of dpdk-telemetry.py)."""
+    path = f"/var/run/dpdk/{file_prefix}/dpdk_telemetry.v2"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
+        sock.settimeout(timeout)
+        sock.connect(path)
+        json.loads(sock.recv(16384).decode())  # the greeting
+        sock.send(command.encode())
+        reply = json.loads(sock.recv(65536).decode())
+    # The reply is keyed by the command without its parameters.
+    return reply[command.split(",")[0]]
 
 
 def missing_p4_tools() -> list[str]:

@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jumbogate.lab import telemetry_query
+
 REPO = Path(__file__).resolve().parents[3]
 # JUMBOGATE_NIC points the tests at another build of the program.
 NIC_BINARY = Path(os.environ.get("JUMBOGATE_NIC", REPO / "build" / "smartnic" / "app" / "jumbogate-nic"))
@@ -226,19 +228,6 @@ def start_nic(
         time.sleep(0.05)
     nic.stop(signal.SIGKILL)
     raise TimeoutError(f"jumbogate-nic not ready within {timeout}s:\n{nic.log()}")
-
-
-def telemetry_query(file_prefix: str, command: str, timeout: float = 5) -> dict:
-    """Ask DPDK's telemetry socket (the v2 protocol of dpdk-telemetry.py)."""
-    path = f"/var/run/dpdk/{file_prefix}/dpdk_telemetry.v2"
-    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
-        sock.settimeout(timeout)
-        sock.connect(path)
-        json.loads(sock.recv(16384).decode())  # the greeting
-        sock.send(command.encode())
-        reply = json.loads(sock.recv(65536).decode())
-    # The reply is keyed by the command without its parameters.
-    return reply[command.split(",")[0]]
 
 
 # A port that receives nothing and takes everything: for the control API.
