@@ -167,3 +167,20 @@ void fixture_expect_lengths(struct fixture *fx, uint32_t base_seq,
 	for (unsigned int i = 0; i < count && i < fx->out_count; i++)
 		fixture_expect_packet(fx, i, base_seq, lengths[i]);
 }
+
+void fixture_begin(struct fixture *fx, struct pb_spec *base, int version)
+{
+	fixture_config(fx);
+	fixture_start(fx);
+	pb_defaults(base, version);
+}
+
+void fixture_merge_expect(struct fixture *fx, struct rte_mbuf **pkts,
+			  uint16_t n, uint32_t base_seq,
+			  const uint32_t *lengths, unsigned int count)
+{
+	fixture_merge(fx, pkts, n);
+	fixture_flush(fx);
+	fixture_expect_lengths(fx, base_seq, lengths, count);
+	fixture_finish(fx);
+}

@@ -49,4 +49,20 @@ void fixture_expect_packet(struct fixture *fx, unsigned int i,
 void fixture_expect_lengths(struct fixture *fx, uint32_t base_seq,
 			    const uint32_t *lengths, unsigned int count);
 
+/* The start most merge tests share: test defaults, the engine started, and
+ * `base` the defaults of IP version `version`. */
+void fixture_begin(struct fixture *fx, struct pb_spec *base, int version);
+
+/* The end most merge tests share: merge the burst, flush what is held,
+ * expect outputs of these payload lengths in order from `base_seq`, then
+ * fixture_finish. */
+#define FIXTURE_MERGE_EXPECT(fx, pkts, n, base_seq, ...)                       \
+	fixture_merge_expect((fx), (pkts), (n), (base_seq),                    \
+			     (const uint32_t[]){__VA_ARGS__},                  \
+			     sizeof((const uint32_t[]){__VA_ARGS__}) /         \
+				     sizeof(uint32_t))
+void fixture_merge_expect(struct fixture *fx, struct rte_mbuf **pkts,
+			  uint16_t n, uint32_t base_seq,
+			  const uint32_t *lengths, unsigned int count);
+
 #endif /* JUMBOGATE_TEST_FIXTURE_H */

@@ -57,4 +57,14 @@ struct harness_case {
 int harness_main(int argc, char **argv, const char *file_prefix,
 		 const struct harness_case *cases, unsigned int count);
 
+/* A test binary's main: its DPDK file prefix, then its cases
+ * (HARNESS_CASE(name), ...). */
+#define HARNESS_MAIN(file_prefix, ...)                                         \
+	int main(int argc, char **argv)                                        \
+	{                                                                      \
+		static const struct harness_case cases[] = {__VA_ARGS__};      \
+		return harness_main(argc, argv, (file_prefix), cases,          \
+				    sizeof(cases) / sizeof(cases[0]));         \
+	}
+
 #endif /* JUMBOGATE_TEST_HARNESS_H */

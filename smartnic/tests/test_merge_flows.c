@@ -27,20 +27,13 @@ static void reorder_a_c_b(void)
 		struct rte_mbuf *pkts[3];
 		const unsigned int order[3] = {0, 2, 1};
 
-		fixture_config(&fx);
-		fixture_start(&fx);
-		pb_defaults(&base, version);
+		fixture_begin(&fx, &base, version);
 		for (unsigned int i = 0; i < 3; i++) {
 			id_for(&base, order[i]);
 			pkts[i] = fixture_segment(&base, order[i] * PAYLOAD,
 						  PAYLOAD);
 		}
-		fixture_merge(&fx, pkts, 3);
-		fixture_flush(&fx);
-		const uint32_t lengths[] = {3 * PAYLOAD};
-
-		fixture_expect_lengths(&fx, base.seq, lengths, 1);
-		fixture_finish(&fx);
+		FIXTURE_MERGE_EXPECT(&fx, pkts, 3, base.seq, 3 * PAYLOAD);
 	}
 }
 
@@ -54,9 +47,7 @@ static void hole_releases_in_order(void)
 	static uint8_t buffer[PB_MAX_FRAME];
 	struct pb_view first, second;
 
-	fixture_config(&fx);
-	fixture_start(&fx);
-	pb_defaults(&base, 4);
+	fixture_begin(&fx, &base, 4);
 	for (unsigned int i = 0; i < 3; i++) {
 		id_for(&base, order[i]);
 		pkts[i] = fixture_segment(&base, order[i] * PAYLOAD, PAYLOAD);
@@ -83,9 +74,7 @@ static void sequence_wraparound(void)
 	struct pb_spec base;
 	struct rte_mbuf *pkts[4];
 
-	fixture_config(&fx);
-	fixture_start(&fx);
-	pb_defaults(&base, 4);
+	fixture_begin(&fx, &base, 4);
 	base.seq = 0xffffffffu - 1500;
 	for (unsigned int i = 0; i < 4; i++) {
 		id_for(&base, i);
@@ -97,12 +86,7 @@ static void sequence_wraparound(void)
 	pkts[1] = pkts[2];
 	pkts[2] = swap;
 	pkts[1]->ol_flags = 0;
-	fixture_merge(&fx, pkts, 4);
-	fixture_flush(&fx);
-	const uint32_t lengths[] = {4 * PAYLOAD};
-
-	fixture_expect_lengths(&fx, base.seq, lengths, 1);
-	fixture_finish(&fx);
+	FIXTURE_MERGE_EXPECT(&fx, pkts, 4, base.seq, 4 * PAYLOAD);
 }
 
 /* Overlapping or duplicated data is passed through, never spliced. */
@@ -113,9 +97,7 @@ static void overlap_and_duplicate(void)
 	struct rte_mbuf *pkts[4];
 	uint64_t total = 0;
 
-	fixture_config(&fx);
-	fixture_start(&fx);
-	pb_defaults(&base, 4);
+	fixture_begin(&fx, &base, 4);
 	id_for(&base, 0);
 	pkts[0] = fixture_segment(&base, 0, PAYLOAD);
 	id_for(&base, 1);
@@ -168,9 +150,7 @@ static void delayed_merging_fast_vs_slow(void)
 	struct pb_spec base;
 	struct jg_stats stats;
 
-	fixture_config(&fx);
-	fixture_start(&fx);
-	pb_defaults(&base, 4);
+	fixture_begin(&fx, &base, 4);
 	/* 1000 bytes per 100 ns = 80 Gbps: above the 1 Gbps threshold. */
 	fast_flow(&fx, &base, 0, 1000, 100);
 	fixture_flush(&fx);
@@ -180,9 +160,7 @@ static void delayed_merging_fast_vs_slow(void)
 	CHECK(jg_stats_conversion_yield(&stats) > 0.8);
 	fixture_finish(&fx);
 
-	fixture_config(&fx);
-	fixture_start(&fx);
-	pb_defaults(&base, 4);
+	fixture_begin(&fx, &base, 4);
 	/* 1000 bytes per 20 us = 400 Mbps: below the threshold. */
 	fast_flow(&fx, &base, 0, 50, 20000);
 	jg_engine_get_stats(fx.engine, &stats);
@@ -246,9 +224,7 @@ static void wait_covers_poll_interval(void)
 	struct jg_stats stats;
 	unsigned int next = 0;
 
-	fixture_config(&fx);
-	fixture_start(&fx);
-	pb_defaults(&base, 4);
+	fixture_begin(&fx, &base, 4);
 	for (unsigned int b = 0; b < BURSTS; b++) {
 		uint64_t burst_ns = (uint64_t)(b + 1) * INTERVAL_NS;
 		uint64_t deadline;
@@ -451,9 +427,7 @@ static void mss_learning(void)
 		uint16_t consumed, count;
 		uint16_t mss = legacy ? 1460 : 8960;
 
-		fixture_config(&fx);
-		fixture_start(&fx);
-		pb_defaults(&base, 4);
+		fixture_begin(&fx, &base, 4);
 		/* The rack host (dst of inbound) sends SYN-ACK outbound. */
 		pb_defaults(&syn, 4);
 		syn.src_v4 = base.dst_v4;
@@ -854,9 +828,7 @@ static void reconfigure_keeps_flows(void)
 	struct pb_spec base;
 	struct jg_stats before, after;
 
-	fixture_config(&fx);
-	fixture_start(&fx);
-	pb_defaults(&base, 4);
+	fixture_begin(&fx, &base, 4);
 	/* Fast enough (10 Gbit/s) for the delay model to hold its tail. */
 	fast_flow(&fx, &base, 0, 100, 100);
 	jg_engine_get_stats(fx.engine, &before);
@@ -905,32 +877,19 @@ static void reconfigure_keeps_flows(void)
 	fixture_finish(&fx);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct harness_case cases[] = {
-		HARNESS_CASE(reorder_a_c_b),
-		HARNESS_CASE(hole_releases_in_order),
-		HARNESS_CASE(sequence_wraparound),
-		HARNESS_CASE(overlap_and_duplicate),
-		HARNESS_CASE(delayed_merging_fast_vs_slow),
-		HARNESS_CASE(global_delay_bound),
-		HARNESS_CASE(timer_respects_deadline),
-		HARNESS_CASE(wait_covers_poll_interval),
-		HARNESS_CASE(noted_polls_shorten_wait),
-		HARNESS_CASE(joined_run_keeps_oldest_deadline),
-		HARNESS_CASE(mss_learning),
-		HARNESS_CASE(onload_offload),
-		HARNESS_CASE(pinned_entries_bounded),
-		HARNESS_CASE(idle_pins_expire),
-		HARNESS_CASE(colliding_tuple_leaves_victim_alone),
-		HARNESS_CASE(hash_secret_per_engine),
-		HARNESS_CASE(mice_flood_eviction),
-		HARNESS_CASE(eviction_flushes_held),
-		HARNESS_CASE(ready_queue_carries_over),
-		HARNESS_CASE(flow_entry_size),
-		HARNESS_CASE(reconfigure_keeps_flows),
-	};
-
-	return harness_main(argc, argv, "jg_test_merge_flows", cases,
-			    RTE_DIM(cases));
-}
+HARNESS_MAIN(
+	"jg_test_merge_flows", HARNESS_CASE(reorder_a_c_b),
+	HARNESS_CASE(hole_releases_in_order), HARNESS_CASE(sequence_wraparound),
+	HARNESS_CASE(overlap_and_duplicate),
+	HARNESS_CASE(delayed_merging_fast_vs_slow),
+	HARNESS_CASE(global_delay_bound), HARNESS_CASE(timer_respects_deadline),
+	HARNESS_CASE(wait_covers_poll_interval),
+	HARNESS_CASE(noted_polls_shorten_wait),
+	HARNESS_CASE(joined_run_keeps_oldest_deadline),
+	HARNESS_CASE(mss_learning), HARNESS_CASE(onload_offload),
+	HARNESS_CASE(pinned_entries_bounded), HARNESS_CASE(idle_pins_expire),
+	HARNESS_CASE(colliding_tuple_leaves_victim_alone),
+	HARNESS_CASE(hash_secret_per_engine), HARNESS_CASE(mice_flood_eviction),
+	HARNESS_CASE(eviction_flushes_held),
+	HARNESS_CASE(ready_queue_carries_over), HARNESS_CASE(flow_entry_size),
+	HARNESS_CASE(reconfigure_keeps_flows))

@@ -97,20 +97,13 @@ static void data_small_then_large(void)
 	struct pb_spec base;
 	struct rte_mbuf *pkts[3];
 
-	fixture_config(&fx);
-	fixture_start(&fx);
-	pb_defaults(&base, 4);
+	fixture_begin(&fx, &base, 4);
 	pkts[0] = fixture_segment(&base, 0, 300);
 	base.ip_id++;
 	pkts[1] = fixture_segment(&base, 300, PAYLOAD);
 	base.ip_id++;
 	pkts[2] = fixture_segment(&base, 300 + PAYLOAD, PAYLOAD);
-	fixture_merge(&fx, pkts, 3);
-	fixture_flush(&fx);
-	const uint32_t lengths[] = {300, 2 * PAYLOAD};
-
-	fixture_expect_lengths(&fx, base.seq, lengths, 2);
-	fixture_finish(&fx);
+	FIXTURE_MERGE_EXPECT(&fx, pkts, 3, base.seq, 300, 2 * PAYLOAD);
 }
 
 /* Pure ACKs (zero payload) pass untouched and keep their place. */
@@ -120,9 +113,7 @@ static void pure_ack_in_middle(void)
 	struct pb_spec base;
 	struct rte_mbuf *pkts[5];
 
-	fixture_config(&fx);
-	fixture_start(&fx);
-	pb_defaults(&base, 4);
+	fixture_begin(&fx, &base, 4);
 	const uint32_t offsets[] = {0, PAYLOAD, 2 * PAYLOAD, 2 * PAYLOAD,
 				    3 * PAYLOAD};
 	const uint32_t sizes[] = {PAYLOAD, PAYLOAD, 0, PAYLOAD, PAYLOAD};
@@ -257,9 +248,7 @@ static void port_flags_bad_checksum(void)
 	struct pb_spec base;
 	struct rte_mbuf *pkts[3];
 
-	fixture_config(&fx);
-	fixture_start(&fx);
-	pb_defaults(&base, 4);
+	fixture_begin(&fx, &base, 4);
 	for (unsigned int i = 0; i < 3; i++) {
 		base.ip_id = (uint16_t)(100 + i);
 		pkts[i] = fixture_segment(&base, i * PAYLOAD, PAYLOAD);
@@ -267,12 +256,7 @@ static void port_flags_bad_checksum(void)
 				    RTE_MBUF_F_RX_IP_CKSUM_GOOD;
 	}
 	pkts[1]->ol_flags = RTE_MBUF_F_RX_L4_CKSUM_BAD;
-	fixture_merge(&fx, pkts, 3);
-	fixture_flush(&fx);
-	const uint32_t lengths[] = {PAYLOAD, PAYLOAD, PAYLOAD};
-
-	fixture_expect_lengths(&fx, base.seq, lengths, 3);
-	fixture_finish(&fx);
+	FIXTURE_MERGE_EXPECT(&fx, pkts, 3, base.seq, PAYLOAD, PAYLOAD, PAYLOAD);
 }
 
 /* With checksums marked good by the port, the merged checksum is built
@@ -612,9 +596,7 @@ static void internal_mtu_cap_exact(void)
 			uint32_t total = capacity + (uint32_t)extra, sent = 0;
 			unsigned int n = 0;
 
-			fixture_config(&fx);
-			fixture_start(&fx);
-			pb_defaults(&base, version);
+			fixture_begin(&fx, &base, version);
 			while (sent < total) {
 				uint32_t length = RTE_MIN(1410u, total - sent);
 
@@ -675,19 +657,12 @@ static void ethernet_padding_ignored(void)
 	struct pb_spec base;
 	struct rte_mbuf *pkts[2];
 
-	fixture_config(&fx);
-	fixture_start(&fx);
-	pb_defaults(&base, 4);
+	fixture_begin(&fx, &base, 4);
 	pkts[0] = fixture_segment(&base, 0, PAYLOAD);
 	base.ip_id++;
 	base.ethernet_padding = 6;
 	pkts[1] = fixture_segment(&base, PAYLOAD, 4);
-	fixture_merge(&fx, pkts, 2);
-	fixture_flush(&fx);
-	const uint32_t lengths[] = {PAYLOAD + 4};
-
-	fixture_expect_lengths(&fx, base.seq, lengths, 1);
-	fixture_finish(&fx);
+	FIXTURE_MERGE_EXPECT(&fx, pkts, 2, base.seq, PAYLOAD + 4);
 }
 
 /* Chained input (multi-segment mbufs) merges like flat input. */
@@ -697,9 +672,7 @@ static void chained_input(void)
 	struct pb_spec base;
 	struct rte_mbuf *pkts[4];
 
-	fixture_config(&fx);
-	fixture_start(&fx);
-	pb_defaults(&base, 4);
+	fixture_begin(&fx, &base, 4);
 	base.segment_size = 300;
 	for (unsigned int i = 0; i < 4; i++) {
 		base.ip_id = (uint16_t)(100 + i);
@@ -746,9 +719,7 @@ static void zero_copy(void)
 	struct pb_spec base;
 	struct rte_mbuf *pkts[4];
 
-	fixture_config(&fx);
-	fixture_start(&fx);
-	pb_defaults(&base, 4);
+	fixture_begin(&fx, &base, 4);
 	for (unsigned int i = 0; i < 4; i++) {
 		base.ip_id = (uint16_t)(100 + i);
 		pkts[i] = fixture_segment(&base, i * PAYLOAD, PAYLOAD);
@@ -765,37 +736,18 @@ static void zero_copy(void)
 	fixture_finish(&fx);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct harness_case cases[] = {
-		HARNESS_CASE(data_same),
-		HARNESS_CASE(data_large_then_small),
-		HARNESS_CASE(data_small_then_large),
-		HARNESS_CASE(pure_ack_in_middle),
-		HARNESS_CASE(flag_psh),
-		HARNESS_CASE(flag_fin),
-		HARNESS_CASE(flags_syn_rst_urg),
-		HARNESS_CASE(flag_cwr),
-		HARNESS_CASE(tcp_bad_checksum),
-		HARNESS_CASE(port_flags_bad_checksum),
-		HARNESS_CASE(port_verified_checksums),
-		HARNESS_CASE(tcp_sequence_gap),
-		HARNESS_CASE(tcp_header_changes),
-		HARNESS_CASE(tcp_same_options_merge),
-		HARNESS_CASE(ip_header_changes),
-		HARNESS_CASE(ip_options_and_fragments),
-		HARNESS_CASE(ipv6_extension_headers),
-		HARNESS_CASE(ip_id_rules),
-		HARNESS_CASE(ip_id_wraparound),
-		HARNESS_CASE(internal_mtu_cap_exact),
-		HARNESS_CASE(segment_above_internal_mtu),
-		HARNESS_CASE(non_tcp_passes),
-		HARNESS_CASE(ethernet_padding_ignored),
-		HARNESS_CASE(chained_input),
-		HARNESS_CASE(chain_segment_limit),
-		HARNESS_CASE(zero_copy),
-	};
-
-	return harness_main(argc, argv, "jg_test_merge_rules", cases,
-			    RTE_DIM(cases));
-}
+HARNESS_MAIN(
+	"jg_test_merge_rules", HARNESS_CASE(data_same),
+	HARNESS_CASE(data_large_then_small),
+	HARNESS_CASE(data_small_then_large), HARNESS_CASE(pure_ack_in_middle),
+	HARNESS_CASE(flag_psh), HARNESS_CASE(flag_fin),
+	HARNESS_CASE(flags_syn_rst_urg), HARNESS_CASE(flag_cwr),
+	HARNESS_CASE(tcp_bad_checksum), HARNESS_CASE(port_flags_bad_checksum),
+	HARNESS_CASE(port_verified_checksums), HARNESS_CASE(tcp_sequence_gap),
+	HARNESS_CASE(tcp_header_changes), HARNESS_CASE(tcp_same_options_merge),
+	HARNESS_CASE(ip_header_changes), HARNESS_CASE(ip_options_and_fragments),
+	HARNESS_CASE(ipv6_extension_headers), HARNESS_CASE(ip_id_rules),
+	HARNESS_CASE(ip_id_wraparound), HARNESS_CASE(internal_mtu_cap_exact),
+	HARNESS_CASE(segment_above_internal_mtu), HARNESS_CASE(non_tcp_passes),
+	HARNESS_CASE(ethernet_padding_ignored), HARNESS_CASE(chained_input),
+	HARNESS_CASE(chain_segment_limit), HARNESS_CASE(zero_copy))

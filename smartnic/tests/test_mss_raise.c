@@ -225,19 +225,10 @@ static void learned_mss_rule_kept(void)
 	fixture_finish(&fx);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct harness_case cases[] = {
-		HARNESS_CASE(raise_ipv4_syn),
-		HARNESS_CASE(raise_ipv6_syn_ack),
-		HARNESS_CASE(raise_at_odd_offset),
-		HARNESS_CASE(larger_mss_untouched),
-		HARNESS_CASE(syn_without_mss_untouched),
-		HARNESS_CASE(non_syn_untouched),
-		HARNESS_CASE(disabled_by_config),
-		HARNESS_CASE(learned_mss_rule_kept),
-	};
-
-	return harness_main(argc, argv, "jg_test_mss_raise", cases,
-			    RTE_DIM(cases));
-}
+HARNESS_MAIN("jg_test_mss_raise", HARNESS_CASE(raise_ipv4_syn),
+	     HARNESS_CASE(raise_ipv6_syn_ack),
+	     HARNESS_CASE(raise_at_odd_offset),
+	     HARNESS_CASE(larger_mss_untouched),
+	     HARNESS_CASE(syn_without_mss_untouched),
+	     HARNESS_CASE(non_syn_untouched), HARNESS_CASE(disabled_by_config),
+	     HARNESS_CASE(learned_mss_rule_kept))

@@ -169,16 +169,8 @@ static void refused(void)
 	}
 }
 
-int main(int argc, char **argv)
-{
-	static const struct harness_case cases[] = {
-		HARNESS_CASE(tcp_behind_vlan_and_ipv4_options),
-		HARNESS_CASE(tcp_behind_ipv6_destination_options),
-		HARNESS_CASE(udp_ports),
-		HARNESS_CASE(fragments),
-		HARNESS_CASE(refused),
-	};
-
-	return harness_main(argc, argv, "jg_test_packet_summary", cases,
-			    RTE_DIM(cases));
-}
+HARNESS_MAIN("jg_test_packet_summary",
+	     HARNESS_CASE(tcp_behind_vlan_and_ipv4_options),
+	     HARNESS_CASE(tcp_behind_ipv6_destination_options),
+	     HARNESS_CASE(udp_ports), HARNESS_CASE(fragments),
+	     HARNESS_CASE(refused))

@@ -245,12 +245,4 @@ static void random_interleavings(void)
 				(unsigned long long)seed);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct harness_case cases[] = {
-		HARNESS_CASE(random_interleavings),
-	};
-
-	return harness_main(argc, argv, "jg_test_property", cases,
-			    RTE_DIM(cases));
-}
+HARNESS_MAIN("jg_test_property", HARNESS_CASE(random_interleavings))

@@ -386,17 +386,9 @@ static void caravan_malformed_dropped(void)
 	fixture_finish(&fx);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct harness_case cases[] = {
-		HARNESS_CASE(split_every_size),
-		HARNESS_CASE(path_mtu_table),
-		HARNESS_CASE(split_passes_small_and_udp),
-		HARNESS_CASE(caravan_round_trip),
-		HARNESS_CASE(caravan_fits_header_buffer),
-		HARNESS_CASE(caravan_malformed_dropped),
-	};
-
-	return harness_main(argc, argv, "jg_test_split_caravan", cases,
-			    RTE_DIM(cases));
-}
+HARNESS_MAIN("jg_test_split_caravan", HARNESS_CASE(split_every_size),
+	     HARNESS_CASE(path_mtu_table),
+	     HARNESS_CASE(split_passes_small_and_udp),
+	     HARNESS_CASE(caravan_round_trip),
+	     HARNESS_CASE(caravan_fits_header_buffer),
+	     HARNESS_CASE(caravan_malformed_dropped))
