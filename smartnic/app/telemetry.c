@@ -18,6 +18,7 @@
 #include <rte_telemetry.h>
 
 #include "control.h"
+#include "pool_telemetry.h"
 
 static void add_u64(struct rte_tel_data *d, const char *name, uint64_t value)
 {
@@ -148,33 +149,18 @@ static int info_command(const char *command, const char *params,
 	return 0;
 }
 
-static void add_pool(struct rte_mempool *pool, void *arg)
-{
-	add_u64(arg, pool->name, rte_mempool_in_use_count(pool));
-}
-
-static int buffers_command(const char *command, const char *params,
-			   struct rte_tel_data *d)
-{
-	(void)command;
-	(void)params;
-	rte_tel_data_start_dict(d);
-	rte_mempool_walk(add_pool, d);
-	return 0;
-}
-
 void nic_telemetry_register(void)
 {
-	rte_telemetry_register_cmd("/jumbogate/buffers", buffers_command,
-				   "jumbogate-nic: buffers of each pool in "
-				   "use (outside the pool)");
-	rte_telemetry_register_cmd("/jumbogate/stats", stats_command,
-				   "jumbogate-nic totals, accounting and "
-				   "drops by reason");
-	rte_telemetry_register_cmd("/jumbogate/delay", delay_command,
-				   "jumbogate-nic merge-delay histogram, "
-				   "bucket upper bound in us -> segments");
-	rte_telemetry_register_cmd("/jumbogate/info", info_command,
-				   "jumbogate-nic boot id, version, workers, "
-				   "ports");
+	jg_telemetry_register_buffers("/jumbogate/buffers", "jumbogate-nic");
+	jg_telemetry_register("jumbogate-nic", "/jumbogate/stats",
+			      stats_command,
+			      "jumbogate-nic totals, accounting and "
+			      "drops by reason");
+	jg_telemetry_register("jumbogate-nic", "/jumbogate/delay",
+			      delay_command,
+			      "jumbogate-nic merge-delay histogram, "
+			      "bucket upper bound in us -> segments");
+	jg_telemetry_register("jumbogate-nic", "/jumbogate/info", info_command,
+			      "jumbogate-nic boot id, version, workers, "
+			      "ports");
 }

@@ -5,7 +5,9 @@
 
 Every `const <type> NAME = VALUE;` and every `#define NAME NUMBER` of the
 given files becomes `#define P4_NAME VALUE` (the prefix keeps them apart from
-DPDK's and libc's names). The software switch includes only this header, so
+DPDK's and libc's names), and the drop reasons (DROP_*) also become
+P4_DROP_REASON_NAMES, their lower-case names by number (for telemetry;
+DROP_REASON_COUNTER_SIZE is a size, not a reason). The software switch includes only this header, so
 a number the P4 program defines is never typed twice. Run by meson at build
 time; the output is never committed.
 """
@@ -45,6 +47,10 @@ def main(argv):
         "",
     ]
     lines += [f"#define P4_{name} {value}" for name, value in values.items()]
+    reasons = {value: name.removeprefix("DROP_").lower() for name, value in values.items() if name.startswith("DROP_") and not name.startswith("DROP_REASON_")}
+    lines += ["", "/* Drop reason -> name, for DROP_* numbers (NULL: none). */", "#define P4_DROP_REASON_NAMES \\", "\t{ \\"]
+    lines += [f'\t\t[{value}] = "{name}", \\' for value, name in sorted(reasons.items())]
+    lines += ["\t}"]
     lines += ["", "#endif", ""]
     Path(argv[1]).write_text("\n".join(lines))
     return 0

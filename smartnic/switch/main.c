@@ -25,6 +25,7 @@
 
 #include "port.h"
 #include "switch.h"
+#include "telemetry.h"
 
 #ifndef JUMBOGATE_SWITCH_VERSION
 #define JUMBOGATE_SWITCH_VERSION "unknown"
@@ -569,32 +570,19 @@ static bool create_queues(struct sw_switch *sw)
 	return true;
 }
 
-static void print_totals(struct sw_switch *sw)
+static void print_totals(const struct sw_switch *sw)
 {
-	struct sw_internal_counters total = {0};
-	uint64_t rx = 0, tx = 0;
+	struct sw_totals totals;
 
-	for (unsigned int w = 0; w < sw->worker_count; w++) {
-		total.digests_lost += sw->pipeline.internal[w].digests_lost;
-		total.tx_dropped += sw->pipeline.internal[w].tx_dropped;
-		total.packet_in_lost += sw->pipeline.internal[w].packet_in_lost;
-		total.multi_segment_dropped +=
-			sw->pipeline.internal[w].multi_segment_dropped;
-	}
-	for (uint32_t i = 0; i < P4_PORT_COUNTER_SIZE; i++) {
-		rx += sw_counter_read(&sw->pipeline, sw->worker_count,
-				      SW_COUNTER_PORT_RX, i)
-			      .packets;
-		tx += sw_counter_read(&sw->pipeline, sw->worker_count,
-				      SW_COUNTER_PORT_TX, i)
-			      .packets;
-	}
+	sw_totals(sw, &totals);
 	printf("{\"event\": \"exit\", \"packets_in\": %" PRIu64
 	       ", \"packets_out\": %" PRIu64 ", \"tx_dropped\": %" PRIu64
 	       ", \"digests_lost\": %" PRIu64 ", \"packet_in_lost\": %" PRIu64
 	       ", \"multi_segment_dropped\": %" PRIu64 "}\n",
-	       rx, tx, total.tx_dropped, total.digests_lost,
-	       total.packet_in_lost, total.multi_segment_dropped);
+	       totals.packets_in, totals.packets_out,
+	       totals.internal.tx_dropped, totals.internal.digests_lost,
+	       totals.internal.packet_in_lost,
+	       totals.internal.multi_segment_dropped);
 	fflush(stdout);
 }
 
@@ -677,6 +665,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROGRAM ": %s\n", error);
 		goto out_ports;
 	}
+	sw_telemetry_register(sw);
 	for (unsigned int w = 0; w < sw->worker_count; w++)
 		rte_eal_remote_launch(worker_run, &workers[w],
 				      workers[w].lcore_id);
