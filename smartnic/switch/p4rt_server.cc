@@ -550,19 +550,97 @@ Uint128 from_proto(const p4v1::Uint128 &id)
 	return {id.high(), id.low()};
 }
 
+// Messages to one client wait here for its own writer thread. A sync
+// gRPC Write blocks while the client does not read; written from the
+// control loop or under the server's lock, one client that stopped
+// reading (a hung controller) held up every other client's calls, even a
+// new controller taking over. Past kStreamOutbox messages the newest is
+// dropped and counted (/jumbogate_switch/stats, stream_messages_dropped).
+constexpr size_t kStreamOutbox = 1024;
+std::atomic<uint64_t> g_stream_messages_dropped{0};
+
 struct Stream {
 	grpc::ServerReaderWriter<p4v1::StreamMessageResponse,
 				 p4v1::StreamMessageRequest> *rw;
-	std::mutex write_mu;
 	bool arbitrated = false;
 	std::string role;
 	bool has_election = false;
 	Uint128 election;
 
-	bool send(const p4v1::StreamMessageResponse &message)
+	std::mutex outbox_mu;
+	std::condition_variable outbox_cv;
+	std::deque<p4v1::StreamMessageResponse> outbox;
+	bool closing = false;
+	bool writing = false; /* the writer is inside Write */
+	std::thread writer;
+
+	void start()
 	{
-		std::lock_guard<std::mutex> lock(write_mu);
-		return rw->Write(message);
+		writer = std::thread([this] { write_loop(); });
+	}
+
+	// Never blocks: queued for the writer thread.
+	void send(const p4v1::StreamMessageResponse &message)
+	{
+		{
+			std::lock_guard<std::mutex> lock(outbox_mu);
+			if (closing || outbox.size() >= kStreamOutbox) {
+				g_stream_messages_dropped++;
+				return;
+			}
+			outbox.push_back(message);
+		}
+		outbox_cv.notify_all();
+	}
+
+	// The stream is over (the client closed it or the server stops):
+	// what is still queued is dropped. A Write still blocked on a client
+	// that does not read after a second is ended by cancelling the call
+	// (only then: a cancelled call loses the status the stream returns,
+	// e.g. an arbitration refusal).
+	void stop(grpc::ServerContext *context)
+	{
+		std::unique_lock<std::mutex> lock(outbox_mu);
+		closing = true;
+		g_stream_messages_dropped += outbox.size();
+		outbox.clear();
+		outbox_cv.notify_all();
+		if (!outbox_cv.wait_for(lock, std::chrono::seconds(1),
+					[this] { return !writing; }))
+			context->TryCancel();
+		lock.unlock();
+		if (writer.joinable())
+			writer.join();
+	}
+
+      private:
+	void write_loop()
+	{
+		std::unique_lock<std::mutex> lock(outbox_mu);
+		while (true) {
+			outbox_cv.wait(lock, [this] {
+				return closing || !outbox.empty();
+			});
+			if (closing)
+				return;
+			p4v1::StreamMessageResponse message =
+				std::move(outbox.front());
+			outbox.pop_front();
+			writing = true;
+			lock.unlock();
+			bool written = rw->Write(message);
+			lock.lock();
+			writing = false;
+			outbox_cv.notify_all();
+			if (!written) {
+				// The client is gone: nothing more can reach
+				// it.
+				g_stream_messages_dropped += outbox.size();
+				outbox.clear();
+				closing = true;
+				return;
+			}
+		}
 	}
 };
 
@@ -799,6 +877,7 @@ class Server final : public p4v1::P4Runtime::Service
 	{
 		Stream stream;
 		stream.rw = rw;
+		stream.start();
 		p4v1::StreamMessageRequest request;
 		Status result = Status::OK;
 		while (!context->IsCancelled() && rw->Read(&request)) {
@@ -822,6 +901,7 @@ class Server final : public p4v1::P4Runtime::Service
 				break;
 		}
 		leave(&stream);
+		stream.stop(context);
 		return result;
 	}
 
@@ -2504,6 +2584,11 @@ extern "C" bool sw_p4rt_start(sw_switch *sw, const char *address,
 	g_service = std::move(service);
 	g_grpc = std::move(server);
 	return true;
+}
+
+extern "C" uint64_t sw_p4rt_stream_messages_dropped(void)
+{
+	return g_stream_messages_dropped.load();
 }
 
 extern "C" void sw_p4rt_stop(void)

@@ -61,6 +61,11 @@ extern "C" {
 
 uint64_t sw_now_ns(void);
 
+/* Stream messages (digests, packet-in, idle-timeout notifications,
+ * arbitration updates, errors) dropped because a client's outbox was full
+ * or it was gone. */
+uint64_t sw_p4rt_stream_messages_dropped(void);
+
 /* Serve P4Runtime on address (HOST:PORT or unix:PATH), secured as tls
  * says (runtime/grpc_listen.h). false with the reason when it cannot. */
 bool sw_p4rt_start(struct sw_switch *sw, const char *address,

@@ -104,8 +104,8 @@ class OnePortSwitch:
 class Client:
     """A P4Runtime client: one stream, one election id."""
 
-    def __init__(self, address: str, election_low: int | None, device_id: int = DEVICE_ID, role: str = ""):
-        self.channel = grpc.insecure_channel(address)
+    def __init__(self, address: str, election_low: int | None, device_id: int = DEVICE_ID, role: str = "", options: list | None = None):
+        self.channel = grpc.insecure_channel(address, options=options)
         grpc.channel_ready_future(self.channel).result(timeout=10)
         self.stub = p4r_grpc.P4RuntimeStub(self.channel)
         self.device_id = device_id
@@ -114,14 +114,21 @@ class Client:
         self._requests: queue.Queue = queue.Queue()
         self.responses: queue.Queue = queue.Queue()
         self._stream = self.stub.StreamChannel(iter(self._requests.get, None))
+        self._reading = threading.Event()
+        self._reading.set()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         self.stream_status: grpc.RpcError | None = None
+
+    def stop_reading(self) -> None:
+        """From now on the stream's messages are not read (a client that hung): they pile up in the transport."""
+        self._reading.clear()
 
     def _read(self) -> None:
         try:
             for response in self._stream:
                 self.responses.put(response)
+                self._reading.wait()
         except grpc.RpcError as e:
             self.stream_status = e
             self.responses.put(e)
@@ -129,7 +136,7 @@ class Client:
     def send(self, request: p4r.StreamMessageRequest) -> None:
         self._requests.put(request)
 
-    def arbitrate(self, election_low: int | None = None) -> p4r.MasterArbitrationUpdate:
+    def arbitrate(self, election_low: int | None = None, timeout: float = 5) -> p4r.MasterArbitrationUpdate:
         """Send an arbitration update; return the switch's answer to it."""
         if election_low is not None:
             self.election_low = election_low
@@ -138,7 +145,7 @@ class Client:
         if self.election_low is not None:
             update.election_id.low = self.election_low
         self.send(p4r.StreamMessageRequest(arbitration=update))
-        return self.next_arbitration()
+        return self.next_arbitration(timeout)
 
     def next_response(self, timeout: float = 5):
         item = self.responses.get(timeout=timeout)

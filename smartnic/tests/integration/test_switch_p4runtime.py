@@ -8,6 +8,8 @@ refused with its first difference named.
 
 from __future__ import annotations
 
+import time
+
 import grpc
 import pytest
 from finsy.proto import p4r
@@ -287,3 +289,50 @@ def test_meter_and_counter_indices_are_checked(primary):
     assert primary.write([update(p4r.Update.MODIFY, write)]) == [OK]
     (read,) = primary.read([p4r.Entity(counter_entry=p4r.CounterEntry(counter_id=counter_id, index=p4r.Index(index=1)))])
     assert (read.counter_entry.data.packet_count, read.counter_entry.data.byte_count) == (7, 700)
+
+
+def merge_flow_entry(n: int, idle_timeout_ns: int) -> p4r.Entity:
+    matches = [
+        exact("merge_flows", "ip_version", b"\x04"),
+        exact("merge_flows", "src_addr", (0xC6120000 + n).to_bytes(4, "big")),
+        exact("merge_flows", "dst_addr", bytes([10, 10, 0, 10])),
+        exact("merge_flows", "protocol", b"\x06"),
+        exact("merge_flows", "src_port", (1024 + n % 60000).to_bytes(2, "big")),
+        exact("merge_flows", "dst_port", b"\x01\xbb"),
+    ]
+    e = entry("merge_flows", matches, "steer_merge_flow", {})
+    e.table_entry.idle_timeout_ns = idle_timeout_ns
+    return e
+
+
+def test_a_primary_that_stops_reading_holds_up_no_one(log_dir):
+    """Stream messages used to be written under the server's lock: a primary that stopped reading its stream
+    (a hung controller) blocked every other client's calls, and the takeover by a new controller. Each stream
+    now has its own writer and a bounded outbox."""
+    wiring = OnePortSwitch(log_dir)
+    clients = []
+    try:
+        # Without BDP probing the client's receive window stays at 64 KB:
+        # a transport that stopped reading fills at once.
+        stuck = Client(wiring.switch.grpc_address, election_low=10, options=[("grpc.http2.bdp_probe", 0)])
+        clients.append(stuck)
+        assert stuck.arbitrate().status.code == OK
+        stuck.set_pipeline(INFO)
+        rows = [update(p4r.Update.INSERT, merge_flow_entry(n, 500_000_000)) for n in range(12000)]
+        # The client stops reading before the idle entries are reported:
+        # about a megabyte of idle-timeout notifications it will never read.
+        stuck.stop_reading()
+        assert {code for start in range(0, len(rows), 1000) for code in stuck.write(rows[start : start + 1000])} == {OK}
+        time.sleep(1.5)
+        # Another client reads and takes over, at once.
+        successor = Client(wiring.switch.grpc_address, election_low=20)
+        clients.append(successor)
+        started = time.monotonic()
+        assert successor.arbitrate(timeout=5).status.code == OK
+        assert len(all_table_entries(successor)) == len(rows)
+        assert successor.write([update(p4r.Update.INSERT, port_role(1, 1))]) == [OK]
+        assert time.monotonic() - started < 5
+    finally:
+        for client in clients:
+            client.close()
+        wiring.close()
