@@ -17,15 +17,16 @@
  * (net/ipv4/tcp_offload.c, net/ipv4/af_inet.c, net/ipv6/ip6_offload.c)
  * and are at least as strict:
  *  - a segment joins a run only if every header field but length, IP ID,
- *    checksum, sequence number and the PSH/FIN/CWR flags is identical
+ *    checksum, sequence number and the PSH/FIN flags is identical
  *    (L2 header, addresses, ports, TOS/traffic class, ECN, TTL/hop limit,
  *    DF, flow label, IPv6 extension headers, ACK number, window, TCP
  *    options including timestamps, remaining flags);
  *  - the IPv4 ID must increase by one per segment, or stay fixed when DF
  *    is set (decided by the second segment, as Linux does);
- *  - CWR only on the first segment of a packet; PSH, FIN or a segment
- *    shorter than the run's MSS ends the run; a segment longer than the
- *    run's MSS does not join it;
+ *  - CWR must match (Linux 6.18): a CWR segment stays alone among
+ *    segments without it; PSH, FIN or a segment shorter than the run's
+ *    MSS ends the run; a segment longer than the run's MSS does not join
+ *    it;
  *  - SYN, RST, URG, zero payload, IPv4 options, fragments, IPv6 routing
  *    headers, bad or unknown checksums and overlapping data are passed
  *    through, after releasing what their flow holds so order is kept.
@@ -410,15 +411,16 @@ static int may_follow(const struct header_view *first, uint8_t run_flags,
 			bytes_diff(a3 + 8, b3 + 8, first->l3_len - 8u);
 	}
 	/* Ports; ACK number; data offset; window; options. Sequence number
-	 * and checksum may differ, and the flags PSH, FIN and CWR (CWR only
-	 * on the first segment of a packet). */
+	 * and checksum may differ, and the flags PSH and FIN. CWR must match
+	 * as every other flag does, as in Linux 6.18's tcp_gro_receive
+	 * (net/ipv4/tcp_offload.c: flush on (flags ^ th2's flags) &
+	 * ~(FIN | PSH), since AccECN counts with CWR): a segment that sets
+	 * CWR neither joins the run before it nor lets the next one join. */
 	diff |= (uint64_t)(load32(a4) ^ load32(b4)) |
 		(load32(a4 + 8) ^ load32(b4 + 8)) |
 		(uint64_t)(a4[12] ^ b4[12]) |
 		(uint64_t)((a4[13] ^ b4[13]) &
-			   (uint8_t) ~(JG_TCP_FLAG_PSH | JG_TCP_FLAG_FIN |
-				       JG_TCP_FLAG_CWR)) |
-		(uint64_t)(b4[13] & JG_TCP_FLAG_CWR) |
+			   (uint8_t) ~(JG_TCP_FLAG_PSH | JG_TCP_FLAG_FIN)) |
 		(load16(a4 + 14) ^ load16(b4 + 14)) |
 		bytes_diff(a4 + sizeof(struct rte_tcp_hdr),
 			   b4 + sizeof(struct rte_tcp_hdr),

@@ -208,12 +208,22 @@ static void cwr_on_third(struct pb_spec *spec, unsigned int i)
 		spec->tcp_flags |= PB_TCP_CWR;
 }
 
-/* CWR only on the first segment of a packet: it starts a new one. */
+static void cwr_on_third_and_fourth(struct pb_spec *spec, unsigned int i)
+{
+	if (i == 2 || i == 3)
+		spec->tcp_flags |= PB_TCP_CWR;
+}
+
+/* Linux 6.18, tcp_gro_receive (net/ipv4/tcp_offload.c): flags must match
+ * but for FIN and PSH, CWR included. A CWR segment joins neither the run
+ * before it nor the segment after it; CWR segments in a row merge. */
 static void flag_cwr(void)
 {
-	const uint32_t lengths[] = {2 * PAYLOAD, 3 * PAYLOAD};
+	const uint32_t alone[] = {2 * PAYLOAD, PAYLOAD, 2 * PAYLOAD};
+	const uint32_t together[] = {2 * PAYLOAD, 2 * PAYLOAD, PAYLOAD};
 
-	expect_case(5, cwr_on_third, lengths, 2, BOTH_VERSIONS);
+	expect_case(5, cwr_on_third, alone, 3, BOTH_VERSIONS);
+	expect_case(5, cwr_on_third_and_fourth, together, 3, BOTH_VERSIONS);
 }
 
 static void bad_checksum_third(struct pb_spec *spec, unsigned int i)
