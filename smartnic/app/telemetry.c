@@ -76,6 +76,7 @@ static int stats_command(const char *command, const char *params,
 	add_u64(d, "flows_evicted", merge->flows_evicted);
 	add_u64(d, "onloads_refused", merge->onloads_refused);
 	add_u64(d, "pins_expired", merge->pins_expired);
+	add_u64(d, "merge_connection_resets", merge->connection_resets);
 	add_u64(d, "worker_polls", totals.counters.polls);
 	add_u64(d, "worker_idle_sleeps", totals.counters.idle_sleeps);
 	add_u64(d, "worker_commands", totals.counters.commands);

@@ -819,6 +819,28 @@ static void release_flow_then_pass(struct jg_engine *e, struct jg_flow *f,
 	pass_through(e, m);
 }
 
+/*
+ * A SYN, FIN or RST ends the connection the flow's sequence state belongs
+ * to, as an idle spell may have: what it holds leaves, and the end of what
+ * was released is forgotten. Kept, it made a new connection on the same
+ * 5-tuple whose initial sequence number lies below the old one's end look
+ * like a retransmission, never to be merged again. Linux GRO keeps no
+ * sequence state past a flush, so it never had the problem.
+ */
+static void end_connection(struct jg_engine *e, struct jg_flow *f)
+{
+	if (f->runs != NULL)
+		jg_flow_release_all(e, f);
+	if (f->flags & JG_FLOW_RELEASED_VALID) {
+		f->flags &= (uint8_t)~JG_FLOW_RELEASED_VALID;
+		e->stats.merge.connection_resets++;
+	}
+}
+
+#define CONNECTION_FLAGS (JG_TCP_FLAG_SYN | JG_TCP_FLAG_FIN | JG_TCP_FLAG_RST)
+/* A flow silent this long may be a new connection: 5 s in coarse units. */
+#define CONNECTION_IDLE_COARSE ((uint32_t)(5000000000ull >> JG_COARSE_SHIFT))
+
 static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
 {
 	struct jg_merge_stats *stats = &e->stats.merge;
@@ -853,6 +875,8 @@ static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
 			    JG_TCP_FLAG_SYN &&
 		    e->config.raise_syn_mss)
 			raise_syn_mss(e, m, &s.p);
+		if (f != NULL && (s.p.tcp_flags & CONNECTION_FLAGS))
+			end_connection(e, f);
 		release_flow_then_pass(e, f, m);
 		return;
 	}
@@ -867,7 +891,11 @@ static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
 		pass_through(e, m);
 		return;
 	}
-	f->last_seen_coarse = (uint32_t)(e->now_ns >> JG_COARSE_SHIFT);
+	uint32_t now_coarse = (uint32_t)(e->now_ns >> JG_COARSE_SHIFT);
+
+	if (now_coarse - f->last_seen_coarse > CONNECTION_IDLE_COARSE)
+		end_connection(e, f);
+	f->last_seen_coarse = now_coarse;
 	if (!flow_may_merge(e, f)) {
 		release_flow_then_pass(e, f, m);
 		return;
@@ -906,6 +934,10 @@ static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
 	if (insert_segment(e, f, &s) == OVERLAPS) {
 		stats->overlap_passes++;
 		release_flow_then_pass(e, f, m);
+		return;
+	}
+	if (s.p.tcp_flags & JG_TCP_FLAG_FIN) {
+		end_connection(e, f);
 		return;
 	}
 	/* A flow keeps its deadline until its oldest run leaves. */

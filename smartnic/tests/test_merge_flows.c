@@ -877,10 +877,77 @@ static void reconfigure_keeps_flows(void)
 	fixture_finish(&fx);
 }
 
+/* Three segments of one connection from `seq`: merged, then released. */
+static void connection_burst(struct fixture *fx, struct pb_spec *base,
+			     uint32_t seq, uint8_t last_flags)
+{
+	struct rte_mbuf *pkts[3];
+
+	base->seq = seq;
+	base->tcp_flags = PB_TCP_ACK;
+	for (unsigned int i = 0; i < 3; i++) {
+		id_for(base, i);
+		if (i == 2)
+			base->tcp_flags |= last_flags;
+		pkts[i] = fixture_segment(base, i * PAYLOAD, PAYLOAD);
+	}
+	base->tcp_flags = PB_TCP_ACK;
+	fixture_merge(fx, pkts, 3);
+	fixture_flush(fx);
+}
+
+/* A control segment (payload 0) of the flow at `seq`. */
+static void connection_control(struct fixture *fx, struct pb_spec *base,
+			       uint32_t seq, uint8_t flags)
+{
+	base->seq = seq;
+	base->tcp_flags = flags;
+	fixture_merge_one(fx, fixture_segment(base, 0, 0));
+	base->tcp_flags = PB_TCP_ACK;
+}
+
+/*
+ * SYN, FIN, RST and silence end a connection's sequence state. A new
+ * connection on the same 5-tuple starting below where the old one ended
+ * used to be taken as a retransmission and passed unmerged for good.
+ */
+static void new_connection_on_the_same_tuple(void)
+{
+	enum { FIN_THEN_SYN, RST_THEN_SYN, SILENCE };
+
+	for (int ending = FIN_THEN_SYN; ending <= SILENCE; ending++) {
+		struct fixture fx;
+		struct pb_spec base;
+		struct jg_stats stats;
+
+		fixture_begin(&fx, &base, 4);
+		connection_burst(&fx, &base, 1000000,
+				 ending == FIN_THEN_SYN ? PB_TCP_FIN : 0);
+		CHECK_EQ(fx.out_count, 1);
+		if (ending == RST_THEN_SYN)
+			connection_control(&fx, &base, 1000000 + 3 * PAYLOAD,
+					   PB_TCP_RST);
+		if (ending == SILENCE)
+			fx.now_ns += 6000000000ull;
+		else
+			connection_control(&fx, &base, 4999, PB_TCP_SYN);
+		fixture_drop_outputs(&fx);
+		/* The new connection's data, far below the old one's end. */
+		connection_burst(&fx, &base, 5000, 0);
+		CHECK_EQ(fx.out_count, 1);
+		fixture_expect_packet(&fx, 0, 5000, 3 * PAYLOAD);
+		jg_engine_get_stats(fx.engine, &stats);
+		CHECK_EQ(stats.merge.overlap_passes, 0);
+		CHECK_EQ(stats.merge.connection_resets, 1);
+		fixture_finish(&fx);
+	}
+}
+
 HARNESS_MAIN(
 	"jg_test_merge_flows", HARNESS_CASE(reorder_a_c_b),
 	HARNESS_CASE(hole_releases_in_order), HARNESS_CASE(sequence_wraparound),
 	HARNESS_CASE(overlap_and_duplicate),
+	HARNESS_CASE(new_connection_on_the_same_tuple),
 	HARNESS_CASE(delayed_merging_fast_vs_slow),
 	HARNESS_CASE(global_delay_bound), HARNESS_CASE(timer_respects_deadline),
 	HARNESS_CASE(wait_covers_poll_interval),

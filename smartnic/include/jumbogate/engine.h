@@ -461,12 +461,14 @@ struct jg_merge_stats {
 	uint64_t delayed_flows;	     /**< runs that were allowed to wait */
 	uint64_t legacy_mss_passes;  /**< segments not merged: legacy MSS */
 	uint64_t bad_checksum_passes;
-	uint64_t overlap_passes;   /**< retransmitted / overlapping segments */
-	uint64_t held_full_passes; /**< segments not held: max_held_segments
-					reached (the buffer budget) */
-	uint64_t mss_raised;	   /**< SYNs whose MSS option was raised */
-	uint64_t onloads_refused;  /**< onloads over the pin budget */
-	uint64_t pins_expired;	   /**< onload pins dropped after idling */
+	uint64_t overlap_passes;    /**< retransmitted / overlapping segments */
+	uint64_t held_full_passes;  /**< segments not held: max_held_segments
+					 reached (the buffer budget) */
+	uint64_t mss_raised;	    /**< SYNs whose MSS option was raised */
+	uint64_t onloads_refused;   /**< onloads over the pin budget */
+	uint64_t pins_expired;	    /**< onload pins dropped after idling */
+	uint64_t connection_resets; /**< sequence state forgotten: SYN, FIN,
+					 RST or 5 s of silence */
 	/** Per input segment, time from arrival (now_ns of the call that
 	 *  took it) to the call that returned it. Bucket 0: < 1 us; bucket
 	 *  i: [2^(i-1), 2^i) us; the last bucket takes everything above. */
