@@ -7,6 +7,7 @@
 
 #include <pcap/pcap.h>
 
+#include "bench_stream.h"
 #include "packet_builder.h"
 
 /* Ethernet preamble + start delimiter 8, FCS 4, inter-frame gap 12. */
@@ -271,6 +272,36 @@ fail:
 	return false;
 }
 
+static int compare_keys(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Distinct IP flows (version, addresses, ports) of a loaded capture: the
+ * header line used to say "0 flows" for every replay. */
+static uint32_t count_flows(const struct trace *t)
+{
+	uint64_t *keys = malloc((size_t)t->count * sizeof(*keys) + 1);
+	uint32_t n = 0, flows = 0;
+
+	if (keys == NULL)
+		return 0;
+	for (uint32_t i = 0; i < t->count; i++) {
+		struct bench_headers h;
+
+		if (bench_parse_frame(t->bytes + t->packets[i].offset,
+				      t->packets[i].length, &h))
+			keys[n++] = h.flow_key;
+	}
+	qsort(keys, n, sizeof(*keys), compare_keys);
+	for (uint32_t i = 0; i < n; i++)
+		flows += i == 0 || keys[i] != keys[i - 1];
+	free(keys);
+	return flows;
+}
+
 bool trace_load_pcap(struct trace *t, const char *path, double line_gbps)
 {
 	char error[PCAP_ERRBUF_SIZE];
@@ -341,6 +372,7 @@ bool trace_load_pcap(struct trace *t, const char *path, double line_gbps)
 		goto fail;
 	}
 	pcap_close(pcap);
+	t->flows = count_flows(t);
 	return t->count > 0;
 fail:
 	pcap_close(pcap);
