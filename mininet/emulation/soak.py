@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import random
 import subprocess
 import sys
@@ -245,6 +246,9 @@ def switch_matches_controller(rack: Rack) -> tuple[bool, str]:
         f = entry["flow"]
         flow = FiveTuple(f["src_ip"], f["dst_ip"], int(f["src_port"]), int(f["dst_port"]), int(f["protocol"]))
         state.flows[flow] = MergeFlow(flow, FlowOrigin.ELEPHANT, int(entry["idle_timeout_s"]), float(entry["onloaded_at"]))
+
+    # finsy warns once per connection that the switch serves no gNMI.
+    logging.getLogger("finsy").setLevel(logging.ERROR)
 
     async def read():
         options = fy.SwitchOptions(p4info=PIPELINE / "jumbogate.p4info.txtpb", initial_election_id=1)

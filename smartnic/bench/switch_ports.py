@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -117,6 +118,8 @@ def switch_entries() -> list:
 
 
 async def program(address: str) -> None:
+    # finsy warns once per connection that the switch serves no gNMI.
+    logging.getLogger("finsy").setLevel(logging.ERROR)
     options = fy.SwitchOptions(p4info=COMPILED / "jumbogate.p4info.txtpb", p4blob=COMPILED / "jumbogate.json", p4force=True, device_id=1)
     async with fy.Switch("bench", address, options) as switch:
         await switch.modify([e.nic_port(PORT_NIC), e.fleet_flag(True)])
