@@ -21,8 +21,8 @@
  *    (L2 header, addresses, ports, TOS/traffic class, ECN, TTL/hop limit,
  *    DF, flow label, IPv6 extension headers, ACK number, window, TCP
  *    options including timestamps, remaining flags);
- *  - the IPv4 ID must increase by one per segment, or stay fixed when DF
- *    is set (decided by the second segment, as Linux does);
+ *  - the IPv4 ID must increase by one per segment, or stay fixed, DF set
+ *    or not (decided by the second segment, as Linux 6.18 does);
  *  - CWR must match (Linux 6.18): a CWR segment stays alone among
  *    segments without it; PSH, FIN or a segment shorter than the run's
  *    MSS ends the run; a segment longer than the run's MSS does not join
@@ -385,15 +385,18 @@ static int may_follow(const struct header_view *first, uint8_t run_flags,
 		const struct rte_ipv4_hdr *b = (const void *)b3;
 		uint16_t a_id = rte_be_to_cpu_16(a->packet_id);
 		uint16_t b_id = rte_be_to_cpu_16(b->packet_id);
-		bool df = (b->fragment_offset &
-			   rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG)) != 0;
 
 		/* Version and TOS; fragment field, TTL and protocol;
 		 * addresses. Length, ID and checksum may differ. */
 		diff |= (uint64_t)(load16(a3) ^ load16(b3)) |
 			(load32(a3 + 6) ^ load32(b3 + 6)) |
 			(load64(a3 + 12) ^ load64(b3 + 12));
-		if (df && b_id == a_id)
+		/* Fixed or counting up by one, decided by the second segment;
+		 * DF must match (the fragment field is compared above) but a
+		 * fixed ID no longer needs it: Linux 6.18's inet_gro_flush
+		 * (include/net/gro.h) takes ip_fixedid whenever the second ID
+		 * equals the first. */
+		if (b_id == a_id)
 			id_mode = JG_RUN_ID_FIXED;
 		else if (b_id == (uint16_t)(a_id + segments))
 			id_mode = JG_RUN_ID_INCR;

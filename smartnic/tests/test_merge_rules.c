@@ -505,7 +505,8 @@ static void ipv6_extension_headers(void)
 }
 
 static bool id_df;
-static int id_pattern; /* 0 incrementing, 1 fixed, 2 inc then fixed */
+static int id_pattern; /* 0 incrementing, 1 fixed, 2 inc then fixed,
+			  3 neither (+2 per segment) */
 
 static void id_tweak(struct pb_spec *spec, unsigned int i)
 {
@@ -514,11 +515,14 @@ static void id_tweak(struct pb_spec *spec, unsigned int i)
 		spec->ip_id = 100;
 	else if (id_pattern == 2)
 		spec->ip_id = (uint16_t)(i < 2 ? 100 + i : 101);
+	else if (id_pattern == 3)
+		spec->ip_id = (uint16_t)(100 + 2 * i);
 	else
 		spec->ip_id = (uint16_t)(100 + i);
 }
 
-/* IP ID: incrementing always merges; fixed only with DF; a switch from
+/* IP ID: incrementing or fixed merges, DF set or not (Linux 6.18's
+ * inet_gro_flush: a fixed ID no longer needs DF); a switch from
  * incrementing to fixed splits. */
 static void ip_id_rules(void)
 {
@@ -535,6 +539,8 @@ static void ip_id_rules(void)
 	id_pattern = 0;
 	expect_case(4, id_tweak, merged, 1, IPV4_ONLY);
 	id_pattern = 1;
+	expect_case(4, id_tweak, merged, 1, IPV4_ONLY);
+	id_pattern = 3;
 	expect_case(4, id_tweak, none, 4, IPV4_ONLY);
 	id_df = true;
 	id_pattern = 2;
