@@ -20,51 +20,47 @@ import time
 CHUNK = 1 << 16
 
 
-def serve(port: int, outfile: str) -> str:
-    family = socket.AF_INET6  # dual-stack: IPv4 clients arrive as ::ffff:a.b.c.d
-    with socket.socket(family, socket.SOCK_STREAM) as listener:
+def accept_one(port: int) -> socket.socket:
+    """One connection on PORT, IPv4 or IPv6 (dual-stack: IPv4 clients arrive as ::ffff:a.b.c.d)."""
+    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as listener:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         listener.bind(("::", port))
         listener.listen(1)
         print("listening", flush=True)
         conn, _ = listener.accept()
-        digest, total = hashlib.sha256(), 0
-        with conn, open(outfile, "wb") as out:
-            while chunk := conn.recv(CHUNK):
-                digest.update(chunk)
-                out.write(chunk)
-                total += len(chunk)
+    return conn
+
+
+def serve(port: int, outfile: str) -> str:
+    digest, total = hashlib.sha256(), 0
+    with accept_one(port) as conn, open(outfile, "wb") as out:
+        while chunk := conn.recv(CHUNK):
+            digest.update(chunk)
+            out.write(chunk)
+            total += len(chunk)
     return f"{total} {digest.hexdigest()}"
 
 
 def stream_serve(port: int) -> str:
-    family = socket.AF_INET6
-    with socket.socket(family, socket.SOCK_STREAM) as listener:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        listener.bind(("::", port))
-        listener.listen(1)
-        print("listening", flush=True)
-        conn, _ = listener.accept()
-        digest, total, reported = hashlib.sha256(), 0, 0.0
-        with conn:
-            # A short timeout, so that progress is printed while nothing arrives too.
-            conn.settimeout(0.1)
-            while True:
-                try:
-                    chunk = conn.recv(CHUNK)
-                except TimeoutError:
-                    chunk = None
-                if chunk == b"":
-                    break
-                if chunk:
-                    digest.update(chunk)
-                    total += len(chunk)
-                now = time.monotonic()
-                if now - reported >= 0.1:
-                    print(f"progress {now:.3f} {total}", flush=True)
-                    reported = now
+    digest, total, reported = hashlib.sha256(), 0, 0.0
+    with accept_one(port) as conn:
+        # A short timeout, so that progress is printed while nothing arrives too.
+        conn.settimeout(0.1)
+        while True:
+            try:
+                chunk = conn.recv(CHUNK)
+            except TimeoutError:
+                chunk = None
+            if chunk == b"":
+                break
+            if chunk:
+                digest.update(chunk)
+                total += len(chunk)
+            now = time.monotonic()
+            if now - reported >= 0.1:
+                print(f"progress {now:.3f} {total}", flush=True)
+                reported = now
     return f"{total} {digest.hexdigest()}"
 
 
