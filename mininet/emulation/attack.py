@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import measure, plan, procs
-from .rack import Parts, Rack, missing_prerequisites
+from .rack import Rack, cannot_start
 
 RESULTS = procs.REPO / "results"
 SCENARIOS = ("fake-elephants", "elephant-flood", "nic-pinning", "flow-spray", "signal-reflection")
@@ -428,9 +428,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.rate <= 0:
         parser.error("--seconds and --rate must be positive")
-    missing = missing_prerequisites(Parts(), args.switch)
-    if missing:
-        print("make attack: cannot start the emulated rack:\n  " + "\n  ".join(missing), file=sys.stderr)
+    refusal = cannot_start("make attack", args.switch)
+    if refusal:
+        print(refusal, file=sys.stderr)
         return 1
     outdir = args.out or RESULTS / time.strftime("attack-%Y%m%d-%H%M%S")
     outdir.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import measure, plan, procs
-from .rack import Parts, Rack, missing_prerequisites
+from .rack import Rack, cannot_start
 
 RESULTS = procs.REPO / "results"
 MICE_PORT = 7000
@@ -346,9 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seconds <= 0:
         parser.error("--seconds must be positive")
-    missing = missing_prerequisites(Parts(), args.switch)
-    if missing:
-        print("make demo: cannot start the emulated rack:\n  " + "\n  ".join(missing), file=sys.stderr)
+    refusal = cannot_start("make demo", args.switch)
+    if refusal:
+        print(refusal, file=sys.stderr)
         return 1
     outdir = args.out or RESULTS / time.strftime("demo-%Y%m%d-%H%M%S")
     outdir.mkdir(parents=True, exist_ok=True)

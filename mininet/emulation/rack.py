@@ -95,6 +95,14 @@ def missing_prerequisites(parts: Parts = Parts(), target: str | None = None) -> 
     return missing
 
 
+def cannot_start(command: str, target: str | None = None) -> str | None:
+    """The one refusal `make run`, `demo`, `attack` and `soak` print when the rack cannot start here, or None."""
+    missing = missing_prerequisites(Parts(), target)
+    if not missing:
+        return None
+    return f"{command}: cannot start the emulated rack:\n  " + "\n  ".join(missing)
+
+
 class Rack:
     def __init__(
         self,

@@ -9,7 +9,7 @@ import sys
 from mininet.cli import CLI
 
 from . import plan, procs
-from .rack import JUMBOGATECTL, Parts, Rack, missing_prerequisites
+from .rack import JUMBOGATECTL, Rack, cannot_start
 from .tls import RackTls
 
 
@@ -74,9 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="Mininet's own progress lines")
     parser.add_argument("--switch", choices=("soft", "bmv2"), help="the switch target (default: $SWITCH, else BMv2 where installed, else jumbogate-switch)")
     args = parser.parse_args(argv)
-    missing = missing_prerequisites(Parts(), args.switch)
-    if missing:
-        print("make run: cannot start the emulated rack:\n  " + "\n  ".join(missing), file=sys.stderr)
+    refusal = cannot_start("make run", args.switch)
+    if refusal:
+        print(refusal, file=sys.stderr)
         return 1
     rack = Rack(verbose=args.verbose, switch_target=args.switch)
     try:

@@ -44,7 +44,7 @@ from jumbogate import lab
 
 from . import measure, plan, procs
 from .attack import start_flood
-from .rack import Parts, Rack, missing_prerequisites
+from .rack import Rack, cannot_start
 
 RECOVERY_LIMIT_S = 2.0
 FLOW_MBIT_S = 40.0
@@ -187,24 +187,14 @@ def nic_buffers() -> dict:
 def inject(rack: Rack, kind: str, rng: random.Random) -> Event:
     event = Event(kind, time.monotonic())
     down_s = rng.uniform(0.3, 1.5)
-    if kind == "kill-smartnic":
-        rack.nic_process.kill()
-        rack.nic_process.wait(10)
+    if kind in KILLS:
+        # SIGKILL, a pause while the part is down, a restart that returns once it serves.
+        part = {"kill-smartnic": rack.nic_process, "kill-controller": rack.controller_process, "kill-switch": rack.switch.process}[kind]
+        restart = {"kill-smartnic": rack.start_nic, "kill-controller": rack.start_controller, "kill-switch": lambda: rack.switch.start([])}[kind]
+        part.kill()
+        part.wait(10)
         time.sleep(down_s)
-        rack.start_nic()
-        event.ready = time.monotonic()
-    elif kind == "kill-controller":
-        rack.controller_process.kill()
-        rack.controller_process.wait(10)
-        time.sleep(down_s)
-        rack.start_controller()
-        event.ready = time.monotonic()
-    elif kind == "kill-switch":
-        switch = rack.switch
-        switch.process.kill()
-        switch.process.wait(10)
-        time.sleep(down_s)
-        switch.start([])
+        restart()
         event.ready = time.monotonic()
     elif kind == "flip-fleet":
         rack.ctl("fleet", "jumbo", "off")
@@ -355,9 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.minutes <= 0:
         parser.error("--minutes must be positive")
-    missing = missing_prerequisites(Parts(), args.switch)
-    if missing:
-        print("make soak: cannot start the emulated rack:\n  " + "\n  ".join(missing), file=sys.stderr)
+    refusal = cannot_start("make soak", args.switch)
+    if refusal:
+        print(refusal, file=sys.stderr)
         return 1
     print(f"soak: bringing up the emulated rack for {args.minutes:g} min ...", flush=True)
     try:
