@@ -13,35 +13,45 @@
 control IngressCounters(in port_t ingress_port,
                         in local_metadata_t meta,
                         in bool is_signal) {
-    counter(PORT_COUNTER_SIZE, CounterType.packets_and_bytes) port_rx;
-    counter(DROP_REASON_COUNTER_SIZE, CounterType.packets_and_bytes) drop_reasons;
-    counter(PATH_COUNTER_SIZE, CounterType.packets_and_bytes) paths;
-    counter(ICMP_COUNTER_SIZE, CounterType.packets_and_bytes) icmp_signals;
+    PACKETS_AND_BYTES_COUNTER(PORT_COUNTER_SIZE) port_rx;
+    PACKETS_AND_BYTES_COUNTER(DROP_REASON_COUNTER_SIZE) drop_reasons;
+    PACKETS_AND_BYTES_COUNTER(PATH_COUNTER_SIZE) paths;
+    PACKETS_AND_BYTES_COUNTER(ICMP_COUNTER_SIZE) icmp_signals;
 
+    // Each counter is counted at one place with a computed index: Tofino
+    // gives an indexed counter to one table, so the same counter counted
+    // from several branches would not fit.
     apply {
-        if (is_signal) {
-            // The resubmitted copy was already counted on its way in.
+        // v1model counts a signal on the pass that builds it (is_signal);
+        // TNA builds it in egress from a mirrored copy and counts it here,
+        // where it is asked for (SIGNAL_COUNTED_AT_REQUEST).
+        if (is_signal || (SIGNAL_COUNTED_AT_REQUEST && meta.signal_kind != SIGNAL_NONE)) {
             icmp_signals.count(meta.signal_kind == SIGNAL_IPV4_FRAG_NEEDED
                 ? ICMP_COUNTER_IPV4_FRAG_NEEDED : ICMP_COUNTER_IPV6_PACKET_TOO_BIG);
+        }
+        if (is_signal) {
+            // The resubmitted copy was already counted on its way in.
             return;
         }
         port_rx.count((bit<32>)ingress_port);
+        bit<32> path = PATH_BYPASS;
+        if (meta.port_role == PORT_ROLE_NIC) {
+            path = PATH_NIC_RETURN;
+        } else if (meta.forward_on_outer) {
+            path = PATH_DEPTH_FORWARDED;
+        } else if (meta.steer_reason != STEER_NONE) {
+            path = PATH_MERGE;
+        }
         if (meta.drop_reason != DROP_NONE) {
             drop_reasons.count((bit<32>)meta.drop_reason);
-        } else if (meta.port_role == PORT_ROLE_NIC) {
-            paths.count(PATH_NIC_RETURN);
-        } else if (meta.forward_on_outer) {
-            paths.count(PATH_DEPTH_FORWARDED);
-        } else if (meta.steer_reason != STEER_NONE) {
-            paths.count(PATH_MERGE);
         } else {
-            paths.count(PATH_BYPASS);
+            paths.count(path);
         }
     }
 }
 
 control EgressCounters(in port_t egress_port) {
-    counter(PORT_COUNTER_SIZE, CounterType.packets_and_bytes) port_tx;
+    PACKETS_AND_BYTES_COUNTER(PORT_COUNTER_SIZE) port_tx;
     apply {
         port_tx.count((bit<32>)egress_port);
     }

@@ -1,4 +1,6 @@
-// Header and metadata types shared by every jumbogate top level.
+// Header and metadata types shared by every jumbogate top level. Where a
+// field's type depends on what the target's parser can do (options, the ICMP
+// quote), headers_t names it through a macro of the target's target.p4.
 #ifndef JUMBOGATE_HEADERS_P4
 #define JUMBOGATE_HEADERS_P4
 
@@ -100,8 +102,9 @@ header geneve_t {
 }
 
 // Geneve options are walked one 4-byte word at a time (see parser.p4); the
-// words are kept so that forwarded packets keep their options.
-header geneve_option_word_t {
+// words are kept so that forwarded packets keep their options. Targets
+// without varbit (TNA) read IPv4 and TCP options as such words too.
+header option_word_t {
     bit<32> data;
 }
 
@@ -126,29 +129,26 @@ header icmpv6_quote_t {   // 1232 bytes
 struct headers_t {
     ethernet_t      ethernet;
     vlan_tag_t      vlan;
-    // Headers of a generated ICMP error, emitted before the quote.
-    ipv4_t          signal_ipv4;
-    ipv6_t          signal_ipv6;
-    icmp_t          signal_icmp;
-    icmpv4_quote_t  icmpv4_quote;
-    icmpv6_quote_t  icmpv6_quote;
+    // Headers of a generated ICMP error, emitted before the quote, where
+    // the target builds it from this header set (v1model).
+    SIGNAL_HEADER_FIELDS
     // Outer (or only) L3/L4.
     ipv4_t          ipv4;
-    ipv4_options_t  ipv4_options;
+    IPV4_OPTIONS_FIELD(ipv4_options);
     ipv6_t          ipv6;
     tcp_t           tcp;
-    tcp_options_t   tcp_options;
+    TCP_OPTIONS_FIELD(tcp_options);
     udp_t           udp;
     icmp_t          icmp;
     // Rack underlay: outer IPv6 / UDP 6081 / Geneve / inner frame.
     geneve_t        geneve;
-    geneve_option_word_t[GENEVE_MAX_OPTION_WORDS] geneve_options;
+    option_word_t[GENEVE_OPTION_STACK_WORDS] geneve_options;
     ethernet_t      inner_ethernet;
     ipv4_t          inner_ipv4;
-    ipv4_options_t  inner_ipv4_options;
+    IPV4_OPTIONS_FIELD(inner_ipv4_options);
     ipv6_t          inner_ipv6;
     tcp_t           inner_tcp;
-    tcp_options_t   inner_tcp_options;
+    TCP_OPTIONS_FIELD(inner_tcp_options);
     udp_t           inner_udp;
 }
 
@@ -232,8 +232,11 @@ struct local_metadata_t {
     // Routing.
     bit<16>           next_hop_group;
     bool              routed;
-    // Elephant detection.
+    // Elephant detection: a report is due (the top level sends the digest,
+    // as each target sends digests its own way).
     bit<32>           elephant_threshold;
+    bool              report_elephant;
+    bit<32>           elephant_estimate;
 }
 
 #endif

@@ -1,5 +1,7 @@
-// Architecture-neutral parser: every header jumbogate understands, read
-// within the PARSE_DEPTH_BYTES budget.
+// The parser for targets whose parser can add and compare (v1model, and
+// jumbogate-switch, which mirrors it): every header jumbogate understands,
+// read within the PARSE_DEPTH_BYTES budget. Tofino's parser cannot do that
+// arithmetic; p4src/tna/parser.p4 keeps the same budget by construction.
 //
 // Rules that shape this file:
 // * Before a header is extracted the parser checks that it would end at or
@@ -403,36 +405,6 @@ parser JumbogateParser(packet_in packet,
     state parse_inner_udp {
         inner_udp_parser.apply(packet, hdr.inner_udp, pm);
         transition accept;
-    }
-}
-
-// Emits every header in wire order; invalid ones emit nothing. A generated
-// ICMP error's headers come right after Ethernet/VLAN, followed by its quote.
-control JumbogateDeparser(packet_out packet, in headers_t hdr) {
-    apply {
-        packet.emit(hdr.ethernet);
-        packet.emit(hdr.vlan);
-        packet.emit(hdr.signal_ipv4);
-        packet.emit(hdr.signal_ipv6);
-        packet.emit(hdr.signal_icmp);
-        packet.emit(hdr.icmpv4_quote);
-        packet.emit(hdr.icmpv6_quote);
-        packet.emit(hdr.ipv4);
-        packet.emit(hdr.ipv4_options);
-        packet.emit(hdr.ipv6);
-        packet.emit(hdr.tcp);
-        packet.emit(hdr.tcp_options);
-        packet.emit(hdr.udp);
-        packet.emit(hdr.icmp);
-        packet.emit(hdr.geneve);
-        packet.emit(hdr.geneve_options);
-        packet.emit(hdr.inner_ethernet);
-        packet.emit(hdr.inner_ipv4);
-        packet.emit(hdr.inner_ipv4_options);
-        packet.emit(hdr.inner_ipv6);
-        packet.emit(hdr.inner_tcp);
-        packet.emit(hdr.inner_tcp_options);
-        packet.emit(hdr.inner_udp);
     }
 }
 

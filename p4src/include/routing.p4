@@ -42,10 +42,8 @@ control Routing(inout headers_t hdr,
         hdr.ethernet.src_addr = src_mac;
         hdr.ethernet.dst_addr = dst_mac;
     }
-#ifdef TARGET_V1MODEL
-    // v1model selector: CRC16 over the selector key fields below.
-    action_selector(HashAlgorithm.crc16, 1024, 16) ecmp_selector;
-#endif
+    // CRC16 over the selector key fields below (target.p4 says how).
+    ECMP_SELECTOR(ecmp_selector, 1024);
 
     table next_hops {
         key = {
@@ -65,6 +63,12 @@ control Routing(inout headers_t hdr,
     // holding TTL and protocol. Incremental, so IPv4 options never need to be
     // part of a checksum computation.
     action decrement_ipv4_ttl() {
+#ifdef TARGET_TNA
+        // A Tofino action gives each field one ALU operation, too few to
+        // fold the checksum's carries here: the TNA deparser recomputes
+        // the IPv4 checksum instead (tna/jumbogate.p4).
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+#else
         bit<16> old_word = hdr.ipv4.ttl ++ hdr.ipv4.protocol;
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
         bit<16> new_word = hdr.ipv4.ttl ++ hdr.ipv4.protocol;
@@ -73,6 +77,7 @@ control Routing(inout headers_t hdr,
         sum = (sum & 0xffff) + (sum >> 16);
         sum = (sum & 0xffff) + (sum >> 16);
         hdr.ipv4.hdr_checksum = ~(sum[15:0]);
+#endif
     }
 
     apply {

@@ -55,7 +55,7 @@ control Steering(inout local_metadata_t meta) {
         }
         actions = { steer_merge_flow; @defaultonly NoAction; }
         const default_action = NoAction();
-        support_timeout = true;
+        IDLE_TIMEOUT;
         size = 16384;
     }
 

@@ -2,17 +2,19 @@
 // wires the shared parser and controls from ../include together and adds
 // what only v1model has (standard_metadata, resubmit, truncate, checksums).
 #include <core.p4>
-#define TARGET_V1MODEL
-#include <v1model.p4>
+#include "target.p4"
 
 #include "../include/defines.p4"
 #include "../include/drop_reasons.p4"
 #include "../include/headers.p4"
 #include "../include/parser.p4"
+#include "../include/deparser.p4"
 #include "../include/classifier.p4"
 #include "../include/jumbo_policy.p4"
 #include "../include/icmp_signal.p4"
+#include "signal.p4"
 #include "../include/steering.p4"
+#include "sketch.p4"
 #include "../include/elephant.p4"
 #include "../include/routing.p4"
 #include "../include/counters.p4"
@@ -104,6 +106,7 @@ control V1ModelIngress(inout headers_t hdr,
         meta.signal_kind = SIGNAL_NONE;
         meta.steer_reason = STEER_NONE;
         meta.forward_on_outer = false;
+        meta.report_elephant = false;
 
         port_roles.apply(standard_metadata.ingress_port, meta);
         if (meta.port_role == PORT_ROLE_UNASSIGNED) {
@@ -154,6 +157,18 @@ control V1ModelIngress(inout headers_t hdr,
                 mark_to_drop(standard_metadata);
                 routing.apply(hdr, meta, standard_metadata.egress_spec);
             }
+        }
+
+        if (meta.report_elephant) {
+            digest<elephant_digest_t>(1, {
+                meta.flow.ip_version,
+                meta.flow.src_addr,
+                meta.flow.dst_addr,
+                meta.flow.protocol,
+                meta.flow.src_port,
+                meta.flow.dst_port,
+                meta.elephant_estimate
+            });
         }
 
         counters.apply(standard_metadata.ingress_port, meta, false);

@@ -739,7 +739,7 @@ uint32_t sw_crc32(const uint8_t *data, uint32_t length)
 	return ~crc;
 }
 
-/* FLOW_HASH_FIELDS(salt) of elephant.p4, as an index below `size`. BMv2
+/* FLOW_HASH_FIELDS(salt, flow) of flow_hash.p4, as an index below `size`. BMv2
  * runs CRC32 over the bit-packed field list; here the same fields, byte
  * aligned, go through the CPU's CRC32-C seeded with the salt (a few
  * instructions instead of a table walk per byte, and this runs five times
@@ -755,7 +755,7 @@ static uint32_t flow_hash(const uint8_t fields[SW_KEY_MAX], uint8_t salt,
 /* -- ElephantDetector (elephant.p4) -------------------------------------------
  */
 
-/* action count_flow */
+/* action count_flow (control FlowSketch, v1model/sketch.p4) */
 static uint32_t count_flow(struct sw_sketch *sketch, uint32_t wire_bytes,
 			   const uint8_t fields[SW_KEY_MAX], uint16_t epoch)
 {
@@ -782,7 +782,7 @@ static uint32_t count_flow(struct sw_sketch *sketch, uint32_t wire_bytes,
 	return estimate;
 }
 
-/* action mark_reported */
+/* action mark_reported (control ReportedFilter, v1model/sketch.p4) */
 static bool mark_reported(struct sw_sketch *sketch,
 			  const uint8_t fields[SW_KEY_MAX], uint16_t epoch)
 {
@@ -938,7 +938,7 @@ static void ingress_counters(struct sw_counters *counters,
 		count(&counters->paths[P4_PATH_BYPASS], bytes);
 }
 
-/* -- SignalBuilder (icmp_signal.p4) and the checksum stage
+/* -- SignalBuilder (v1model/signal.p4) and the checksum stage
  * ------------------------ */
 
 static uint32_t sum16(uint32_t sum, const uint8_t *data, uint32_t length)

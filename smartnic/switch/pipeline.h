@@ -4,7 +4,7 @@
  *
  * Each function names the P4 parser, control or table it mirrors; the
  * constants come from the P4 source itself (p4_constants.h is generated
- * from defines.p4, drop_reasons.p4 and elephant.p4 at build time).
+ * from defines.p4, drop_reasons.p4 and flow_hash.p4 at build time).
  *
  * The pipeline works on one contiguous frame. It never allocates: routing
  * rewrites the frame in place, and the ICMP signal is built in place over
