@@ -22,12 +22,13 @@ export TLS
 comma      := ,
 space      := $(subst ,, )
 
-.PHONY: help setup test test-python test-c test-ptf sanitized lint proto smartnic p4 bench run stop demo attack soak clean
+.PHONY: help setup test test-python test-c test-ptf sanitized lint proto smartnic p4 p4-tofino bench run stop demo attack soak clean
 
 help:
 	@echo "make setup   install Debian/PyPI dependencies, generate protos, build the SmartNIC (and P4 when p4c is present)"
 	@echo "make test    run every test: Python, C, PTF on jumbogate-switch (and BMv2), SmartNIC integration, emulation"
 	@echo "make p4      recompile the P4 program (needs p4c) into $(P4_OUT)/depth{256,512}, which is committed"
+	@echo "make p4-tofino  compile the TNA top level with bf-p4c for Tofino 1 and 2, both profiles, into build/p4/ (resources.md each)"
 	@echo "make sanitized  the engine's C suites and jumbogate-nic's integration tests on an ASan+UBSan build (part of make test)"
 	@echo "make bench   benchmark the SmartNIC engine against DPDK GRO (TRACE=capture.pcap to replay a capture)"
 	@echo "make lint    ruff, clang-format check, P4 warnings as errors"
@@ -71,6 +72,16 @@ p4: $(P4_JSON)
 $(P4_OUT)/depth%/jumbogate.json: $(P4_SRC)
 	@command -v p4c >/dev/null || { echo "p4: p4c is not on PATH; see README, 'Getting p4c and BMv2' (the committed $(P4_OUT) needs no p4c)" >&2; exit 1; }
 	@bash p4src/compile.sh $* $(@D)
+
+# The TNA top level for both chips and both profiles, with bf-p4c; each
+# output directory gets resources.md (stages, PHV, memories). Never needed by
+# anything else here.
+TOFINO_OUT := build/p4
+p4-tofino:
+	@command -v bf-p4c >/dev/null || { echo "p4-tofino: bf-p4c is not on PATH; see README, 'bf-p4c, the Tofino backend'" >&2; exit 1; }
+	@for chip in tofino tofino2; do for depth in $(PROFILES); do \
+		bash p4src/compile-tofino.sh $$chip $$depth $(TOFINO_OUT)/$$chip-depth$$depth || exit 1; \
+	done; done
 
 bench:
 	@bash smartnic/bench/run.sh $(TRACE)

@@ -31,19 +31,28 @@ control ParseVerdict(in headers_t hdr,
                      in bool parser_failed,
                      in bool packet_too_short,
                      in bit<32> frame_bytes) {
+    // Choices are if statements, never `?:` or a comparison assigned to a
+    // bool: a Tofino action only moves or adds, so a condition must be a
+    // gateway of its own (the same holds in every shared control).
     apply {
-        bit<32> l2_bytes = hdr.vlan.isValid() ? 32w18 : 32w14;
+        bit<32> l2_bytes = 14;
+        if (hdr.vlan.isValid()) {
+            l2_bytes = 18;
+        }
         if (packet_too_short) {
-            meta.drop_reason = meta.parsing.in_geneve_options
-                ? DROP_GENEVE_OPTIONS_PAST_PACKET : DROP_TRUNCATED;
+            if (meta.parsing.in_geneve_options) {
+                meta.drop_reason = DROP_GENEVE_OPTIONS_PAST_PACKET;
+            } else {
+                meta.drop_reason = DROP_TRUNCATED;
+            }
         } else if (parser_failed) {
             meta.drop_reason = DROP_PARSER_ERROR;
         } else if (meta.parsing.malformed != DROP_NONE) {
             meta.drop_reason = meta.parsing.malformed;
-        } else if (hdr.ipv4.isValid()
+        } else if (FRAME_LENGTH_IN_INGRESS && hdr.ipv4.isValid()
                    && l2_bytes + (bit<32>)hdr.ipv4.total_len > frame_bytes) {
             meta.drop_reason = DROP_IP_LENGTH_PAST_FRAME;
-        } else if (hdr.ipv6.isValid()
+        } else if (FRAME_LENGTH_IN_INGRESS && hdr.ipv6.isValid()
                    && l2_bytes + (bit<32>)IPV6_BYTES + (bit<32>)hdr.ipv6.payload_len > frame_bytes) {
             meta.drop_reason = DROP_IP_LENGTH_PAST_FRAME;
         } else if (!hdr.ipv4.isValid() && !hdr.ipv6.isValid()
@@ -57,62 +66,105 @@ control ParseVerdict(in headers_t hdr,
 // for Geneve when they were parsed, otherwise the outer ones. A packet too
 // deep to parse fully therefore still hashes on what was parsed (for Geneve,
 // the outer UDP source port, where the encapsulator put its flow entropy).
+// One action per header it reads, the header named in the action, not
+// passed to it: an action's header parameter is a copy of the whole header,
+// which ties every field of both copies together in Tofino's PHV allocation.
+#define FROM_IPV4(name, ip) action name() { \
+        meta.flow.ip_version = 4; \
+        meta.flow.src_addr = (flow_addr_t)ip.src_addr; \
+        meta.flow.dst_addr = (flow_addr_t)ip.dst_addr; \
+        meta.flow.src_v4 = ip.src_addr; \
+        meta.flow.dst_v4 = ip.dst_addr; \
+        meta.flow.protocol = ip.protocol; \
+        meta.flow.ip_len = ip.total_len; \
+        meta.flow.df_bit = ip.flag_dont_fragment; \
+    }
+#define FROM_IPV6(name, ip) action name() { \
+        meta.flow.ip_version = 6; \
+        meta.flow.src_addr = ip.src_addr; \
+        meta.flow.dst_addr = ip.dst_addr; \
+        meta.flow.protocol = ip.next_header; \
+        meta.flow.ip_len = ip.payload_len + IPV6_BYTES; \
+        meta.flow.df_bit = 1;  /* IPv6 routers never fragment */ \
+    }
+#define FROM_TCP(name, tcp) action name() { \
+        meta.flow.src_port = tcp.src_port; \
+        meta.flow.dst_port = tcp.dst_port; \
+        meta.flow.tcp_flags = tcp.flags; \
+        meta.flow.is_tcp = true; \
+    }
+#define FROM_UDP(name, udp) action name() { \
+        meta.flow.src_port = udp.src_port; \
+        meta.flow.dst_port = udp.dst_port; \
+    }
+
 control FlowClassifier(in headers_t hdr, inout local_metadata_t meta) {
-    action from_ipv4(in ipv4_t ip) {
-        meta.flow.ip_version = 4;
-        meta.flow.src_addr = (flow_addr_t)ip.src_addr;
-        meta.flow.dst_addr = (flow_addr_t)ip.dst_addr;
-        meta.flow.src_v4 = ip.src_addr;
-        meta.flow.dst_v4 = ip.dst_addr;
-        meta.flow.protocol = ip.protocol;
-        meta.flow.ip_len = ip.total_len;
-        meta.flow.dont_fragment = ip.flag_dont_fragment == 1;
-        // 0.0.0.0, 224.0.0.0/4 and above (multicast, reserved, broadcast).
-        meta.flow.signal_allowed = ip.src_addr != 0 && ip.src_addr[31:28] < 0xe;
-    }
-    action from_ipv6(in ipv6_t ip) {
-        meta.flow.ip_version = 6;
-        meta.flow.src_addr = ip.src_addr;
-        meta.flow.dst_addr = ip.dst_addr;
-        meta.flow.protocol = ip.next_header;
-        meta.flow.ip_len = ip.payload_len + IPV6_BYTES;
-        meta.flow.dont_fragment = true;  // IPv6 routers never fragment
-        // :: and ff00::/8 (multicast).
-        meta.flow.signal_allowed = ip.src_addr != 0 && ip.src_addr[127:120] != 0xff;
-    }
-    action from_tcp(in tcp_t tcp) {
-        meta.flow.src_port = tcp.src_port;
-        meta.flow.dst_port = tcp.dst_port;
-        meta.flow.tcp_flags = tcp.flags;
-        meta.flow.is_tcp = true;
-    }
-    action from_udp(in udp_t udp) {
-        meta.flow.src_port = udp.src_port;
-        meta.flow.dst_port = udp.dst_port;
-    }
+    FROM_IPV4(from_ipv4, hdr.ipv4)
+    FROM_IPV4(from_inner_ipv4, hdr.inner_ipv4)
+    FROM_IPV6(from_ipv6, hdr.ipv6)
+    FROM_IPV6(from_inner_ipv6, hdr.inner_ipv6)
+    FROM_TCP(from_tcp, hdr.tcp)
+    FROM_TCP(from_inner_tcp, hdr.inner_tcp)
+    FROM_UDP(from_udp, hdr.udp)
+    FROM_UDP(from_inner_udp, hdr.inner_udp)
+
     apply {
         meta.flow.is_tcp = false;
         meta.flow.signal_allowed = false;
-        meta.is_geneve = hdr.geneve.isValid();
+        meta.flow.dont_fragment = false;
+        meta.is_geneve = false;
+        if (hdr.geneve.isValid()) {
+            meta.is_geneve = true;
+        }
         if (hdr.inner_ipv4.isValid()) {
-            from_ipv4(hdr.inner_ipv4);
+            from_inner_ipv4();
         } else if (hdr.inner_ipv6.isValid()) {
-            from_ipv6(hdr.inner_ipv6);
+            from_inner_ipv6();
         } else if (hdr.ipv4.isValid()) {
-            from_ipv4(hdr.ipv4);
+            from_ipv4();
         } else if (hdr.ipv6.isValid()) {
-            from_ipv6(hdr.ipv6);
+            from_ipv6();
+        }
+        if (meta.flow.df_bit == 1) {
+            meta.flow.dont_fragment = true;
+        }
+        // Not a signal to 0.0.0.0, 224.0.0.0/4 and above (multicast,
+        // reserved, broadcast), :: or ff00::/8 (multicast).
+        if (meta.flow.ip_version == 4) {
+            // Not class D (multicast, 0xe) or E (0xf, broadcast among it),
+            // each an equality: Tofino's gateways have no range compare
+            // on a nibble.
+            if (meta.flow.src_v4 != 0 && meta.flow.src_v4[31:28] != 0xe
+                    && meta.flow.src_v4[31:28] != 0xf) {
+                meta.flow.signal_allowed = true;
+            }
+        } else if (meta.flow.ip_version == 6) {
+            // Not unspecified, tested 32 bits at a time (a gateway reads at
+            // most 44 bits), and not multicast (ff00::/8).
+            bool specified = false;
+            if (meta.flow.src_addr[127:96] != 0) {
+                specified = true;
+            } else if (meta.flow.src_addr[95:64] != 0) {
+                specified = true;
+            } else if (meta.flow.src_addr[63:32] != 0) {
+                specified = true;
+            } else if (meta.flow.src_addr[31:0] != 0) {
+                specified = true;
+            }
+            if (specified && meta.flow.src_addr[127:120] != 0xff) {
+                meta.flow.signal_allowed = true;
+            }
         }
         if (hdr.inner_ipv4.isValid() || hdr.inner_ipv6.isValid()) {
             if (hdr.inner_tcp.isValid()) {
-                from_tcp(hdr.inner_tcp);
+                from_inner_tcp();
             } else if (hdr.inner_udp.isValid()) {
-                from_udp(hdr.inner_udp);
+                from_inner_udp();
             }
         } else if (hdr.tcp.isValid()) {
-            from_tcp(hdr.tcp);
+            from_tcp();
         } else if (hdr.udp.isValid()) {
-            from_udp(hdr.udp);
+            from_udp();
         }
         // ICMP errors: IPv4 types 3 (unreachable), 4, 5, 11 and 12;
         // ICMPv6 types below 128.
@@ -122,7 +174,7 @@ control FlowClassifier(in headers_t hdr, inout local_metadata_t meta) {
                 if (t == 3 || t == 4 || t == 5 || t == 11 || t == 12) {
                     meta.flow.signal_allowed = false;
                 }
-            } else if (hdr.icmp.icmp_type < 128) {
+            } else if (hdr.icmp.icmp_type[7:7] == 0) {  // below 128: an ICMPv6 error
                 meta.flow.signal_allowed = false;
             }
         }

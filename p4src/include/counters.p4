@@ -25,9 +25,12 @@ control IngressCounters(in port_t ingress_port,
         // v1model counts a signal on the pass that builds it (is_signal);
         // TNA builds it in egress from a mirrored copy and counts it here,
         // where it is asked for (SIGNAL_COUNTED_AT_REQUEST).
+        bit<32> signal = ICMP_COUNTER_IPV6_PACKET_TOO_BIG;
+        if (meta.signal_kind == SIGNAL_IPV4_FRAG_NEEDED) {
+            signal = ICMP_COUNTER_IPV4_FRAG_NEEDED;
+        }
         if (is_signal || (SIGNAL_COUNTED_AT_REQUEST && meta.signal_kind != SIGNAL_NONE)) {
-            icmp_signals.count(meta.signal_kind == SIGNAL_IPV4_FRAG_NEEDED
-                ? ICMP_COUNTER_IPV4_FRAG_NEEDED : ICMP_COUNTER_IPV6_PACKET_TOO_BIG);
+            icmp_signals.count(signal);
         }
         if (is_signal) {
             // The resubmitted copy was already counted on its way in.

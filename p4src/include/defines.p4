@@ -111,6 +111,18 @@ const steer_reason_t STEER_MERGE_SERVICE = 2;
 const steer_reason_t STEER_HANDSHAKE     = 3;
 const steer_reason_t STEER_OUTBOUND_SPLIT = 4;
 
+// A hidden keyless table whose one action sets `field` to `value` (a
+// saturating difference that a condition then tests against zero; see
+// comparisons_t in headers.p4). Hidden: it has no P4Runtime face, the
+// controller never writes it.
+#define DIFFERENCE_STEP(name, field, value) \
+    @hidden action name() { field = value; } \
+    @hidden table name##_table { \
+        actions = { name; } \
+        const default_action = name(); \
+        size = 1; \
+    }
+
 // Sizes of indexed externs.
 #define PORT_COUNTER_SIZE 512
 #define DROP_REASON_COUNTER_SIZE 256

@@ -16,7 +16,7 @@ control JumbogateDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.ipv4_options);
         packet.emit(hdr.ipv6);
         packet.emit(hdr.tcp);
-        packet.emit(hdr.tcp_options);
+        EMIT_TCP_OPTIONS(packet, hdr.tcp_options)
         packet.emit(hdr.udp);
         packet.emit(hdr.icmp);
         packet.emit(hdr.geneve);
@@ -26,7 +26,7 @@ control JumbogateDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.inner_ipv4_options);
         packet.emit(hdr.inner_ipv6);
         packet.emit(hdr.inner_tcp);
-        packet.emit(hdr.inner_tcp_options);
+        EMIT_TCP_OPTIONS(packet, hdr.inner_tcp_options)
         packet.emit(hdr.inner_udp);
     }
 }

@@ -25,7 +25,9 @@
 
 // wire_bytes: the frame as received, never a length the packet claims (a
 // 60-byte frame claiming 8500 bytes would otherwise count 140 times over).
-control ElephantDetector(inout local_metadata_t meta, in bit<48> now_us,
+// epoch_clock: the switch's time in epochs of about a second (2^20 us,
+// ELEPHANT_EPOCH_LOG2_US), as the top level reads its target's clock.
+control ElephantDetector(inout local_metadata_t meta, in bit<16> epoch_clock,
                          in bit<32> wire_bytes) {
     FlowSketch() flow_sketch;
     ReportedFilter() reported_filter;
@@ -41,15 +43,22 @@ control ElephantDetector(inout local_metadata_t meta, in bit<48> now_us,
         size = 1;
     }
 
+    bit<16> epoch = 0;
+    bit<32> estimate = 0;
+    DIFFERENCE_STEP(measure_short_of_threshold, meta.cmp.short_of_threshold,
+                    meta.elephant_threshold |-| estimate)
+
     apply {
         elephant_config.apply();
         if (meta.elephant_threshold != 0) {
             // The top bit keeps a live epoch from ever equalling the zero
             // that fresh registers hold.
-            bit<16> epoch = ((bit<16>)(now_us >> ELEPHANT_EPOCH_LOG2_US)) | 0x8000;
-            bit<32> estimate;
-            flow_sketch.apply(meta.flow, epoch, wire_bytes, estimate);
-            if (estimate >= meta.elephant_threshold) {
+            epoch = epoch_clock | 0x8000;
+            flow_sketch.apply(meta, epoch, wire_bytes, estimate);
+            // estimate >= threshold, as a saturating difference (see
+            // comparisons_t).
+            measure_short_of_threshold_table.apply();
+            if (meta.cmp.short_of_threshold == 0) {
                 bool first;
                 reported_filter.apply(meta.flow, epoch, first);
                 if (first) {

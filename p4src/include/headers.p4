@@ -137,7 +137,7 @@ struct headers_t {
     IPV4_OPTIONS_FIELD(ipv4_options);
     ipv6_t          ipv6;
     tcp_t           tcp;
-    TCP_OPTIONS_FIELD(tcp_options);
+    TCP_OPTIONS_FIELD(tcp_options)
     udp_t           udp;
     icmp_t          icmp;
     // Rack underlay: outer IPv6 / UDP 6081 / Geneve / inner frame.
@@ -148,7 +148,7 @@ struct headers_t {
     IPV4_OPTIONS_FIELD(inner_ipv4_options);
     ipv6_t          inner_ipv6;
     tcp_t           inner_tcp;
-    TCP_OPTIONS_FIELD(inner_tcp_options);
+    TCP_OPTIONS_FIELD(inner_tcp_options)
     udp_t           inner_udp;
 }
 
@@ -165,6 +165,7 @@ struct flow_t {
     bit<16>     src_port;
     bit<16>     dst_port;
     bit<16>     ip_len;      // whole IP packet, header included
+    bit<1>      df_bit;         // DF as the header has it (1 for IPv6)
     bool        dont_fragment;  // DF for IPv4; always true for IPv6
     bit<8>      tcp_flags;
     bool        is_tcp;
@@ -195,8 +196,22 @@ struct elephant_digest_t {
     bit<32>     estimated_bytes;
 }
 
+// Differences that a condition then tests against zero: a Tofino gateway
+// compares one field (at most 44 bits) with a constant, never two fields
+// or an expression. Each is computed by a hidden one-action table
+// (DIFFERENCE_STEP in defines.p4) so that no compiler pass folds it back
+// into the condition.
+struct comparisons_t {
+    bit<16> path_below_limit;    // instance MTU |-| path MTU (MtuEnforcement)
+    bit<16> mtu_excess;          // IP length |-| limit (MtuEnforcement)
+    bit<16> over_path;           // IP length |-| path MTU (Steering)
+    bit<32> short_of_threshold;  // threshold |-| estimate (ElephantDetector)
+    bit<32> count_above;         // a sketch row's count |-| the estimate
+}
+
 struct local_metadata_t {
     parser_metadata_t parsing;
+    comparisons_t     cmp;
     // Preserved across the resubmit that turns an oversized packet into its
     // ICMP signal (FIELD_LIST_ICMP_SIGNAL). Top-level fields: p4c only looks
     // for @field_list on the metadata struct's own fields.
@@ -220,7 +235,7 @@ struct local_metadata_t {
     // Set by the depth policy: route on the outer headers only.
     bool              forward_on_outer;
     // Jumbo policy.
-    bool              fleet_jumbo;
+    bit<1>            fleet_jumbo;
     bool              instance_known;
     bit<16>           instance_mtu;
     bit<16>           path_mtu;

@@ -21,9 +21,16 @@ control MtuEnforcement(in port_t ingress_port, inout local_metadata_t meta) {
     PACKET_RATE_METER(ICMP_SOURCE_METER_SIZE) icmp_source_meter;
     HASH_UNIT(source_prefix_hash, 8, crc16)
 
+    bit<16> limit = 0;
+    DIFFERENCE_STEP(measure_path_below_limit, meta.cmp.path_below_limit, limit |-| meta.path_mtu)
+    DIFFERENCE_STEP(measure_mtu_excess, meta.cmp.mtu_excess, meta.flow.ip_len |-| limit)
+
     apply {
-        bit<16> limit = meta.instance_mtu;
-        if (meta.port_role == PORT_ROLE_INTERNAL && meta.path_mtu < limit
+        // Two fields are compared through a saturating difference tested
+        // against zero (comparisons_t says why).
+        limit = meta.instance_mtu;
+        measure_path_below_limit_table.apply();  // > 0: path_mtu < limit
+        if (meta.port_role == PORT_ROLE_INTERNAL && meta.cmp.path_below_limit != 0
                 && !(meta.flow.is_tcp && meta.nic_port_set)) {
             // Outbound TCP over the path MTU goes to the SmartNIC to be
             // split (see Steering); everything else must fit the path.
@@ -33,7 +40,8 @@ control MtuEnforcement(in port_t ingress_port, inout local_metadata_t meta) {
             // Outbound back from the SmartNIC: nothing more will split it.
             limit = meta.path_mtu;
         }
-        if (meta.flow.ip_len <= limit) {
+        measure_mtu_excess_table.apply();  // 0: ip_len <= limit
+        if (meta.cmp.mtu_excess == 0) {
             return;
         }
         if (!meta.flow.dont_fragment) {
@@ -44,9 +52,10 @@ control MtuEnforcement(in port_t ingress_port, inout local_metadata_t meta) {
             meta.drop_reason = DROP_MTU_EXCEEDED_NO_SIGNAL;
             return;
         }
-        flow_addr_t source_prefix = meta.flow.ip_version == 4
-            ? meta.flow.src_addr & 128w0xffffff00
-            : meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;
+        flow_addr_t source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;
+        if (meta.flow.ip_version == 4) {
+            source_prefix = meta.flow.src_addr & 128w0xffffff00;
+        }
         bit<32> source_cell;
         HASH_INDEX(source_prefix_hash, crc16, source_cell, ICMP_SOURCE_METER_SIZE,
                    { source_prefix });
@@ -60,12 +69,16 @@ control MtuEnforcement(in port_t ingress_port, inout local_metadata_t meta) {
             return;
         }
         meta.drop_reason = DROP_MTU_EXCEEDED;
-        meta.signal_kind = meta.flow.ip_version == 4
-            ? SIGNAL_IPV4_FRAG_NEEDED : SIGNAL_IPV6_PACKET_TOO_BIG;
+        meta.signal_kind = SIGNAL_IPV6_PACKET_TOO_BIG;
+        if (meta.flow.ip_version == 4) {
+            meta.signal_kind = SIGNAL_IPV4_FRAG_NEEDED;
+        }
         meta.signal_reply_port = ingress_port;
         meta.signal_mtu = limit;
-        meta.signal_reply_to = meta.flow.src_addr;
-        meta.signal_reply_from = meta.flow.dst_addr;
+        if (SIGNAL_CARRIES_ADDRESSES) {
+            meta.signal_reply_to = meta.flow.src_addr;
+            meta.signal_reply_from = meta.flow.dst_addr;
+        }
     }
 }
 

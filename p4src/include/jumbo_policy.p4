@@ -15,7 +15,7 @@
 #include "headers.p4"
 
 control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
-    bool instance_jumbo = false;
+    bit<1> instance_jumbo = 0;
     ipv4_addr_t instance_v4 = 0;
     flow_addr_t instance_v6 = 0;
 
@@ -23,7 +23,7 @@ control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
     bit<16> standard_mtu = MTU_STANDARD;
 
     action set_fleet_jumbo(bit<1> enabled, bit<16> guest_jumbo_mtu, bit<16> default_mtu) {
-        meta.fleet_jumbo = enabled == 1;
+        meta.fleet_jumbo = enabled;
         jumbo_mtu = guest_jumbo_mtu;
         standard_mtu = default_mtu;
     }
@@ -36,7 +36,7 @@ control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
 
     action set_instance_jumbo(bit<1> enabled) {
         meta.instance_known = true;
-        instance_jumbo = enabled == 1;
+        instance_jumbo = enabled;
     }
     action instance_unknown() {
         meta.instance_known = false;
@@ -72,7 +72,7 @@ control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
 
     apply {
         meta.instance_known = false;
-        meta.fleet_jumbo = false;
+        meta.fleet_jumbo = 0;
         // No path limit unless the packet leaves through an external route.
         meta.path_mtu = 0xffff;
         fleet_policy.apply();
@@ -94,9 +94,14 @@ control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
         } else if (meta.flow.ip_version == 6) {
             instances_v6.apply();
         }
-        meta.instance_mtu = (meta.fleet_jumbo && instance_jumbo)
-            ? jumbo_mtu : standard_mtu;
-        meta.merge_eligible = meta.flow.is_tcp && meta.fleet_jumbo && instance_jumbo;
+        meta.instance_mtu = standard_mtu;
+        meta.merge_eligible = false;
+        if (meta.fleet_jumbo == 1 && instance_jumbo == 1) {
+            meta.instance_mtu = jumbo_mtu;
+            if (meta.flow.is_tcp) {
+                meta.merge_eligible = true;
+            }
+        }
 
         if (meta.port_role == PORT_ROLE_INTERNAL
                 || (meta.port_role == PORT_ROLE_NIC && !meta.instance_known)) {

@@ -83,13 +83,13 @@ control Routing(inout headers_t hdr,
     apply {
         meta.routed = false;
         if (hdr.ipv4.isValid()) {
-            if (hdr.ipv4.ttl <= 1) {
+            if (hdr.ipv4.ttl == 0 || hdr.ipv4.ttl == 1) {
                 meta.drop_reason = DROP_TTL_EXPIRED;
                 return;
             }
             routes_v4.apply();
         } else if (hdr.ipv6.isValid()) {
-            if (hdr.ipv6.hop_limit <= 1) {
+            if (hdr.ipv6.hop_limit == 0 || hdr.ipv6.hop_limit == 1) {
                 meta.drop_reason = DROP_HOP_LIMIT_EXPIRED;
                 return;
             }

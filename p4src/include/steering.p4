@@ -41,6 +41,8 @@ control NicPort(inout local_metadata_t meta) {
 }
 
 control Steering(inout local_metadata_t meta) {
+    DIFFERENCE_STEP(measure_over_path, meta.cmp.over_path, meta.flow.ip_len |-| meta.path_mtu)
+
     action steer_merge_flow() {
         meta.steer_reason = STEER_MERGE_FLOW;
     }
@@ -78,8 +80,9 @@ control Steering(inout local_metadata_t meta) {
         if (!meta.nic_port_set || !meta.flow.is_tcp) {
             return;
         }
-        if (meta.port_role == PORT_ROLE_INTERNAL
-                && meta.flow.ip_len > meta.path_mtu) {
+        // ip_len > path_mtu, as a saturating difference (see MtuEnforcement).
+        measure_over_path_table.apply();
+        if (meta.port_role == PORT_ROLE_INTERNAL && meta.cmp.over_path != 0) {
             meta.steer_reason = STEER_OUTBOUND_SPLIT;
             return;
         }

@@ -140,8 +140,10 @@ control V1ModelIngress(inout headers_t hdr,
             if (meta.drop_reason == DROP_NONE && meta.port_role != PORT_ROLE_NIC) {
                 steering.apply(meta);
                 if (meta.steer_reason == STEER_NONE && meta.merge_eligible) {
-                    elephant_detector.apply(meta, standard_metadata.ingress_global_timestamp,
-                                            standard_metadata.packet_length);
+                    // BMv2's timestamp counts microseconds.
+                    elephant_detector.apply(meta,
+                        (bit<16>)(standard_metadata.ingress_global_timestamp >> ELEPHANT_EPOCH_LOG2_US),
+                        standard_metadata.packet_length);
                 }
             }
         }

@@ -7,8 +7,8 @@
 #include "../include/headers.p4"
 #include "../include/flow_hash.p4"
 
-control FlowSketch(in flow_t flow, in bit<16> epoch, in bit<32> packet_bytes,
-                   out bit<32> estimate) {
+control FlowSketch(inout local_metadata_t meta, in bit<16> epoch,
+                   in bit<32> packet_bytes, out bit<32> estimate) {
     register<bit<32>>(SKETCH_COLUMNS) sketch_row0_bytes;
     register<bit<16>>(SKETCH_COLUMNS) sketch_row0_epoch;
     register<bit<32>>(SKETCH_COLUMNS) sketch_row1_bytes;
@@ -22,9 +22,9 @@ control FlowSketch(in flow_t flow, in bit<16> epoch, in bit<32> packet_bytes,
         bit<32> index0;
         bit<32> index1;
         bit<32> index2;
-        hash(index0, HashAlgorithm.crc32, 32w0, FLOW_HASH_FIELDS(SALT_ROW0, flow), (bit<32>)SKETCH_COLUMNS);
-        hash(index1, HashAlgorithm.crc32, 32w0, FLOW_HASH_FIELDS(SALT_ROW1, flow), (bit<32>)SKETCH_COLUMNS);
-        hash(index2, HashAlgorithm.crc32, 32w0, FLOW_HASH_FIELDS(SALT_ROW2, flow), (bit<32>)SKETCH_COLUMNS);
+        hash(index0, HashAlgorithm.crc32, 32w0, FLOW_HASH_FIELDS(SALT_ROW0, meta.flow), (bit<32>)SKETCH_COLUMNS);
+        hash(index1, HashAlgorithm.crc32, 32w0, FLOW_HASH_FIELDS(SALT_ROW1, meta.flow), (bit<32>)SKETCH_COLUMNS);
+        hash(index2, HashAlgorithm.crc32, 32w0, FLOW_HASH_FIELDS(SALT_ROW2, meta.flow), (bit<32>)SKETCH_COLUMNS);
         bit<32> count0;
         bit<32> count1;
         bit<32> count2;

@@ -21,6 +21,14 @@ const meter_color_t METER_COLOR_RED = 2;
 #define HASH_INDEX(name, algo, out, size, ...) \
     hash(out, HashAlgorithm.algo, 32w0, __VA_ARGS__, (bit<32>)(size))
 
+// BMv2 knows the frame's length in ingress (ParseVerdict checks the IP
+// length against it).
+const bool FRAME_LENGTH_IN_INGRESS = true;
+
+// The resubmitted pass keeps the offending packet's addresses in metadata
+// (FIELD_LIST_ICMP_SIGNAL) for SignalBuilder.
+const bool SIGNAL_CARRIES_ADDRESSES = true;
+
 // The resubmitted pass that builds a signal counts it (v1model/signal.p4).
 const bool SIGNAL_COUNTED_AT_REQUEST = false;
 
@@ -32,7 +40,8 @@ const bool SIGNAL_COUNTED_AT_REQUEST = false;
 // parses the whole RFC-sized quote as headers, so that its checksum is a
 // header checksum.
 #define IPV4_OPTIONS_FIELD(name) ipv4_options_t name
-#define TCP_OPTIONS_FIELD(name) tcp_options_t name
+#define TCP_OPTIONS_FIELD(name) tcp_options_t name;
+#define EMIT_TCP_OPTIONS(packet, options) packet.emit(options);
 #define GENEVE_OPTION_STACK_WORDS GENEVE_MAX_OPTION_WORDS
 #define SIGNAL_HEADER_FIELDS \
     ipv4_t          signal_ipv4; \
