@@ -1,4 +1,4 @@
-// Constants shared by every jumbogate top level (v1model today, TNA later).
+// Constants shared by every jumbogate top level (v1model and TNA).
 #ifndef JUMBOGATE_DEFINES_P4
 #define JUMBOGATE_DEFINES_P4
 

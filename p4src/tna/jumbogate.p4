@@ -7,7 +7,8 @@
 //
 // Compiled by bf-p4c (p4src/compile-tofino.sh, `make p4-tofino`); no Tofino
 // model runs here, so this top level is held to compiling, fitting and
-// naming its P4Runtime objects as v1model does (ptf-tests/... compare).
+// naming its P4Runtime objects as v1model does
+// (controlplane/tests/test_p4_tofino.py).
 #include <core.p4>
 #include "../include/defines.p4"
 #include "target.p4"
