@@ -1,7 +1,8 @@
 """make bench, the switch on real ports: packets per second of jumbogate-switch
 through veth ports, next to a pass-through forwarder (dpdk-testpmd, io mode)
 on the same ports at the same offered load, and next to BMv2 where it is
-installed.
+installed; then jumbogate-switch and the pass-through again on shared-memory
+ports (DPDK net_memif), where no kernel copies frames.
 
 One load generator (jumbogate-loadgen) sends 1500-byte TCP frames of 64 flows
 out of one veth as fast as it takes them and counts what comes back on the
@@ -16,7 +17,13 @@ write (jumbogate.p4.entries): routes, the jumbo policy, and merge_flows
 entries for the steering captures' flows. The pass-through forwards port 1 to
 the path's way out and does nothing else.
 
-    switch_ports.py [--seconds S] [--targets soft,pass,bmv2] [--json FILE]
+Why memif too: on veth every frame crosses the kernel through af_packet,
+which tops out near 0.45 M frames/s here, so the switch and the pass-through
+both measure that ceiling. Over memif the generator and the forwarder share
+rings in memory: what is left is the forwarder's own cost. BMv2 cannot open
+memif ports; its figure stays the veth one, far below that ceiling.
+
+    switch_ports.py [--seconds S] [--targets soft,pass,bmv2] [--ports veth,memif] [--json FILE]
 """
 
 from __future__ import annotations
@@ -66,6 +73,55 @@ STEERED_SPORT, BYPASS_SPORT = 41000, 40000
 AF_PACKET_RING = "blocksz=12288,framesz=12288,framecnt=1024"
 
 TARGET_NAMES = {"soft": "jumbogate-switch", "pass": "pass-through (testpmd io)", "bmv2": "BMv2"}
+PORT_KINDS = ("veth", "memif")
+
+
+@dataclass(frozen=True)
+class Ports:
+    """How the generator and the forwarder under test are joined.
+
+    veth: af_packet devices on the veth pairs; what comes back is counted by
+    the kernel, so the generator's core only sends. memif: shared-memory
+    DPDK ports, the forwarder the server of each (it starts first, and a
+    memif client does not start without its server), the generator the
+    client; the generator receives what comes back itself.
+    """
+
+    kind: str
+    socket: str = ""
+
+    @property
+    def driver(self) -> str:
+        """The DPDK driver, which a vdev's name must start with."""
+        return "net_af_packet" if self.kind == "veth" else "net_memif"
+
+    def generator_args(self) -> list[str]:
+        if self.kind == "veth":
+            counted = ",".join(HOST_SIDE[port] for port in (PORT_INTERNAL, PORT_NIC))
+            return [
+                "--vdev",
+                f"net_af_packet_gen,iface={HOST_SIDE[PORT_EXTERNAL]},{AF_PACKET_RING}",
+                "--",
+                "--tx",
+                "net_af_packet_gen",
+                "--count-iface",
+                counted,
+            ]
+        args = []
+        for port in SWITCH_PORTS:
+            args += ["--vdev", f"net_memif_gen{port},role=client,id={port},socket={self.socket}"]
+        return args + ["--", "--tx", f"net_memif_gen{PORT_EXTERNAL}", "--rx", f"net_memif_gen{PORT_INTERNAL},net_memif_gen{PORT_NIC}"]
+
+    def port_of(self, received: str) -> int:
+        """The switch port whose frames the generator counted under this name."""
+        if self.kind == "veth":
+            return {dev: port for port, dev in HOST_SIDE.items()}[received]
+        return int(received.removeprefix("net_memif_gen"))
+
+    def forwarder_vdev(self, port: int, name: str) -> str:
+        if self.kind == "veth":
+            return f"{name},iface={SWITCH_PORTS[port]},{AF_PACKET_RING}"
+        return f"{name},role=server,id={port},socket={self.socket}"
 
 
 class BenchError(RuntimeError):
@@ -129,8 +185,8 @@ async def program(address: str) -> None:
 class Testpmd:
     """dpdk-testpmd forwarding between two of the bench ports (io mode)."""
 
-    def __init__(self, ports: tuple[str, str], log: Path):
-        self.ports, self.log = ports, log
+    def __init__(self, ports: Ports, numbers: tuple[int, int], log: Path):
+        self.ports, self.numbers, self.log = ports, numbers, log
         self.prefix = f"jgbpass{os.getpid()}"
         self.popen: subprocess.Popen | None = None
 
@@ -140,8 +196,8 @@ class Testpmd:
             raise BenchError("dpdk-testpmd is not on PATH (Debian package dpdk; make setup installs it)")
         # Line-buffered: testpmd says it forwards on stdout, which is a file here.
         args = ["stdbuf", "-oL", testpmd, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", self.prefix, "-l", "0-1", "--log-level=lib.eal:error"]
-        for i, dev in enumerate(self.ports):
-            args += ["--vdev", f"net_af_packet_pass{i},iface={dev},{AF_PACKET_RING}"]
+        for i, number in enumerate(self.numbers):
+            args += ["--vdev", self.ports.forwarder_vdev(number, f"{self.ports.driver}_pass{i}")]
         args += ["--", "--forward-mode=io", "--auto-start", "--mbuf-size=12416", "--total-num-mbufs=8192", "--burst=32"]
         out = open(self.log, "wb")  # noqa: SIM115 (kept open for the process)
         self.popen = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
@@ -160,13 +216,14 @@ class Testpmd:
         shutil.rmtree(f"/var/run/dpdk/{self.prefix}", ignore_errors=True)
 
 
-def run_loadgen(capture: Path, seconds: float, log: Path) -> dict:
+def run_loadgen(ports: Ports, capture: Path, seconds: float, log: Path) -> dict:
     prefix = f"jgbgen{os.getpid()}"
     args = [LOADGEN, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", prefix, "-l", "0", "--log-level=lib.eal:error"]
-    args += ["--vdev", f"net_af_packet_gen,iface={HOST_SIDE[PORT_EXTERNAL]},{AF_PACKET_RING}"]
-    # What comes back is counted by the kernel, so the generator's core only sends.
-    counted = ",".join(HOST_SIDE[port] for port in (PORT_INTERNAL, PORT_NIC))
-    args += ["--", "--pcap", str(capture), "--tx", "net_af_packet_gen", "--count-iface", counted, "--seconds", str(seconds)]
+    args += ports.generator_args() + ["--pcap", str(capture), "--seconds", str(seconds)]
+    if ports.kind == "memif":
+        # The generator's client ports connect to the forwarder's servers
+        # as it starts; the warm-up covers the links coming up.
+        args += ["--warmup", "1.5"]
     try:
         done = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=seconds + 60)
     finally:
@@ -177,10 +234,9 @@ def run_loadgen(capture: Path, seconds: float, log: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def result_of(path: BenchPath, counts: dict) -> dict:
+def result_of(ports: Ports, path: BenchPath, counts: dict) -> dict:
     seconds = counts["seconds"]
-    by_iface = {dev: port for port, dev in HOST_SIDE.items()}
-    received = {str(by_iface[name]): value["packets"] for name, value in counts["received"].items()}
+    received = {str(ports.port_of(name)): value["packets"] for name, value in counts["received"].items()}
     forwarded = received[str(path.out_port)]
     return {
         "offered_pps": counts["sent"] / seconds,
@@ -190,38 +246,56 @@ def result_of(path: BenchPath, counts: dict) -> dict:
     }
 
 
-def measure(target: str, seconds: float, workdir: Path) -> dict[str, dict]:
+def make_forwarder(target: str, ports: Ports, log: Path) -> lab.SoftSwitch | lab.Bmv2:
+    if ports.kind == "veth":
+        return lab.make_switch(target, SWITCH_PORTS, log)
+    if target != "soft":
+        raise BenchError(f"{TARGET_NAMES[target]} cannot open memif ports")
+    devices = {port: f"net_memif_sw{port}" for port in SWITCH_PORTS}
+    return lab.SoftSwitch({}, log, devices=devices, vdevs=tuple(ports.forwarder_vdev(port, name) for port, name in devices.items()))
+
+
+def measure(target: str, ports: Ports, seconds: float, workdir: Path) -> dict[str, dict]:
     results: dict[str, dict] = {}
+    tag = f"{target}-{ports.kind}"
     if target == "pass":
         for path in PATHS:
-            ports = (SWITCH_PORTS[PORT_EXTERNAL], SWITCH_PORTS[path.out_port])
-            forwarder = Testpmd(ports, workdir / f"testpmd-{path.name}.log").start()
+            forwarder = Testpmd(ports, (PORT_EXTERNAL, path.out_port), workdir / f"testpmd-{ports.kind}-{path.name}.log").start()
             try:
-                results[path.name] = result_of(path, run_loadgen(workdir / f"{path.name}.pcap", seconds, workdir / f"loadgen-pass-{path.name}.log"))
+                counts = run_loadgen(ports, workdir / f"{path.name}.pcap", seconds, workdir / f"loadgen-{tag}-{path.name}.log")
+                results[path.name] = result_of(ports, path, counts)
             finally:
                 forwarder.stop()
         return results
-    switch = lab.make_switch(target, SWITCH_PORTS, workdir / f"{target}.log").start()
+    switch = make_forwarder(target, ports, workdir / f"{tag}.log").start()
     try:
         asyncio.run(program(switch.grpc_address))
         for path in PATHS:
-            results[path.name] = result_of(path, run_loadgen(workdir / f"{path.name}.pcap", seconds, workdir / f"loadgen-{target}-{path.name}.log"))
+            counts = run_loadgen(ports, workdir / f"{path.name}.pcap", seconds, workdir / f"loadgen-{tag}-{path.name}.log")
+            results[path.name] = result_of(ports, path, counts)
     finally:
         switch.stop()
     return results
 
 
-def report(results: dict[str, dict[str, dict]]) -> str:
-    """Forwarded packets per second per path and target, and the ratios."""
+def report(results: dict[str, dict[str, dict]], kind: str = "veth", bmv2: dict[str, dict] | None = None) -> str:
+    """Forwarded packets per second per path and target, and the ratios.
+
+    `bmv2`: BMv2's veth figures, set beside a memif table (BMv2 has no memif).
+    """
     targets = list(results)
     ratios = [other for other in ("pass", "bmv2") if "soft" in results and other in results]
-    lines = [f"The switch on veth ports: 1500-byte TCP frames of {FLOWS} flows, packets per second forwarded", ""]
+    bases = {other: results[other] for other in ratios}
+    if bmv2 is not None and "soft" in results and "bmv2" not in results:
+        ratios.append("bmv2")
+        bases["bmv2"] = bmv2
+    lines = [f"The switch on {kind} ports: 1500-byte TCP frames of {FLOWS} flows, packets per second forwarded", ""]
     lines.append(f"{'path':<15}" + "".join(f"{t:>12}" for t in targets) + "".join(f"{'soft/' + o:>12}" for o in ratios))
     for path in PATHS:
         row = f"{path.name:<15}" + "".join(f"{results[t][path.name]['forwarded_pps'] / 1e6:>10.3f} M" for t in targets)
         soft = results["soft"][path.name]["forwarded_pps"] if ratios else 0.0
         for other in ratios:
-            base = results[other][path.name]["forwarded_pps"]
+            base = bases[other][path.name]["forwarded_pps"]
             row += f"{soft / base:>11.2f}x" if base else f"{'-':>12}"
         lines.append(row)
     # The generator sends as fast as its port takes frames; what that is
@@ -231,6 +305,8 @@ def report(results: dict[str, dict[str, dict]]) -> str:
     )
     lines += ["", f"offered (frames/s the generator sent while each ran): {offered}"]
     lines.append("targets: " + "; ".join(f"{t} = {TARGET_NAMES[t]}" for t in targets))
+    if bmv2 is not None and "bmv2" in ratios and "bmv2" not in results:
+        lines.append("soft/bmv2 here: jumbogate-switch on memif against BMv2 on veth (BMv2 opens no memif port; veth is not what limits it)")
     return "\n".join(lines)
 
 
@@ -238,33 +314,42 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="measured seconds per path and target")
     parser.add_argument("--targets", default="soft,pass,bmv2", help="comma-separated: soft, pass, bmv2")
+    parser.add_argument("--ports", default="veth,memif", help="comma-separated: veth, memif (memif: soft and pass only)")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
     targets = [t for t in args.targets.split(",") if t]
     unknown = [t for t in targets if t not in TARGET_NAMES]
     if unknown:
         parser.error(f"unknown target {', '.join(unknown)}: use {', '.join(TARGET_NAMES)}")
+    kinds = [k for k in args.ports.split(",") if k]
+    if not kinds or any(k not in PORT_KINDS for k in kinds):
+        parser.error(f"--ports takes {', '.join(PORT_KINDS)}, got '{args.ports}'")
     if "bmv2" in targets and shutil.which("simple_switch_grpc") is None:
         print("switch ports: BMv2 skipped: simple_switch_grpc is not on PATH (README, 'Getting p4c and BMv2')", file=sys.stderr)
         targets.remove("bmv2")
     if not LOADGEN.exists():
         print(f"switch ports: {LOADGEN.relative_to(REPO)} is not built; run 'make setup'", file=sys.stderr)
         return 1
-    results: dict[str, dict[str, dict]] = {}
+    results: dict[str, dict[str, dict[str, dict]]] = {kind: {} for kind in kinds}
     with tempfile.TemporaryDirectory(prefix="jgbench-") as tmp, lab.veth_pairs("jgb", len(SWITCH_PORTS)):
         workdir = Path(tmp)
         for path in PATHS:
             wrpcap(str(workdir / f"{path.name}.pcap"), path.frames())
         try:
-            for target in targets:
-                print(f"switch ports: {TARGET_NAMES[target]} ...", file=sys.stderr, flush=True)
-                results[target] = measure(target, args.seconds, workdir)
+            for kind in kinds:
+                ports = Ports(kind, f"/run/jgbench-{os.getpid()}.sock")
+                for target in targets:
+                    if kind == "memif" and target == "bmv2":
+                        continue
+                    print(f"switch ports: {TARGET_NAMES[target]} on {kind} ...", file=sys.stderr, flush=True)
+                    results[kind][target] = measure(target, ports, args.seconds, workdir)
         except (BenchError, lab.LabError) as error:
             print(f"switch ports: {error}", file=sys.stderr)
             for log in sorted(workdir.glob("*.log")):
                 print(f"--- {log.name}\n{log.read_text(errors='replace')[-1500:]}", file=sys.stderr)
             return 1
-    print(report(results))
+    bmv2 = results.get("veth", {}).get("bmv2")
+    print("\n\n".join(report(results[kind], kind, bmv2 if kind == "memif" else None) for kind in kinds))
     if args.json:
         args.json.write_text(json.dumps({"seconds": args.seconds, "results": results}, indent=2) + "\n")
     return 0

@@ -260,6 +260,11 @@ class SoftSwitch:
     device_id: int = 1
     depth: int = 512
     tls: ServerTls | None = None
+    # DPDK devices instead of Linux interfaces: P4 port number -> device
+    # name (`--port N=DEVICE`), each made by one of `vdevs` (EAL --vdev
+    # arguments, e.g. net_memif shared-memory ports).
+    devices: dict[int, str] = field(default_factory=dict)
+    vdevs: tuple[str, ...] = ()
     process: Process | None = None
     _starts: int = 0
 
@@ -272,9 +277,14 @@ class SoftSwitch:
         # A DPDK file prefix of its own per start, so that a restart never
         # meets the runtime files of the process it replaces.
         self.prefix = f"jgsw{os.getpid()}-{self._starts}"
-        args = [SOFT_SWITCH, "--no-huge", "-m", "1024", "--no-pci", "--file-prefix", self.prefix, "-l", "0-1", "--log-level=lib.eal:error", "--"]
+        args = [SOFT_SWITCH, "--no-huge", "-m", "1024", "--no-pci", "--file-prefix", self.prefix, "-l", "0-1", "--log-level=lib.eal:error"]
+        for vdev in self.vdevs:
+            args += ["--vdev", vdev]
+        args.append("--")
         for number, dev in sorted(self.ports.items()):
             args += ["--port", f"{number}@{dev}"]
+        for number, device in sorted(self.devices.items()):
+            args += ["--port", f"{number}={device}"]
         args += ["--grpc", self.grpc_address, "--cpu-port", str(self.cpu_port), "--device-id", str(self.device_id), "--depth", str(self.depth)]
         if self.tls:
             args += self.tls.soft_args()

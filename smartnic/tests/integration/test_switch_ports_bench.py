@@ -1,9 +1,9 @@
 """The switch's port benchmark (make bench) runs and measures what it says:
 jumbogate-switch, programmed as the controller would, sends the bypass
 captures to the rack port and the steering captures to the SmartNIC port,
-through real veth ports, and the pass-through forwards the same frames.
-The figures themselves are for `make bench`; a short run here keeps the
-benchmark working."""
+through real veth ports and through shared-memory (memif) ports, and the
+pass-through forwards the same frames. The figures themselves are for
+`make bench`; a short run here keeps the benchmark working."""
 
 from __future__ import annotations
 
@@ -25,21 +25,34 @@ def test_every_path_leaves_by_its_own_port_on_the_switch_and_the_pass_through(tm
     figures = tmp_path / "switch_ports.json"
     done = run_bench("--targets", "soft,pass", "--seconds", "0.3", "--json", str(figures))
     assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(figures.read_text())["results"]
-    assert set(results) == {"soft", "pass"}
+    by_kind = json.loads(figures.read_text())["results"]
+    assert set(by_kind) == {"veth", "memif"}
+    for kind, results in by_kind.items():
+        assert set(results) == {"soft", "pass"}, kind
+        check_paths(kind, results)
+    assert "soft/pass" in done.stdout and "bypass-ipv6" in done.stdout
+    assert "on veth ports" in done.stdout and "on memif ports" in done.stdout
+
+
+def check_paths(kind: str, results: dict) -> None:
     for target, paths in results.items():
         assert set(paths) == {"bypass-ipv4", "bypass-ipv6", "steering-ipv4", "steering-ipv6"}
         for name, figures_of_path in paths.items():
             way_out, other = (NIC_PORT, RACK_PORT) if name.startswith("steering") else (RACK_PORT, NIC_PORT)
             received = figures_of_path["received"]
-            assert received[other] == 0, (target, name, received)
+            assert received[other] == 0, (kind, target, name, received)
             # Forwarded frames: at most what was sent (plus the warm-up's
             # stragglers), and a real share of it.
-            assert 0.25 * figures_of_path["sent"] < received[way_out] <= 1.05 * figures_of_path["sent"], (target, name, figures_of_path)
-    assert "soft/pass" in done.stdout and "bypass-ipv6" in done.stdout
+            assert 0.25 * figures_of_path["sent"] < received[way_out] <= 1.05 * figures_of_path["sent"], (kind, target, name, figures_of_path)
 
 
 def test_an_unknown_target_is_refused_with_the_known_ones():
     done = run_bench("--targets", "soft,tofino")
     assert done.returncode == 2
     assert "unknown target tofino: use soft, pass, bmv2" in done.stderr
+
+
+def test_an_unknown_port_kind_is_refused_with_the_known_ones():
+    done = run_bench("--ports", "veth,ring")
+    assert done.returncode == 2
+    assert "--ports takes veth, memif, got 'veth,ring'" in done.stderr
