@@ -63,7 +63,7 @@ smartnic:
 	@ninja -C $(NIC_BUILD) | tail -n 1
 	@echo "smartnic: built in $(NIC_BUILD) (jumbogate-nic, jumbogate-switch)"
 
-P4_SRC     := $(wildcard p4src/include/*.p4 p4src/v1model/*.p4) p4src/compile.sh
+P4_SRC     := $(wildcard p4src/include/*.p4 p4src/v1model/*.p4) p4src/compile.sh p4src/compile-common.sh
 P4_JSON    := $(foreach depth,$(PROFILES),$(P4_OUT)/depth$(depth)/jumbogate.json)
 
 # Recompiles a profile only when a P4 source is newer than its output.

@@ -22,21 +22,10 @@ case "$chip" in
     tofino2) arch=t2na ;;
     *) echo "compile-tofino.sh: CHIP must be tofino or tofino2, got '$chip'" >&2; exit 2 ;;
 esac
-case "$depth" in
-    ''|*[!0-9]*) echo "compile-tofino.sh: PROFILE_BYTES must be a number, got '$depth'" >&2; exit 2 ;;
-esac
-if ! command -v bf-p4c >/dev/null 2>&1; then
-    echo "compile-tofino.sh: bf-p4c is not on PATH; see README, 'Getting p4c and BMv2' (the Tofino backend)" >&2
-    exit 1
-fi
-
-here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$outdir"
-outdir=$(cd "$outdir" && pwd)
-# bf-p4c empties its output directory first: the log lives beside it until
-# the compile is done.
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# bf-p4c empties its output directory first: the log lives outside it
+# (compile_prepare's temporary file) until the compile is done.
+source "$(dirname "$0")/compile-common.sh"
+compile_prepare compile-tofino.sh bf-p4c "$depth" "$outdir"
 started=$(date +%s)
 if ! (cd "$here" && bf-p4c -g --target "$chip" --arch "$arch" --std p4-16 \
         -DPARSE_DEPTH_BYTES="$depth" \

@@ -11,21 +11,9 @@ if [ $# -ne 2 ]; then
     echo "usage: $0 PROFILE_BYTES OUTDIR" >&2
     exit 2
 fi
+source "$(dirname "$0")/compile-common.sh"
+compile_prepare compile.sh p4c "$1" "$2"
 depth=$1
-outdir=$2
-case "$depth" in
-    ''|*[!0-9]*) echo "compile.sh: PROFILE_BYTES must be a number, got '$depth'" >&2; exit 2 ;;
-esac
-if ! command -v p4c >/dev/null 2>&1; then
-    echo "compile.sh: p4c is not on PATH; see README, 'Getting p4c and BMv2'" >&2
-    exit 1
-fi
-
-here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$outdir"
-outdir=$(cd "$outdir" && pwd)
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
 # Compiled from inside p4src/ with a relative path: the BMv2 JSON records
 # source file names, and the committed outputs must not depend on where
 # the checkout lives.

@@ -39,3 +39,12 @@ def test_no_machine_paths_in_committed_files():
     for path in COMPILED.rglob("*"):
         if path.is_file():
             assert str(REPO) not in path.read_text(), f"{path.relative_to(REPO)} names this checkout's location"
+
+
+def test_both_compile_scripts_refuse_a_profile_that_is_not_a_number(tmp_path):
+    # The check comes before the compiler is looked for, so it holds with or
+    # without p4c and bf-p4c (compile-common.sh serves both scripts).
+    for script, args in (("compile.sh", ["25x"]), ("compile-tofino.sh", ["tofino", "25x"])):
+        result = subprocess.run(["bash", str(REPO / "p4src" / script), *args, str(tmp_path / "out")], capture_output=True, text=True)
+        assert result.returncode == 2, (script, result.stderr)
+        assert f"{script}: PROFILE_BYTES must be a number, got '25x'" in result.stderr
