@@ -103,13 +103,13 @@ static const struct option_spec option_specs[] = {
 	 "merge every eligible TCP flow, not only onloaded ones (default "
 	 "on)"},
 	{OPT_DELAY_RATE, "delay-rate-threshold-gbps", "GBPS",
-	 "flows slower than this merge only within a burst (default 1)"},
+	 "flows slower than this merge only within a burst (default 0.1)"},
 	{OPT_DELAY_YIELD, "delay-yield-threshold", "SHARE",
 	 "flows merged better than this are not delayed (default 0.93)"},
 	{OPT_DELAY_QUANTILE, "delay-quantile", "Q",
 	 "quantile of the estimated time of merge (default 0.95)"},
 	{OPT_DELAY_MAX, "delay-max-us", "US",
-	 "upper bound on any added delay, at most 10000 (default 64)"},
+	 "upper bound on any added delay, at most 10000 (default 300)"},
 	{OPT_RAISE_SYN_MSS, "raise-syn-mss", "on|off",
 	 "raise the MSS of SYNs entering the rack to fit the internal MTU, "
 	 "so that jumbo hosts send large segments that are split on the "

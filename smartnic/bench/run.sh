@@ -12,6 +12,11 @@ build="$root/build/smartnic-bench"
 out="$root/build/bench"
 packets=${BENCH_PACKETS:-600000}
 repeat=${BENCH_REPEAT:-5}
+# Two workers where there are two cores (the engine's scaling, #15).
+workers=1
+if [ "$(nproc)" -ge 2 ]; then
+	workers=2
+fi
 
 if [ ! -f "$build/build.ninja" ]; then
 	meson setup "$build" "$root/smartnic" --buildtype=release
@@ -34,11 +39,11 @@ if [ $# -gt 1 ]; then
 	echo "usage: $0 [capture.pcap]" >&2
 	exit 2
 elif [ $# -eq 1 ]; then
-	run "pcap:$(basename "$1")" --pcap "$1"
+	run "pcap:$(basename "$1")" --pcap "$1" --workers "$workers"
 else
 	run flows-1 --flows 1 --packets "$packets"
 	run flows-100 --flows 100 --packets "$packets"
-	run flows-800 --flows 800 --packets "$packets"
+	run flows-800 --flows 800 --packets "$packets" --workers "$workers"
 	run flows-25600 --flows 25600 --packets "$packets"
 	run reorder-1pct --flows 800 --reorder 0.01 --packets "$packets"
 	# 1M mice: one to three small segments each, a flow never seen

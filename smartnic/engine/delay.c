@@ -136,6 +136,8 @@ uint32_t jg_flow_wait_budget(const struct jg_engine *e, const struct jg_flow *f,
 	uint32_t missing, segments, mean = RTE_MAX(f->mean_payload, 1u);
 	double interarrival_ns, budget;
 
+	if (e->config.delay.wait_always && run_payload < run_capacity)
+		return e->max_delay_ns;
 	if (!(f->flags & JG_FLOW_RATE_VALID) ||
 	    f->rate_bytes_per_ms < e->rate_threshold_bytes_per_ms ||
 	    f->rate_bytes_per_ms == 0 ||

@@ -12,7 +12,7 @@
 #define DEFAULT_MAX_FLOWS	   65536u
 #define DEFAULT_MAX_CHAIN_SEGMENTS 16u
 #define DEFAULT_MAX_HELD_SEGMENTS  65536u
-#define DEFAULT_MAX_DELAY_US	   64u
+#define DEFAULT_MAX_DELAY_US	   300u
 #define DEFAULT_CARAVAN_DSCP	   43u
 #define READY_QUEUE_SLACK	   4096u
 #define MIN_INTERNAL_MTU	   1280u
@@ -38,7 +38,7 @@ void jg_engine_config_init(struct jg_engine_config *config)
 	config->max_flows = DEFAULT_MAX_FLOWS;
 	config->max_chain_segments = DEFAULT_MAX_CHAIN_SEGMENTS;
 	config->max_held_segments = DEFAULT_MAX_HELD_SEGMENTS;
-	config->delay.rate_threshold_gbps = 1.0;
+	config->delay.rate_threshold_gbps = 0.1;
 	config->delay.yield_threshold = 0.93;
 	config->delay.quantile = 0.95;
 	config->delay.max_delay_us = DEFAULT_MAX_DELAY_US;
@@ -144,7 +144,8 @@ bool jg_engine_merge_rules_differ(const struct jg_engine_config *from,
 		       to->delay.rate_threshold_gbps ||
 	       from->delay.yield_threshold != to->delay.yield_threshold ||
 	       from->delay.quantile != to->delay.quantile ||
-	       from->delay.max_delay_us != to->delay.max_delay_us;
+	       from->delay.max_delay_us != to->delay.max_delay_us ||
+	       from->delay.wait_always != to->delay.wait_always;
 }
 
 int jg_engine_reconfigure(struct jg_engine *e,

@@ -89,10 +89,15 @@ enum jg_checksum_mode {
  * No packet ever waits longer than max_delay_us.
  */
 struct jg_delay_model {
-	double rate_threshold_gbps; /**< default 1.0 */
+	double rate_threshold_gbps; /**< default 0.1 */
 	double yield_threshold;	    /**< default 0.93 */
 	double quantile;	    /**< default 0.95 */
-	uint32_t max_delay_us;	    /**< default 64, at most 10000 */
+	uint32_t max_delay_us;	    /**< default 300, at most 10000 */
+	/** Every incomplete run waits the whole max_delay_us, whatever its
+	 *  flow's rate, yield or ETM (default off). Not a way to run a
+	 *  border: the benchmark's yield ceiling, what waiting as long as
+	 *  the engine can reaches under the same merge rules. */
+	bool wait_always;
 };
 
 struct jg_engine_config {

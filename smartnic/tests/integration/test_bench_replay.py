@@ -1,4 +1,5 @@
-"""The engine benchmark replaying a capture (make bench TRACE=...): its own accounting holds.
+"""The engine benchmark replaying a capture (make bench TRACE=...): its own accounting holds,
+its yield ceiling waits as long as the engine can, and its workers share the flows.
 
 A capture with a long silence in it used to leave the gro-timed path's flush
 tick behind the packets it later flushed, and their delay underflowed (a
@@ -50,8 +51,58 @@ def test_a_replay_counts_its_flows_and_every_delay_from_arrival(tmp_path):
     assert f"{FLOWS * SEGMENTS} packets, {FLOWS} flows" in done.stdout, done.stdout
     scenario = json.loads(results.read_text().strip().splitlines()[-1])
     assert scenario["flows"] == FLOWS
-    bound_us = scenario["max_delay_us"]
     for name, path in scenario["paths"].items():
         # Every path holds a packet at most its bound (the timed GRO path
         # up to two flush periods), never a negative or wrapped amount.
+        bound_us = path["max_delay_bound_us"]
         assert 0 <= path["delay_mean_us"] <= path["delay_max_us"] <= 2 * bound_us + 1, (name, path)
+    assert scenario["paths"]["engine"]["max_delay_bound_us"] == scenario["max_delay_us"]
+
+
+def slow_flows(path: Path, flows: int, segments: int, gap_s: float) -> None:
+    """FLOWS flows, each sending a full segment every GAP_S, interleaved."""
+    frames, now = [], 1_700_000_000.0
+    for i in range(segments):
+        for flow in range(flows):
+            frame = (
+                Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+                / IP(src=f"198.51.100.{flow + 1}", dst="10.10.0.10", id=i, flags="DF")
+                / TCP(sport=40000 + flow, dport=5201, seq=1000 + i * PAYLOAD, flags="A")
+                / (bytes([flow]) * PAYLOAD)
+            )
+            frame.time = now + flow * gap_s / flows
+            frames.append(frame)
+        now += gap_s
+    wrpcap(str(path), frames)
+
+
+def test_the_ceiling_waits_where_the_delay_model_does_not_and_workers_share_the_flows(tmp_path):
+    """Flows of one segment per 500 us (23 Mbit/s) are below the delay model's
+    rate threshold: the engine merges them only within a burst, so almost
+    nothing leaves full. The ceiling waits up to 10 ms under the same merge
+    rules and fills nearly every run. Two workers split the flows between
+    them, each flow whole on one worker, and deliver the same byte stream."""
+    flows, segments = 16, 36
+    capture, results = tmp_path / "slow.pcap", tmp_path / "results.json"
+    slow_flows(capture, flows, segments, 500e-6)
+    done = subprocess.run(
+        [BENCH, "--label", "slow", "--pcap", capture, "--repeat", "1", "--workers", "2", "--verify", "--json", results],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    scenario = json.loads(results.read_text().strip().splitlines()[-1])
+    engine, ceiling = scenario["paths"]["engine"], scenario["paths"]["ceiling"]
+    assert engine["yield_within_mtu"] < 0.1, engine
+    # 36 segments of 1448 bytes fill 6 packets of 8,500 bytes (5.84 each).
+    assert ceiling["yield_within_mtu"] > 0.9, ceiling
+    assert ceiling["max_delay_bound_us"] == 10000
+    assert "yield ceiling (every run waits up to 10000 us)" in done.stdout
+    workers = scenario["workers"]
+    assert workers["count"] == 2 and sum(workers["packets"]) == flows * segments
+    assert all(count % segments == 0 and count > 0 for count in workers["packets"]), workers
+    # Each worker's bursts hold fewer flows, so more of a flow's segments
+    # meet within one burst: it merges at least as much as one worker.
+    assert workers["engine"]["packets_out"] <= engine["packets_out"], (workers, engine)
+    assert workers["pass"]["packets_out"] == flows * segments
