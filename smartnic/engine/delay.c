@@ -28,6 +28,7 @@
  * the first timer pass at or after its deadline, never before.
  */
 #include <math.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -73,6 +74,7 @@ void jg_delay_model_init(struct jg_engine *e)
 	e->max_delay_ns = model->max_delay_us * 1000u;
 	for (unsigned int i = 0; i < JG_WHEEL_SLOTS; i++)
 		e->wheel[i] = JG_INDEX_NONE;
+	memset(e->wheel_occupied, 0, sizeof(e->wheel_occupied));
 	e->burst_list = JG_INDEX_NONE;
 	e->next_slot = UINT64_MAX; /* set by the first call */
 }
@@ -169,6 +171,10 @@ void jg_timer_unlink(struct jg_engine *e, struct jg_flow *f)
 		e->flows[f->timer_prev].timer_next = f->timer_next;
 	if (f->timer_next != JG_INDEX_NONE)
 		e->flows[f->timer_next].timer_prev = f->timer_prev;
+	if (f->timer_list != JG_TIMER_BURST &&
+	    e->wheel[f->timer_list] == JG_INDEX_NONE)
+		e->wheel_occupied[f->timer_list / 64] &=
+			~(1ull << (f->timer_list % 64));
 	f->timer_list = JG_TIMER_NONE;
 	f->timer_prev = f->timer_next = JG_INDEX_NONE;
 }
@@ -178,8 +184,10 @@ static void link_flow(struct jg_engine *e, struct jg_flow *f, uint16_t list)
 	uint32_t *head = list_head(e, list);
 	uint32_t index = jg_flow_index(e, f);
 
-	if (list != JG_TIMER_BURST)
+	if (list != JG_TIMER_BURST) {
 		e->wheel_flows++;
+		e->wheel_occupied[list / 64] |= 1ull << (list % 64);
+	}
 	f->timer_list = list;
 	f->timer_prev = JG_INDEX_NONE;
 	f->timer_next = *head;
@@ -239,11 +247,32 @@ void jg_timer_expire(struct jg_engine *e, uint64_t now_ns)
 	slot = now_slot - e->next_slot >= JG_WHEEL_SLOTS
 		       ? now_slot - JG_WHEEL_SLOTS + 1
 		       : e->next_slot;
-	for (; slot <= now_slot; slot++)
+	for (; (slot = jg_wheel_next_occupied(e, slot, now_slot)) != UINT64_MAX;
+	     slot++)
 		release_flow_list(e, (uint16_t)(slot % JG_WHEEL_SLOTS),
 				  (uint32_t)now_ns, true);
 	/* The current slot may hold deadlines later in this slot. */
 	e->next_slot = now_slot;
+}
+
+uint64_t jg_wheel_next_occupied(const struct jg_engine *e, uint64_t from,
+				uint64_t last)
+{
+	while (from <= last) {
+		uint32_t position = (uint32_t)(from % JG_WHEEL_SLOTS);
+		uint64_t word =
+			e->wheel_occupied[position / 64] >> (position % 64);
+
+		if (word != 0) {
+			uint64_t found = from + (uint64_t)__builtin_ctzll(word);
+
+			return found <= last ? found : UINT64_MAX;
+		}
+		/* The wheel is a whole number of words: the next word
+		 * starts at the next multiple of 64, wrapped or not. */
+		from += 64 - position % 64;
+	}
+	return UINT64_MAX;
 }
 
 void jg_timer_release_burst_list(struct jg_engine *e)

@@ -1020,13 +1020,13 @@ uint64_t jg_merge_next_deadline(const struct jg_engine *e)
 	 * nothing waits instead of scanning the wheel. */
 	if (e->next_slot == UINT64_MAX || e->wheel_flows == 0)
 		return UINT64_MAX;
-	for (uint64_t slot = e->next_slot; slot < e->next_slot + JG_WHEEL_SLOTS;
-	     slot++) {
+	uint64_t slot = jg_wheel_next_occupied(
+		e, e->next_slot, e->next_slot + JG_WHEEL_SLOTS - 1);
+
+	if (slot != UINT64_MAX) {
 		uint64_t slot_start = slot << JG_WHEEL_SLOT_SHIFT, earliest;
 		uint32_t index = e->wheel[slot % JG_WHEEL_SLOTS];
 
-		if (index == JG_INDEX_NONE)
-			continue;
 		/* The slot's start may lie before every deadline in it; a
 		 * caller that waits only until then would wake for nothing,
 		 * so give the exact earliest deadline of the slot. */
