@@ -60,6 +60,7 @@ static int stats_command(const char *command, const char *params,
 	add_u64(d, "merge_delay_sum_ns", merge->delay_sum_ns);
 	add_u64(d, "merge_bad_checksum_passes", merge->bad_checksum_passes);
 	add_u64(d, "merge_overlap_passes", merge->overlap_passes);
+	add_u64(d, "merge_overlap_restarts", merge->overlap_restarts);
 	add_u64(d, "merge_legacy_mss_passes", merge->legacy_mss_passes);
 	add_u64(d, "merge_held_full_passes", merge->held_full_passes);
 	add_u64(d, "merge_mss_raised", merge->mss_raised);

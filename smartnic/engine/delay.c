@@ -132,16 +132,33 @@ void jg_observe_poll(struct jg_engine *e, uint64_t now_ns, bool brought_packets)
 	e->last_poll_ns = now_ns;
 }
 
+/* Polls a new flow's run waits for the rest of its first burst. */
+#define FIRST_BURST_POLLS 2u
+
 uint32_t jg_flow_wait_budget(const struct jg_engine *e, const struct jg_flow *f,
-			     uint32_t run_payload, uint32_t run_capacity)
+			     uint32_t run_payload, uint32_t run_capacity,
+			     uint32_t run_segments)
 {
 	uint32_t missing, segments, mean = RTE_MAX(f->mean_payload, 1u);
 	double interarrival_ns, budget;
 
 	if (e->config.delay.wait_always && run_payload < run_capacity)
 		return e->max_delay_ns;
-	if (!(f->flags & JG_FLOW_RATE_VALID) ||
-	    f->rate_bytes_per_ms < e->rate_threshold_bytes_per_ms ||
+	/* A new flow has no rate yet (it takes a few microseconds of
+	 * traffic), but a run of several segments from one poll shows a
+	 * sender emitting back to back, and the rest of that burst may come
+	 * one poll later: the sender's burst spanned two polls, or was
+	 * longer than what one poll takes. Linux GRO holds a packet until
+	 * its NAPI poll ends (napi_gro_flush from napi_complete_done); the
+	 * engine lets such a run wait two poll intervals for the rest.
+	 * Without it a new flow's first runs left short. */
+	if (!(f->flags & JG_FLOW_RATE_VALID))
+		return run_segments >= 2 && run_payload < run_capacity
+			       ? RTE_MIN(FIRST_BURST_POLLS *
+						 e->poll_interval_ns,
+					 e->max_delay_ns)
+			       : 0;
+	if (f->rate_bytes_per_ms < e->rate_threshold_bytes_per_ms ||
 	    f->rate_bytes_per_ms == 0 ||
 	    f->yield_permille >= e->yield_threshold_permille ||
 	    run_payload >= run_capacity)

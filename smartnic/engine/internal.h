@@ -393,7 +393,8 @@ void jg_timer_release_burst_list(struct jg_engine *e);
 /* How long the flow's newest incomplete run may wait, in ns (0: release
  * at the end of the call). */
 uint32_t jg_flow_wait_budget(const struct jg_engine *e, const struct jg_flow *f,
-			     uint32_t run_payload, uint32_t run_capacity);
+			     uint32_t run_payload, uint32_t run_capacity,
+			     uint32_t run_segments);
 void jg_flow_observe_arrival(struct jg_flow *f, uint32_t payload,
 			     uint64_t now_ns);
 /* Note a poll at now_ns; one that brought packets also measures the gap

@@ -274,7 +274,8 @@ static void schedule_flow(struct jg_engine *e, struct jg_flow *f)
 		oldest_age = RTE_MAX(oldest_age, run_oldest_age(e, r, now));
 	}
 	budget = jg_flow_wait_budget(e, f, run_payload(first),
-				     run_capacity(e, first));
+				     run_capacity(e, first),
+				     jg_meta(e, first)->segments);
 	if (budget > 0 && f->timer_list == JG_TIMER_NONE)
 		e->stats.merge.delayed_flows++;
 	wait = budget > start_age ? budget - start_age : 0;
@@ -658,6 +659,21 @@ enum insert_result {
 	OVERLAPS, /* pass the segment through */
 };
 
+/* Whether data ending at `end` reaches the end of what the flow has seen:
+ * the end of its last held run, or of what it released. */
+static bool reaches_stream_end(struct jg_engine *e, const struct jg_flow *f,
+			       uint32_t end)
+{
+	struct rte_mbuf *last = f->runs;
+
+	if (last == NULL)
+		return (f->flags & JG_FLOW_RELEASED_VALID) &&
+		       !jg_seq_before(end, f->released_end);
+	while (jg_meta(e, last)->next_run != NULL)
+		last = jg_meta(e, last)->next_run;
+	return !jg_seq_before(end, run_end(e, last));
+}
+
 static enum insert_result insert_segment(struct jg_engine *e, struct jg_flow *f,
 					 struct segment *s)
 {
@@ -669,16 +685,31 @@ static enum insert_result insert_segment(struct jg_engine *e, struct jg_flow *f,
 		previous = next;
 		next = jg_meta(e, next)->next_run;
 	}
-	/* Data before what already left is a retransmission (or arrived
-	 * after its hole was given up): it passes alone. */
-	if ((f->flags & JG_FLOW_RELEASED_VALID) &&
-	    jg_seq_before(s->seq, f->released_end))
-		return OVERLAPS;
 	if (previous != NULL)
 		previous_end = run_end(e, previous);
-	if ((previous != NULL && jg_seq_before(s->seq, previous_end)) ||
-	    (next != NULL && jg_seq_before(jg_meta(e, next)->seq, end)))
-		return OVERLAPS;
+	/* Data before what already left is a retransmission (or arrived
+	 * after its hole was given up), and data overlapping a held run
+	 * repeats bytes: neither joins what is held. */
+	if (((f->flags & JG_FLOW_RELEASED_VALID) &&
+	     jg_seq_before(s->seq, f->released_end)) ||
+	    (previous != NULL && jg_seq_before(s->seq, previous_end)) ||
+	    (next != NULL && jg_seq_before(jg_meta(e, next)->seq, end))) {
+		/* One that reaches the end of the stream (a spurious
+		 * retransmission of the newest segment, or new data that
+		 * begins with old bytes) is where the next segment will
+		 * follow on. Linux 6.18 flushes what it holds for such a
+		 * segment and holds the segment itself (tcp_gro_receive:
+		 * the sequence check fails, the flow is flushed, the
+		 * segment becomes the new head), so the next one merges
+		 * onto it. Passed alone, it cost an extra packet. So: what
+		 * the flow holds leaves first (order kept), then the
+		 * segment starts a run. Older data still passes alone. */
+		if (!reaches_stream_end(e, f, end))
+			return OVERLAPS;
+		jg_flow_release_all(e, f);
+		e->stats.merge.overlap_restarts++;
+		previous = next = NULL;
+	}
 
 	if (previous != NULL && previous_end == s->seq) {
 		struct jg_run_meta *meta = jg_meta(e, previous);
@@ -943,8 +974,12 @@ static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
 		end_connection(e, f);
 		return;
 	}
-	/* A flow keeps its deadline until its oldest run leaves. */
-	if (emit_closed_front(e, f) || f->timer_list == JG_TIMER_NONE)
+	/* A flow keeps its deadline until its oldest run leaves. A new
+	 * flow's run set to leave with this call is looked at again as it
+	 * grows: a second segment may let it wait (jg_flow_wait_budget). */
+	if (emit_closed_front(e, f) || f->timer_list == JG_TIMER_NONE ||
+	    (f->timer_list == JG_TIMER_BURST &&
+	     !(f->flags & JG_FLOW_RATE_VALID)))
 		schedule_flow(e, f);
 }
 

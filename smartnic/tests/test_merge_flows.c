@@ -123,9 +123,66 @@ static void overlap_and_duplicate(void)
 	CHECK_EQ(fx.out_count, 3);
 	struct jg_stats stats;
 
+	/* Both reach the end of the stream, so each began a run of its
+	 * own (duplicate_then_new_data) instead of passing. */
 	jg_engine_get_stats(fx.engine, &stats);
-	CHECK_EQ(stats.merge.overlap_passes, 2);
+	CHECK_EQ(stats.merge.overlap_passes, 0);
+	CHECK_EQ(stats.merge.overlap_restarts, 2);
 	fixture_finish(&fx);
+}
+
+/*
+ * A duplicate of the newest segment is where the stream goes on. Linux
+ * 6.18's tcp_gro_receive (net/ipv4/tcp_offload.c) finds its sequence
+ * number is not the held packet's end, flushes what it holds and keeps the
+ * duplicate as the new head, so the new data after it merges onto it. The
+ * engine does the same: A, B, B again, C give A+B and B+C (it used to give
+ * A+B, B, C). An older duplicate (A again) still passes alone, after what
+ * the flow holds. The same holds when the run the duplicate repeats has
+ * already left.
+ */
+static void duplicate_then_new_data(void)
+{
+	for (int version = 4; version <= 6; version += 2) {
+		struct fixture fx;
+		struct pb_spec base;
+		struct rte_mbuf *pkts[6];
+		struct jg_stats stats;
+		static const uint32_t offsets[6] = {
+			0, PAYLOAD, PAYLOAD, 2 * PAYLOAD, 0, 3 * PAYLOAD};
+
+		fixture_begin(&fx, &base, version);
+		for (unsigned int i = 0; i < 6; i++) {
+			id_for(&base, i);
+			pkts[i] = fixture_segment(&base, offsets[i], PAYLOAD);
+		}
+		fixture_merge(&fx, pkts, 6);
+		fixture_flush(&fx);
+		CHECK_EQ(fx.out_count, 4);
+		fixture_expect_packet(&fx, 0, base.seq, 2 * PAYLOAD); /* A+B */
+		fixture_expect_packet(&fx, 1, base.seq, 2 * PAYLOAD); /* B+C */
+		fixture_expect_packet(&fx, 2, base.seq, PAYLOAD);     /* A */
+		fixture_expect_packet(&fx, 3, base.seq, PAYLOAD);     /* D */
+		jg_engine_get_stats(fx.engine, &stats);
+		CHECK_EQ(stats.merge.overlap_restarts, 1);
+		CHECK_EQ(stats.merge.overlap_passes, 1);
+		fixture_finish(&fx);
+
+		/* A+B leave before B comes again. */
+		fixture_begin(&fx, &base, version);
+		for (unsigned int i = 0; i < 4; i++) {
+			id_for(&base, i);
+			pkts[i] = fixture_segment(&base, offsets[i], PAYLOAD);
+		}
+		fixture_merge(&fx, pkts, 2);
+		fixture_flush(&fx);
+		fixture_merge(&fx, pkts + 2, 2);
+		fixture_flush(&fx);
+		CHECK_EQ(fx.out_count, 2);
+		fixture_expect_packet(&fx, 0, base.seq, 2 * PAYLOAD);
+		fixture_expect_packet(&fx, 1, base.seq, 2 * PAYLOAD);
+		fixture_finish(&fx);
+	}
 }
 
 /* Drive a fast flow (one segment every 100 ns) so it qualifies for
@@ -248,6 +305,45 @@ static void wait_covers_poll_interval(void)
 	CHECK(stats.merge.deadline_flushes <= 3);
 	CHECK(jg_stats_conversion_yield(&stats) > 0.9);
 	fixture_flush(&fx);
+	fixture_finish(&fx);
+}
+
+/*
+ * A new flow's first burst of 8 segments reaches the engine in two polls
+ * 10 us apart (5, then 3). Its rate is not known yet, but 5 segments from
+ * one poll show a sender emitting back to back: the run waits two poll
+ * intervals, as Linux GRO holds a packet until its NAPI poll ends, and the
+ * 3 join it: one packet of 8000 bytes instead of 5000 and 3000. A new
+ * flow's lone segment does not wait.
+ */
+static void first_burst_spans_two_polls(void)
+{
+	struct rte_mbuf *pkts[8];
+	struct fixture fx;
+	struct pb_spec base;
+
+	fixture_begin(&fx, &base, 4);
+	for (unsigned int i = 0; i < 8; i++) {
+		id_for(&base, i);
+		pkts[i] = fixture_segment(&base, i * PAYLOAD, PAYLOAD);
+	}
+	jg_merge_note_poll(fx.engine, 100000);
+	fx.now_ns = 110000;
+	fixture_merge(&fx, pkts, 5);
+	CHECK_EQ(fx.out_count, 0);
+	fx.now_ns = 120000;
+	fixture_merge(&fx, pkts + 5, 3);
+	CHECK_EQ(fx.out_count, 0);
+	fixture_flush(&fx);
+	CHECK_EQ(fx.out_count, 1);
+	fixture_expect_packet(&fx, 0, base.seq, 8 * PAYLOAD);
+	fixture_finish(&fx);
+
+	fixture_begin(&fx, &base, 4);
+	jg_merge_note_poll(fx.engine, 100000);
+	fx.now_ns = 110000;
+	fixture_merge_one(&fx, fixture_segment(&base, 0, PAYLOAD));
+	CHECK_EQ(fx.out_count, 1);
 	fixture_finish(&fx);
 }
 
@@ -956,10 +1052,12 @@ HARNESS_MAIN(
 	"jg_test_merge_flows", HARNESS_CASE(reorder_a_c_b),
 	HARNESS_CASE(hole_releases_in_order), HARNESS_CASE(sequence_wraparound),
 	HARNESS_CASE(overlap_and_duplicate),
+	HARNESS_CASE(duplicate_then_new_data),
 	HARNESS_CASE(new_connection_on_the_same_tuple),
 	HARNESS_CASE(delayed_merging_fast_vs_slow),
 	HARNESS_CASE(global_delay_bound), HARNESS_CASE(timer_respects_deadline),
 	HARNESS_CASE(wait_covers_poll_interval),
+	HARNESS_CASE(first_burst_spans_two_polls),
 	HARNESS_CASE(noted_polls_shorten_wait),
 	HARNESS_CASE(joined_run_keeps_oldest_deadline),
 	HARNESS_CASE(mss_learning), HARNESS_CASE(onload_offload),

@@ -467,6 +467,8 @@ struct jg_merge_stats {
 	uint64_t legacy_mss_passes;  /**< segments not merged: legacy MSS */
 	uint64_t bad_checksum_passes;
 	uint64_t overlap_passes;    /**< retransmitted / overlapping segments */
+	uint64_t overlap_restarts;  /**< overlapping segments that reached the
+					 stream's end and began a new run */
 	uint64_t held_full_passes;  /**< segments not held: max_held_segments
 					 reached (the buffer budget) */
 	uint64_t mss_raised;	    /**< SYNs whose MSS option was raised */
