@@ -23,8 +23,9 @@
  *    options including timestamps, remaining flags);
  *  - the IPv4 ID must increase by one per segment, or stay fixed, DF set
  *    or not (decided by the second segment, as Linux 6.18 does);
- *  - CWR must match (Linux 6.18): a CWR segment stays alone among
- *    segments without it; PSH, FIN or a segment shorter than the run's
+ *  - a CWR segment stays alone, as on Linux 6.18 (checked against the
+ *    running kernel by test_linux_gro_reference.py); PSH, FIN or a
+ *    segment shorter than the run's
  *    MSS ends the run; a segment longer than the run's MSS does not join
  *    it;
  *  - SYN, RST, URG, zero payload, IPv4 options, fragments, IPv6 routing
@@ -415,12 +416,16 @@ static int may_follow(const struct header_view *first, uint8_t run_flags,
 			bytes_diff(a3 + 8, b3 + 8, first->l3_len - 8u);
 	}
 	/* Ports; ACK number; data offset; window; options. Sequence number
-	 * and checksum may differ, and the flags PSH and FIN. CWR must match
-	 * as every other flag does, as in Linux 6.18's tcp_gro_receive
-	 * (net/ipv4/tcp_offload.c: flush on (flags ^ th2's flags) &
-	 * ~(FIN | PSH), since AccECN counts with CWR): a segment that sets
-	 * CWR neither joins the run before it nor lets the next one join. */
-	diff |= (uint64_t)(load32(a4) ^ load32(b4)) |
+	 * and checksum may differ, and the flags PSH and FIN; every other
+	 * flag must match. A segment that sets CWR joins nothing: Linux
+	 * 6.18's tcp_gro_receive (net/ipv4/tcp_offload.c) flushes on a CWR
+	 * in the arriving segment as well as on any flag difference but FIN
+	 * and PSH, so a CWR segment stays alone even after another (the
+	 * running kernel does so, test_linux_gro_reference.py). The first
+	 * segment's CWR needs no test of its own: a later one either lacks
+	 * it (a difference) or has it (refused here). */
+	diff |= (uint64_t)(b4[13] & JG_TCP_FLAG_CWR) |
+		(uint64_t)(load32(a4) ^ load32(b4)) |
 		(load32(a4 + 8) ^ load32(b4 + 8)) |
 		(uint64_t)(a4[12] ^ b4[12]) |
 		(uint64_t)((a4[13] ^ b4[13]) &
