@@ -59,6 +59,7 @@ class Segment:
     ack: int = 1
     window: int = 8192
     tsval: int = 1000
+    flow_label: int = 0
 
 
 @dataclass
@@ -97,7 +98,10 @@ CASES = [
     Case("ack_change_flushes", [Segment(0), Segment(1000), Segment(2000, ack=2)], expected=[(0, 2000), (2000, 1000)]),
     Case("window_change_flushes", [Segment(0), Segment(1000), Segment(2000, window=4096)], expected=[(0, 2000), (2000, 1000)]),
     Case("timestamp_change_flushes", [Segment(0), Segment(1000), Segment(2000, tsval=1001)], expected=[(0, 2000), (2000, 1000)]),
+    Case("pure_ack_flushes", [Segment(0), Segment(1000), Segment(2000, length=0), Segment(2000)], expected=[(0, 2000), (2000, 1000)]),
+    Case("fin_ends_the_packet", [Segment(0), Segment(1000, flags="FA")], expected=[(0, 2000)]),
     Case("ipv6_same_size_coalesce", full(4), version=6, expected=[(0, 4000)]),
+    Case("ipv6_flow_label_change_flushes", [Segment(0), Segment(1000), Segment(2000, flow_label=5)], version=6, expected=[(0, 2000), (2000, 1000)]),
     Case("ipv6_traffic_class_change_flushes", [Segment(0), Segment(1000), Segment(2000, tos=0x10)], version=6, expected=[(0, 2000), (2000, 1000)]),
 ]
 
@@ -110,7 +114,7 @@ def frames_of(case: Case, sport: int) -> list[bytes]:
         if case.version == 4:
             ip = IP(src=INTERNET[4], dst=INSTANCE[4], id=100 + i if s.ip_id is None else s.ip_id, flags="DF" if s.df else 0, tos=s.tos, ttl=s.ttl)
         else:
-            ip = IPv6(src=INTERNET[6], dst=INSTANCE[6], tc=s.tos, hlim=s.ttl)
+            ip = IPv6(src=INTERNET[6], dst=INSTANCE[6], tc=s.tos, hlim=s.ttl, fl=s.flow_label)
         tcp = TCP(
             sport=sport,
             dport=443,
