@@ -69,3 +69,14 @@ echo
 # same frames and BMv2 where it is installed (docs/switch.md, "Speed").
 echo
 "$python" "$root/smartnic/bench/switch_ports.py" --seconds "${BENCH_SWITCH_SECONDS:-2}" --json "$out/switch_ports.json" | tee "$out/switch_ports.txt"
+
+# The SmartNIC program through real ports (veth, then memif), merging the
+# trace (or the first frames of the capture given) into jumbo frames, next to
+# dpdk-testpmd forwarding the same frames (docs/performance.md, "The program
+# on real ports"). It fails when jumbogate-nic did not merge.
+echo
+nic_trace=()
+if [ $# -eq 1 ]; then
+	nic_trace=(--pcap "$1")
+fi
+"$python" "$root/smartnic/bench/nic_ports.py" --seconds "${BENCH_NIC_SECONDS:-2}" "${nic_trace[@]}" --json "$out/nic_ports.json" | tee "$out/nic_ports.txt"

@@ -30,19 +30,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import finsy as fy
+from portbench import INSTANCE, INSTANCE_NET, INTERNET, INTERNET_NET, LOADGEN, REPO, BenchError, Ports, Testpmd, port_kinds, print_logs, run_loadgen
 from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
@@ -53,8 +51,6 @@ from jumbogate.flow import FiveTuple
 from jumbogate.p4 import entries as e
 from jumbogate.p4.constants import PortRole
 
-REPO = Path(__file__).resolve().parents[2]
-LOADGEN = REPO / "build" / "smartnic" / "bench" / "jumbogate-loadgen"
 COMPILED = REPO / "p4src" / "compiled" / "depth512"
 FLOWS = 64
 FRAME_IP_BYTES = 1500
@@ -62,70 +58,10 @@ FRAME_IP_BYTES = 1500
 PORT_EXTERNAL, PORT_INTERNAL, PORT_NIC = 1, 2, 3
 SWITCH_PORTS = {PORT_EXTERNAL: "jgbs0", PORT_INTERNAL: "jgbs1", PORT_NIC: "jgbs2"}
 HOST_SIDE = {PORT_EXTERNAL: "jgbh0", PORT_INTERNAL: "jgbh1", PORT_NIC: "jgbh2"}
-INTERNET = {4: "198.51.100.10", 6: "2001:db8:100::10"}
-INTERNET_NET = {4: "198.51.100.0/24", 6: "2001:db8:100::/48"}
-INSTANCE = {4: "10.1.0.5", 6: "fd00:1::5"}
-INSTANCE_NET = {4: "10.1.0.0/16", 6: "fd00:1::/32"}
 SWITCH_MAC, PEER_MAC = "00:00:00:00:e0:00", "00:00:00:00:e0:01"
 # Source ports of the steered flows; bypassed flows use the ones above.
 STEERED_SPORT, BYPASS_SPORT = 41000, 40000
-# The same af_packet rings jumbogate-switch opens on its ports (main.c).
-AF_PACKET_RING = "blocksz=12288,framesz=12288,framecnt=1024"
-
 TARGET_NAMES = {"soft": "jumbogate-switch", "pass": "pass-through (testpmd io)", "bmv2": "BMv2"}
-PORT_KINDS = ("veth", "memif")
-
-
-@dataclass(frozen=True)
-class Ports:
-    """How the generator and the forwarder under test are joined.
-
-    veth: af_packet devices on the veth pairs; what comes back is counted by
-    the kernel, so the generator's core only sends. memif: shared-memory
-    DPDK ports, the forwarder the server of each (it starts first, and a
-    memif client does not start without its server), the generator the
-    client; the generator receives what comes back itself.
-    """
-
-    kind: str
-    socket: str = ""
-
-    @property
-    def driver(self) -> str:
-        """The DPDK driver, which a vdev's name must start with."""
-        return "net_af_packet" if self.kind == "veth" else "net_memif"
-
-    def generator_args(self) -> list[str]:
-        if self.kind == "veth":
-            counted = ",".join(HOST_SIDE[port] for port in (PORT_INTERNAL, PORT_NIC))
-            return [
-                "--vdev",
-                f"net_af_packet_gen,iface={HOST_SIDE[PORT_EXTERNAL]},{AF_PACKET_RING}",
-                "--",
-                "--tx",
-                "net_af_packet_gen",
-                "--count-iface",
-                counted,
-            ]
-        args = []
-        for port in SWITCH_PORTS:
-            args += ["--vdev", f"net_memif_gen{port},role=client,id={port},socket={self.socket}"]
-        return args + ["--", "--tx", f"net_memif_gen{PORT_EXTERNAL}", "--rx", f"net_memif_gen{PORT_INTERNAL},net_memif_gen{PORT_NIC}"]
-
-    def port_of(self, received: str) -> int:
-        """The switch port whose frames the generator counted under this name."""
-        if self.kind == "veth":
-            return {dev: port for port, dev in HOST_SIDE.items()}[received]
-        return int(received.removeprefix("net_memif_gen"))
-
-    def forwarder_vdev(self, port: int, name: str) -> str:
-        if self.kind == "veth":
-            return f"{name},iface={SWITCH_PORTS[port]},{AF_PACKET_RING}"
-        return f"{name},role=server,id={port},socket={self.socket}"
-
-
-class BenchError(RuntimeError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -180,58 +116,6 @@ async def program(address: str) -> None:
     async with fy.Switch("bench", address, options) as switch:
         await switch.modify([e.nic_port(PORT_NIC), e.fleet_flag(True)])
         await switch.insert(switch_entries())
-
-
-class Testpmd:
-    """dpdk-testpmd forwarding between two of the bench ports (io mode)."""
-
-    def __init__(self, ports: Ports, numbers: tuple[int, int], log: Path):
-        self.ports, self.numbers, self.log = ports, numbers, log
-        self.prefix = f"jgbpass{os.getpid()}"
-        self.popen: subprocess.Popen | None = None
-
-    def start(self, timeout: float = 30.0) -> Testpmd:
-        testpmd = shutil.which("dpdk-testpmd")
-        if testpmd is None:
-            raise BenchError("dpdk-testpmd is not on PATH (Debian package dpdk; make setup installs it)")
-        # Line-buffered: testpmd says it forwards on stdout, which is a file here.
-        args = ["stdbuf", "-oL", testpmd, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", self.prefix, "-l", "0-1", "--log-level=lib.eal:error"]
-        for i, number in enumerate(self.numbers):
-            args += ["--vdev", self.ports.forwarder_vdev(number, f"{self.ports.driver}_pass{i}")]
-        args += ["--", "--forward-mode=io", "--auto-start", "--mbuf-size=12416", "--total-num-mbufs=8192", "--burst=32"]
-        out = open(self.log, "wb")  # noqa: SIM115 (kept open for the process)
-        self.popen = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while "Press enter to exit" not in self.log.read_text(errors="replace"):
-            if self.popen.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise BenchError(f"dpdk-testpmd did not start forwarding; see {self.log}")
-            time.sleep(0.1)
-        return self
-
-    def stop(self) -> None:
-        if self.popen and self.popen.poll() is None:
-            with contextlib.suppress(BrokenPipeError):
-                self.popen.communicate(b"\n", timeout=10)
-        shutil.rmtree(f"/var/run/dpdk/{self.prefix}", ignore_errors=True)
-
-
-def run_loadgen(ports: Ports, capture: Path, seconds: float, log: Path) -> dict:
-    prefix = f"jgbgen{os.getpid()}"
-    args = [LOADGEN, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", prefix, "-l", "0", "--log-level=lib.eal:error"]
-    args += ports.generator_args() + ["--pcap", str(capture), "--seconds", str(seconds)]
-    if ports.kind == "memif":
-        # The generator's client ports connect to the forwarder's servers
-        # as it starts; the warm-up covers the links coming up.
-        args += ["--warmup", "1.5"]
-    try:
-        done = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=seconds + 60)
-    finally:
-        shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
-    log.write_text(done.stdout + done.stderr)
-    if done.returncode != 0:
-        raise BenchError(f"jumbogate-loadgen failed ({done.returncode}): {done.stderr.strip()[-400:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def result_of(ports: Ports, path: BenchPath, counts: dict) -> dict:
@@ -321,9 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [t for t in targets if t not in TARGET_NAMES]
     if unknown:
         parser.error(f"unknown target {', '.join(unknown)}: use {', '.join(TARGET_NAMES)}")
-    kinds = [k for k in args.ports.split(",") if k]
-    if not kinds or any(k not in PORT_KINDS for k in kinds):
-        parser.error(f"--ports takes {', '.join(PORT_KINDS)}, got '{args.ports}'")
+    kinds = port_kinds(parser, args.ports)
     if "bmv2" in targets and shutil.which("simple_switch_grpc") is None:
         print("switch ports: BMv2 skipped: simple_switch_grpc is not on PATH (README, 'Getting p4c and BMv2')", file=sys.stderr)
         targets.remove("bmv2")
@@ -337,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             wrpcap(str(workdir / f"{path.name}.pcap"), path.frames())
         try:
             for kind in kinds:
-                ports = Ports(kind, f"/run/jgbench-{os.getpid()}.sock")
+                ports = Ports(kind, f"/run/jgbench-{os.getpid()}.sock", SWITCH_PORTS, HOST_SIDE, PORT_EXTERNAL)
                 for target in targets:
                     if kind == "memif" and target == "bmv2":
                         continue
@@ -345,8 +227,7 @@ def main(argv: list[str] | None = None) -> int:
                     results[kind][target] = measure(target, ports, args.seconds, workdir)
         except (BenchError, lab.LabError) as error:
             print(f"switch ports: {error}", file=sys.stderr)
-            for log in sorted(workdir.glob("*.log")):
-                print(f"--- {log.name}\n{log.read_text(errors='replace')[-1500:]}", file=sys.stderr)
+            print_logs(workdir)
             return 1
     bmv2 = results.get("veth", {}).get("bmv2")
     print("\n\n".join(report(results[kind], kind, bmv2 if kind == "memif" else None) for kind in kinds))

@@ -1,0 +1,231 @@
+"""What the port benchmarks share (switch_ports.py, nic_ports.py): the two
+kinds of port that join the load generator to the forwarder under test, the
+load generator itself (jumbogate-loadgen), and the pass-through forwarder
+both compare with (dpdk-testpmd in io mode).
+
+The generator sends a capture's frames out of one port as fast as it takes
+them and counts what comes back on the others. The forwarder under test owns
+the far ends of the same ports:
+
+- veth: af_packet devices on veth pairs; what comes back is counted by the
+  kernel, so the generator's core only sends;
+- memif: shared-memory DPDK ports, the forwarder the server of each (it
+  starts first, and a memif client does not start without its server), the
+  generator the client, which receives what comes back itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from jumbogate import lab
+
+REPO = Path(__file__).resolve().parents[2]
+LOADGEN = REPO / "build" / "smartnic" / "bench" / "jumbogate-loadgen"
+PORT_KINDS = ("veth", "memif")
+# The af_packet rings jumbogate-switch and jumbogate-nic open on their ports
+# (jumbo frames whole: framesz = blocksz, buffers at least as large).
+AF_PACKET_RING = "blocksz=12288,framesz=12288,framecnt=1024"
+
+# The rack's addresses in the benchmarks' frames: senders on the Internet,
+# an instance inside the rack.
+INTERNET = {4: "198.51.100.10", 6: "2001:db8:100::10"}
+INTERNET_NET = {4: "198.51.100.0/24", 6: "2001:db8:100::/48"}
+INSTANCE = {4: "10.1.0.5", 6: "fd00:1::5"}
+INSTANCE_NET = {4: "10.1.0.0/16", 6: "fd00:1::/32"}
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+def port_kinds(parser: argparse.ArgumentParser, value: str) -> list[str]:
+    """The kinds of --ports, or the parser's error (exit 2) naming the known ones."""
+    kinds = [k for k in value.split(",") if k]
+    if not kinds or any(k not in PORT_KINDS for k in kinds):
+        parser.error(f"--ports takes {', '.join(PORT_KINDS)}, got '{value}'")
+    return kinds
+
+
+@dataclass(frozen=True)
+class Ports:
+    """How the generator and the forwarder under test are joined.
+
+    `forwarder_side` and `host_side` name the veth ends of each port number
+    (the forwarder's and the generator's); memif ports are numbered the
+    same. The generator sends out of port `tx` and counts the others.
+
+    `memif_buffer`: the size of memif's ring buffers on both sides (0:
+    the driver's 2048). A larger frame is carried in several buffers, and
+    with DPDK 22.11 such frames did not come through intact: with the
+    default buffers the generator counted more frames and bytes coming back
+    from jumbogate-nic than it had sent. Benchmarks that send jumbo frames
+    over memif give buffers that hold one whole.
+    """
+
+    kind: str
+    socket: str
+    forwarder_side: dict[int, str]
+    host_side: dict[int, str]
+    tx: int
+    memif_buffer: int = 0
+
+    @property
+    def _memif_options(self) -> str:
+        return f",bsize={self.memif_buffer}" if self.memif_buffer else ""
+
+    @property
+    def driver(self) -> str:
+        """The DPDK driver, which a vdev's name must start with."""
+        return "net_af_packet" if self.kind == "veth" else "net_memif"
+
+    @property
+    def counted(self) -> list[int]:
+        return [port for port in self.forwarder_side if port != self.tx]
+
+    def generator_args(self) -> list[str]:
+        if self.kind == "veth":
+            return [
+                "--vdev",
+                f"net_af_packet_gen,iface={self.host_side[self.tx]},{AF_PACKET_RING}",
+                "--",
+                "--tx",
+                "net_af_packet_gen",
+                "--count-iface",
+                ",".join(self.host_side[port] for port in self.counted),
+            ]
+        args = []
+        for port in self.forwarder_side:
+            args += ["--vdev", f"net_memif_gen{port},role=client,id={port},socket={self.socket}{self._memif_options}"]
+        return args + ["--", "--tx", f"net_memif_gen{self.tx}", "--rx", ",".join(f"net_memif_gen{port}" for port in self.counted)]
+
+    def port_of(self, received: str) -> int:
+        """The port number whose frames the generator counted under this name."""
+        if self.kind == "veth":
+            return {dev: port for port, dev in self.host_side.items()}[received]
+        return int(received.removeprefix("net_memif_gen"))
+
+    def forwarder_vdev(self, port: int, name: str) -> str:
+        if self.kind == "veth":
+            return f"{name},iface={self.forwarder_side[port]},{AF_PACKET_RING}"
+        return f"{name},role=server,id={port},socket={self.socket}{self._memif_options}"
+
+
+class Testpmd:
+    """dpdk-testpmd forwarding between two of the bench ports (io mode)."""
+
+    def __init__(self, ports: Ports, numbers: tuple[int, int], log: Path):
+        self.ports, self.numbers, self.log = ports, numbers, log
+        self.prefix = f"jgbpass{os.getpid()}"
+        self.popen: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 30.0) -> Testpmd:
+        testpmd = shutil.which("dpdk-testpmd")
+        if testpmd is None:
+            raise BenchError("dpdk-testpmd is not on PATH (Debian package dpdk; make setup installs it)")
+        # Line-buffered: testpmd says it forwards on stdout, which is a file here.
+        args = ["stdbuf", "-oL", testpmd, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", self.prefix, "-l", "0-1", "--log-level=lib.eal:error"]
+        for i, number in enumerate(self.numbers):
+            args += ["--vdev", self.ports.forwarder_vdev(number, f"{self.ports.driver}_pass{i}")]
+        args += ["--", "--forward-mode=io", "--auto-start", "--mbuf-size=12416", "--total-num-mbufs=8192", "--burst=32"]
+        out = open(self.log, "wb")  # noqa: SIM115 (kept open for the process)
+        self.popen = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while "Press enter to exit" not in self.log.read_text(errors="replace"):
+            if self.popen.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise BenchError(f"dpdk-testpmd did not start forwarding; see {self.log}")
+            time.sleep(0.1)
+        return self
+
+    def stop(self) -> None:
+        if self.popen and self.popen.poll() is None:
+            with contextlib.suppress(BrokenPipeError):
+                self.popen.communicate(b"\n", timeout=10)
+        shutil.rmtree(f"/var/run/dpdk/{self.prefix}", ignore_errors=True)
+
+
+def run_loadgen(ports: Ports, capture: Path, seconds: float, log: Path, extra: tuple[str, ...] = (), on_line: Callable[[str], None] | None = None) -> dict:
+    """One run of the generator; its JSON line (the counts of the measured window).
+
+    `on_line` sees each line the generator writes on stderr as it comes,
+    among them WINDOW_START and WINDOW_END at the edges of the measured
+    window (to read a forwarder's counters there).
+    """
+    prefix = f"jgbgen{os.getpid()}"
+    args = [LOADGEN, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", prefix, "-l", "0", "--log-level=lib.eal:error"]
+    args += ports.generator_args() + ["--pcap", str(capture), "--seconds", str(seconds), *extra]
+    if ports.kind == "memif":
+        # The generator's client ports connect to the forwarder's servers
+        # as it starts; the warm-up covers the links coming up.
+        args += ["--warmup", "1.5"]
+    for attempt in range(1, lab.DPDK_START_ATTEMPTS + 1):
+        try:
+            returncode, stdout, stderr = _run([str(a) for a in args], seconds + 60, on_line)
+        finally:
+            shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
+        log.write_text(stdout + stderr)
+        # af_packet's fanout group is named after pid ^ ifindex: the
+        # generator's can clash with the forwarder's, and then it opens no
+        # port and sends nothing. A new process draws a new pid.
+        if returncode == 0 or lab.AF_PACKET_FANOUT_CLASH not in stderr or attempt == lab.DPDK_START_ATTEMPTS:
+            break
+    if returncode != 0:
+        raise BenchError(f"jumbogate-loadgen failed ({returncode}): {stderr.strip()[-400:]}")
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+# What jumbogate-loadgen says on stderr as its measured window opens and closes.
+WINDOW_START = "jumbogate-loadgen: measuring"
+WINDOW_END = "jumbogate-loadgen: measured"
+
+
+def _run(args: list[str], timeout: float, on_line: Callable[[str], None] | None) -> tuple[int, str, str]:
+    """Run a program, handing each stderr line to on_line as it comes (what on_line raises fails the run)."""
+    out: list[str] = []
+    err: list[str] = []
+    failed: list[Exception] = []
+    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1) as process:
+
+        def read_out() -> None:
+            out.append(process.stdout.read())
+
+        def read_err() -> None:
+            for line in process.stderr:
+                err.append(line)
+                if on_line is not None and not failed:
+                    try:
+                        on_line(line)
+                    except Exception as error:  # noqa: BLE001 (raised again below)
+                        failed.append(error)
+
+        readers = [threading.Thread(target=read_out, daemon=True), threading.Thread(target=read_err, daemon=True)]
+        for reader in readers:
+            reader.start()
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise BenchError(f"{Path(args[0]).name} did not finish within {timeout:.0f} s") from None
+        for reader in readers:
+            reader.join()
+    if failed:
+        raise BenchError(f"while {Path(args[0]).name} ran: {failed[0]!r}") from failed[0]
+    return process.returncode, "".join(out), "".join(err)
+
+
+def print_logs(workdir: Path) -> None:
+    """The tail of every log of a failed run, on stderr."""
+    for log in sorted(workdir.glob("*.log")):
+        print(f"--- {log.name}\n{log.read_text(errors='replace')[-1500:]}", file=sys.stderr)
