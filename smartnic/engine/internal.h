@@ -214,6 +214,12 @@ _Static_assert(sizeof(struct jg_run_meta) <= JG_MBUF_PRIV_SIZE,
 /* Joined with a later run: segments behind the head may be older than it
  * (a late segment filled the hole in front of them). */
 #define JG_RUN_JOINED 0x10
+/* Begun by a segment that repeats data the flow saw (overlap restart): it
+ * leaves with the call, as Linux holds such a segment only until its poll
+ * ends. A retransmission of the newest segment is sent when the sender is
+ * stalled waiting for an ACK; holding it for the delay model's wait would
+ * hold up the receiver's ACK and the sender's recovery. */
+#define JG_RUN_NO_WAIT 0x20
 
 #define JG_INDEX_NONE UINT32_MAX
 

@@ -274,10 +274,14 @@ static void schedule_flow(struct jg_engine *e, struct jg_flow *f)
 		start_age = RTE_MAX(start_age, now - jg_meta(e, r)->arrival_ns);
 		oldest_age = RTE_MAX(oldest_age, run_oldest_age(e, r, now));
 	}
-	budget = jg_flow_wait_budget(e, f, run_payload(first),
-				     run_capacity(e, first),
-				     jg_meta(e, first)->segments);
-	if (budget > 0 && f->timer_list == JG_TIMER_NONE)
+	budget = (jg_meta(e, first)->flags & JG_RUN_NO_WAIT)
+			 ? 0
+			 : jg_flow_wait_budget(e, f, run_payload(first),
+					       run_capacity(e, first),
+					       jg_meta(e, first)->segments);
+	/* A new flow is on the burst list until its run may wait. */
+	if (budget > 0 &&
+	    (f->timer_list == JG_TIMER_NONE || f->timer_list == JG_TIMER_BURST))
 		e->stats.merge.delayed_flows++;
 	wait = budget > start_age ? budget - start_age : 0;
 	bound_left =
@@ -465,9 +469,12 @@ static void add_payload_sum(struct jg_run_meta *run, uint32_t run_payload_now,
 			    (run_payload_now & 1) ? jg_csum_swap(sum) : sum);
 }
 
+/* PSH and FIN end a run; CWR too, since nothing may join a CWR segment
+ * (may_follow), so its run leaves at once instead of waiting for nothing. */
 static bool ends_run(uint8_t tcp_flags)
 {
-	return (tcp_flags & (JG_TCP_FLAG_PSH | JG_TCP_FLAG_FIN)) != 0;
+	return (tcp_flags &
+		(JG_TCP_FLAG_PSH | JG_TCP_FLAG_FIN | JG_TCP_FLAG_CWR)) != 0;
 }
 
 static void or_end_flags(struct rte_mbuf *head, uint8_t flags)
@@ -684,6 +691,7 @@ static enum insert_result insert_segment(struct jg_engine *e, struct jg_flow *f,
 {
 	struct rte_mbuf *previous = NULL, *next = f->runs, *run;
 	uint32_t end = s->seq + s->p.payload_length, previous_end = 0;
+	uint8_t new_run_flags = 0;
 	int id_mode = -1;
 
 	while (next != NULL && !jg_seq_before(s->seq, jg_meta(e, next)->seq)) {
@@ -714,6 +722,7 @@ static enum insert_result insert_segment(struct jg_engine *e, struct jg_flow *f,
 		jg_flow_release_all(e, f);
 		e->stats.merge.overlap_restarts++;
 		previous = next = NULL;
+		new_run_flags = JG_RUN_NO_WAIT;
 	}
 
 	if (previous != NULL && previous_end == s->seq) {
@@ -745,7 +754,7 @@ static enum insert_result insert_segment(struct jg_engine *e, struct jg_flow *f,
 			previous = NULL;
 		}
 		init_run(e, s->m, &s->p, s->seq, s->payload_sum,
-			 (uint16_t)s->p.payload_length, 0);
+			 (uint16_t)s->p.payload_length, new_run_flags);
 		link_run_after(e, f, previous, s->m);
 		run = s->m;
 	}

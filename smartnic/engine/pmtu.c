@@ -29,11 +29,13 @@ int jg_pmtu_init(struct jg_engine *e)
 		.number_tbl8s = e->config.pmtu_max_rules_v6 * TBL8_PER_V6_RULE,
 	};
 
-	/* LPM names are process-wide; a counter keeps them unique. */
-	instance++;
-	snprintf(name, sizeof(name), "jg4_%.12s_%u", e->config.name, instance);
+	/* LPM names are process-wide; a counter keeps them unique (atomic:
+	 * engines may be created on several lcores at once). */
+	unsigned int id = __atomic_add_fetch(&instance, 1, __ATOMIC_RELAXED);
+
+	snprintf(name, sizeof(name), "jg4_%.12s_%u", e->config.name, id);
 	e->pmtu_v4 = rte_lpm_create(name, e->config.socket_id, &v4);
-	snprintf(name, sizeof(name), "jg6_%.12s_%u", e->config.name, instance);
+	snprintf(name, sizeof(name), "jg6_%.12s_%u", e->config.name, id);
 	e->pmtu_v6 = rte_lpm6_create(name, e->config.socket_id, &v6);
 	if (e->pmtu_v4 == NULL || e->pmtu_v6 == NULL)
 		return -rte_errno;
