@@ -305,8 +305,8 @@ class Rack:
         if self.slow_motion:
             # BMv2 carries a few thousand packets a second, so a flow's next
             # segment is hundreds of microseconds to milliseconds away: far
-            # below the 1 Gbit/s under which flows merge only within one
-            # receive burst, and beyond the 64 us a line-rate port waits.
+            # below the 0.1 Gbit/s under which flows merge only within one
+            # receive burst, and beyond the 300 us a line-rate port waits.
             # Every flow may wait, up to 8 ms.
             options += ["--delay-rate-threshold-gbps", "0", "--delay-max-us", str(NIC_MAX_DELAY_US)]
         # Its control address is on the management link, not loopback:

@@ -265,7 +265,7 @@ struct jg_bucket {
 
 /* Deadlines live in a wheel of 16384 slots of 1.024 us, which spans more
  * than the largest allowed delay, so one lap never needs two turns. The
- * largest delay is 10 ms rather than the 64 us a 25 Gbps port needs: on a
+ * largest delay is 10 ms rather than the 300 us a line-rate port needs: on a
  * slow path (a software switch carrying a few thousand packets a second)
  * a flow's next segment is hundreds of microseconds away. */
 #define JG_WHEEL_SLOT_SHIFT 10
