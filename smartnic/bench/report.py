@@ -14,9 +14,15 @@ import sys
 TARGET_SCENARIO = "flows-800"
 # (description, value from a scenario, passes, which scenarios it applies to)
 TARGETS = (
-    ("packets/s >= 1.0x rte_gro (lightweight)", lambda s: ratio(s, "gro"), lambda v: v >= 1.0, lambda s: "gro" in s["paths"]),
+    ("packets/s >= 1.0x rte_gro (lightweight)", lambda s: ratio(s, "gro"), lambda v: v >= 1.0, lambda s: gro_merges(s)),
     ("packets/s >= 0.5x pass-through", lambda s: ratio(s, "pass"), lambda v: v >= 0.5, lambda s: s["scenario"] == TARGET_SCENARIO),
-    ("yield within 1 point of the ceiling", lambda s: 100 * below_ceiling(s), lambda v: v <= 1.0, lambda s: "ceiling" in s["paths"]),
+    # On real traffic (replayed captures); the table shows every scenario's.
+    (
+        "yield within 1 point of the ceiling on real traffic",
+        lambda s: 100 * below_ceiling(s),
+        lambda v: v <= 1.0,
+        lambda s: "ceiling" in s["paths"] and s["scenario"].startswith("pcap:"),
+    ),
     ("2 workers >= 1.8x one worker", lambda s: workers_ratio(s, "engine"), lambda v: v >= 1.8, lambda s: "workers" in s),
     ("mean added delay < 25 us", lambda s: s["paths"]["engine"]["delay_mean_us"], lambda v: v < 25.0, lambda s: True),
 )
@@ -29,6 +35,12 @@ def ratio(scenario, other):
     if other not in paths or paths[other]["mpps"] == 0:
         return float("nan")
     return paths["engine"]["mpps"] / paths[other]["mpps"]
+
+
+def gro_merges(scenario):
+    """Whether rte_gro applies: DPDK 22.11's merges TCP over IPv4 only, so an IPv6 trace passes it unmerged."""
+    gro = scenario["paths"].get("gro")
+    return gro is not None and gro["packets_out"] < gro["packets_in"]
 
 
 def below_ceiling(scenario):

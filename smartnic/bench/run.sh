@@ -51,7 +51,7 @@ else
 	run mice-1M --flows 800 --mice 1000000 --packets "$packets"
 	# rte_gro in DPDK 22.11 has no TCP/IPv6 reassembly.
 	run ipv6-800 --flows 800 --ipv6 1 --packets "$packets" \
-		--paths engine,pass
+		--paths engine,pass,ceiling
 fi
 
 python=python3
