@@ -22,6 +22,16 @@ BENCH = Path(os.environ.get("JUMBOGATE_BENCH", REPO / "build" / "smartnic" / "be
 FLOWS, SEGMENTS, PAYLOAD = 3, 40, 1448
 
 
+def segment(flow: int, i: int):
+    """The i-th full segment of flow `flow` (its own source address and port)."""
+    return (
+        Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+        / IP(src=f"198.51.100.{flow + 1}", dst="10.10.0.10", id=i, flags="DF")
+        / TCP(sport=40000 + flow, dport=5201, seq=1000 + i * PAYLOAD, flags="A")
+        / (bytes([flow]) * PAYLOAD)
+    )
+
+
 def capture_with_a_silence(path: Path) -> None:
     """FLOWS interleaved TCP flows, full segments 10 us apart, and two seconds of nothing halfway."""
     frames, now = [], 1_700_000_000.0
@@ -29,12 +39,7 @@ def capture_with_a_silence(path: Path) -> None:
         if i == SEGMENTS // 2:
             now += 2.0
         for flow in range(FLOWS):
-            frame = (
-                Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
-                / IP(src=f"198.51.100.{flow + 1}", dst="10.10.0.10", id=i, flags="DF")
-                / TCP(sport=40000 + flow, dport=5201, seq=1000 + i * PAYLOAD, flags="A")
-                / (bytes([flow]) * PAYLOAD)
-            )
+            frame = segment(flow, i)
             frame.time = now
             frames.append(frame)
             now += 10e-6
@@ -64,12 +69,7 @@ def slow_flows(path: Path, flows: int, segments: int, gap_s: float) -> None:
     frames, now = [], 1_700_000_000.0
     for i in range(segments):
         for flow in range(flows):
-            frame = (
-                Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
-                / IP(src=f"198.51.100.{flow + 1}", dst="10.10.0.10", id=i, flags="DF")
-                / TCP(sport=40000 + flow, dport=5201, seq=1000 + i * PAYLOAD, flags="A")
-                / (bytes([flow]) * PAYLOAD)
-            )
+            frame = segment(flow, i)
             frame.time = now + flow * gap_s / flows
             frames.append(frame)
         now += gap_s
