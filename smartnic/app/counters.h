@@ -41,6 +41,10 @@ struct nic_counters {
 	uint64_t commands;
 	/* Commands run after their waiter gave up (--command-timeout-ms). */
 	uint64_t commands_abandoned;
+	/* Path MTU discovery: probes and replies this worker received and
+	 * took (absorbed), and those it built and sent (created). */
+	uint64_t pmtu_consumed;
+	uint64_t pmtu_created;
 };
 
 /*
@@ -48,7 +52,8 @@ struct nic_counters {
  * at any moment, out (sent), held (inside an engine) or dropped (by a
  * named reason), once two transformations are allowed for: merging and
  * caravan packing absorb several inputs into one output, splitting and
- * unpacking create several outputs from one input:
+ * unpacking create several outputs from one input; path MTU discovery
+ * absorbs the probes and replies it takes and creates those it sends:
  *
  *     in + created == out + held + dropped + absorbed
  */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "engines.h"
+#include "pathmtu.h"
 #include "port.h"
 
 #include <stdatomic.h>
@@ -37,6 +38,10 @@ struct jg_engine *nic_engine_create(const struct nic *nic,
 	local.socket_id = rte_eth_dev_socket_id(nic->ports[port].port_id);
 	/* Every pool of this program has the private area (ports.c, main.c). */
 	local.run_meta_in_priv_area = true;
+	if (nic->pathmtu != NULL) {
+		local.learned_path_mtu = nic_pathmtu_learned;
+		local.learned_path_mtu_context = nic->pathmtu;
+	}
 	/* What this engine builds leaves through its port's transmit port. */
 	local.checksum_mode =
 		jg_port_tx_checksum_offload(nic->ports[port].tx_port_id)

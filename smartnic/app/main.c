@@ -16,6 +16,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_ether.h>
 #include <rte_hash.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
@@ -26,6 +27,7 @@
 #include "engines.h"
 #include "grpc_server.h"
 #include "nic.h"
+#include "pathmtu.h"
 #include "port.h"
 #include "ports.h"
 #include "stats.h"
@@ -38,6 +40,8 @@
 #define HEADER_MBUFS_PER_WORKER_PORT 16384
 #define COMMAND_RING_SIZE	     64
 #define FLOW_COUNTER_ENTRIES	     65536u
+/* Probes and replies in flight: a few rounds' worth. */
+#define PATHMTU_MBUFS 511
 
 static struct nic the_nic;
 static volatile sig_atomic_t signalled;
@@ -144,6 +148,40 @@ static bool fit_chains_to_ports(struct nic *nic, struct nic_options *options)
 			options->engine.max_chain_segments = most;
 		}
 		nic->max_tx_segments = RTE_MIN(nic->max_tx_segments, most);
+	}
+	return true;
+}
+
+/* Path MTU discovery before the engines, which ask it for learned MTUs. */
+static bool create_pathmtu(struct nic *nic)
+{
+	struct nic_options *options = nic->options;
+
+	if (!options->pmtu_discovery)
+		return true;
+	if (options->pmtu.probe_mtu == 0)
+		options->pmtu.probe_mtu = (uint16_t)options->port_mtu;
+	if (options->pmtu.probe_mtu > options->port_mtu) {
+		fprintf(stderr,
+			"jumbogate-nic: --pmtu-probe-mtu %u is larger than "
+			"--port-mtu %u: the probes could not leave\n",
+			options->pmtu.probe_mtu, options->port_mtu);
+		return false;
+	}
+	nic->pathmtu_pool = rte_pktmbuf_pool_create(
+		"jg_pathmtu", PATHMTU_MBUFS, 32, JG_MBUF_PRIV_SIZE,
+		RTE_PKTMBUF_HEADROOM + options->pmtu.probe_mtu +
+			RTE_ETHER_HDR_LEN + 2 * RTE_VLAN_HLEN,
+		rte_socket_id());
+	if (nic->pathmtu_pool != NULL)
+		nic->pathmtu =
+			nic_pathmtu_create(&options->pmtu, nic->pathmtu_pool);
+	if (nic->pathmtu == NULL) {
+		fprintf(stderr,
+			"jumbogate-nic: cannot set up path MTU discovery: %s "
+			"(give the EAL more memory, e.g. -m 512)\n",
+			rte_strerror(rte_errno));
+		return false;
 	}
 	return true;
 }
@@ -339,7 +377,8 @@ int main(int argc, char **argv)
 			"untouched\n");
 	if (!create_workers(nic) || !nic_ports_resolve(nic) ||
 	    !check_buffer_budget(nic) || !fit_chains_to_ports(nic, &options) ||
-	    !create_engines(nic) || !nic_ports_start(nic))
+	    !create_pathmtu(nic) || !create_engines(nic) ||
+	    !nic_ports_start(nic))
 		goto out;
 	nic_control_init(nic);
 	nic_telemetry_register();
@@ -386,6 +425,8 @@ out_ports:
 	nic_ports_stop(nic);
 out:
 	destroy_engines(nic);
+	nic_pathmtu_free(nic->pathmtu);
+	rte_mempool_free(nic->pathmtu_pool);
 	rte_eal_cleanup();
 	nic_options_free(&options);
 	return status;

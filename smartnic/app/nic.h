@@ -23,6 +23,7 @@
 #include "counters.h"
 #include "options.h"
 
+struct nic_pathmtu;
 struct rte_hash;
 struct rte_mempool;
 struct rte_ring;
@@ -83,6 +84,10 @@ struct nic {
 	unsigned int worker_count;
 	struct nic_worker workers[NIC_MAX_WORKERS];
 	struct rte_mempool *header_pool;
+	/* Path MTU discovery, shared by all workers (its own locking); NULL
+	 * when off. Its probes and replies come from their own pool. */
+	struct nic_pathmtu *pathmtu;
+	struct rte_mempool *pathmtu_pool;
 	/* The configuration engines are built from; changed only by the
 	 * control thread, under the control lock. */
 	struct jg_engine_config engine_config;

@@ -45,6 +45,14 @@ enum option_id {
 	OPT_TLS_KEY,
 	OPT_TLS_CLIENT_CA,
 	OPT_INSECURE,
+	OPT_PMTU_DISCOVERY,
+	OPT_PMTU_PORT,
+	OPT_PMTU_PROBE_MTU,
+	OPT_PMTU_DESTINATIONS,
+	OPT_PMTU_REPROBE,
+	OPT_PMTU_TIMEOUT,
+	OPT_PMTU_REPLIES,
+	OPT_PMTU_ROUNDS,
 };
 
 struct option_spec {
@@ -140,6 +148,26 @@ static const struct option_spec option_specs[] = {
 	 "allow a plaintext control API on an address other than loopback "
 	 "(anyone who reaches it may reconfigure the SmartNIC; warned at "
 	 "start)"},
+	{OPT_PMTU_DISCOVERY, "pmtu-discovery", "on|off",
+	 "find the path MTU to each external destination of outbound "
+	 "traffic with one round of probes, and answer other borders' "
+	 "probes (docs/pathmtu.md; default off)"},
+	{OPT_PMTU_PORT, "pmtu-port", "PORT",
+	 "UDP port of probes and replies (default 48999)"},
+	{OPT_PMTU_PROBE_MTU, "pmtu-probe-mtu", "BYTES",
+	 "largest probe: the next hop's MTU (default --port-mtu)"},
+	{OPT_PMTU_DESTINATIONS, "pmtu-destinations", "N",
+	 "destinations tracked; the least recently used is evicted past it "
+	 "(default 4096)"},
+	{OPT_PMTU_REPROBE, "pmtu-reprobe-s", "SECONDS",
+	 "a destination in use is probed again after this (default 600)"},
+	{OPT_PMTU_TIMEOUT, "pmtu-timeout-ms", "MS",
+	 "a round with no answer by then falls back to the configured path "
+	 "MTU (default 1000)"},
+	{OPT_PMTU_REPLIES, "pmtu-replies-per-s", "N",
+	 "most probes answered per second (default 1000)"},
+	{OPT_PMTU_ROUNDS, "pmtu-rounds-per-s", "N",
+	 "most probe rounds begun per second (default 100)"},
 };
 
 #define OPTION_COUNT (sizeof(option_specs) / sizeof(option_specs[0]))
@@ -547,6 +575,39 @@ apply(struct nic_options *options, const struct option_spec *spec,
 		ok = parse_unsigned(name, value, 1, 63, &number, origin);
 		engine->caravan_dscp = (uint8_t)number;
 		break;
+	case OPT_PMTU_DISCOVERY:
+		ok = parse_switch(name, value, &options->pmtu_discovery,
+				  origin);
+		break;
+	case OPT_PMTU_PORT:
+		ok = parse_unsigned(name, value, 1, 65535, &number, origin);
+		options->pmtu.port = (uint16_t)number;
+		break;
+	case OPT_PMTU_PROBE_MTU:
+		ok = parse_unsigned(name, value, NIC_MIN_PORT_MTU,
+				    NIC_MAX_PORT_MTU, &number, origin);
+		options->pmtu.probe_mtu = (uint16_t)number;
+		break;
+	case OPT_PMTU_DESTINATIONS:
+		ok = parse_unsigned(name, value, 64, 1u << 20, &number, origin);
+		options->pmtu.capacity = (uint32_t)number;
+		break;
+	case OPT_PMTU_REPROBE:
+		ok = parse_unsigned(name, value, 1, 86400, &number, origin);
+		options->pmtu.reprobe_s = (uint32_t)number;
+		break;
+	case OPT_PMTU_TIMEOUT:
+		ok = parse_unsigned(name, value, 10, 60000, &number, origin);
+		options->pmtu.timeout_ms = (uint32_t)number;
+		break;
+	case OPT_PMTU_REPLIES:
+		ok = parse_unsigned(name, value, 1, 1000000, &number, origin);
+		options->pmtu.replies_per_s = (uint32_t)number;
+		break;
+	case OPT_PMTU_ROUNDS:
+		ok = parse_unsigned(name, value, 1, 100000, &number, origin);
+		options->pmtu.rounds_per_s = (uint32_t)number;
+		break;
 	}
 	return ok ? NIC_PARSE_OK : NIC_PARSE_ERROR;
 }
@@ -637,6 +698,9 @@ static void set_defaults(struct nic_options *options, const char *program)
 	options->command_timeout_ms = 2000;
 	strcpy(options->grpc_address, NIC_DEFAULT_GRPC_ADDRESS);
 	jg_engine_config_init(&options->engine);
+	nic_pathmtu_config_init(&options->pmtu);
+	/* 0: the next hop's MTU is the ports' (main). */
+	options->pmtu.probe_mtu = 0;
 }
 
 enum nic_parse_result nic_options_parse(struct nic_options *options, int argc,

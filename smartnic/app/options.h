@@ -13,6 +13,7 @@
 
 #include <jumbogate/engine.h>
 
+#include "pathmtu.h"
 #include "prefix.h"
 #include "tls_options.h"
 
@@ -74,6 +75,9 @@ struct nic_options {
 	 * defaults (jg_engine_config_init). */
 	struct jg_engine_config engine;
 	bool caravan_pack;
+	/* Path MTU discovery (pathmtu.h): off unless asked for. */
+	bool pmtu_discovery;
+	struct nic_pmtu_config pmtu;
 };
 
 enum nic_parse_result {

@@ -62,10 +62,13 @@ void nic_totals_compute(struct nic_totals *totals,
 	totals->segments_merged = merge->segments_out -
 				  (merge->packets_out - merge->merged_packets);
 	totals->absorbed = merge->segments_out - merge->packets_out +
-			   caravan->datagrams_packed - caravan->caravans_packed;
+			   caravan->datagrams_packed -
+			   caravan->caravans_packed +
+			   totals->counters.pmtu_consumed;
 	totals->created = split->segments_out - split->packets_segmented +
 			  caravan->datagrams_unpacked -
-			  caravan->caravans_unpacked;
+			  caravan->caravans_unpacked +
+			  totals->counters.pmtu_created;
 	totals->conversion_yield = jg_stats_conversion_yield(&totals->engine);
 }
 

@@ -8,16 +8,22 @@
  *   /jumbogate/info    boot id, workers, ports
  *   /jumbogate/buffers buffers of each pool outside it (in rings, caches,
  *                      engines or in flight), to see that none leak
+ *   /jumbogate/pathmtu path MTU discovery counters
+ *   /jumbogate/paths   its destinations (the first TELEMETRY_PATHS)
  */
 #include "telemetry.h"
 
 #include <math.h>
 #include <stdio.h>
 
+#include <arpa/inet.h>
+
 #include <rte_mempool.h>
 #include <rte_telemetry.h>
 
 #include "control.h"
+#include "nic.h"
+#include "pathmtu.h"
 #include "pool_telemetry.h"
 
 static void add_u64(struct rte_tel_data *d, const char *name, uint64_t value)
@@ -151,8 +157,79 @@ static int info_command(const char *command, const char *params,
 	return 0;
 }
 
+/* A telemetry dict holds at most RTE_TEL_MAX_DICT_ENTRIES (256) keys. */
+#define TELEMETRY_PATHS 128
+
+static int pathmtu_command(const char *command, const char *params,
+			   struct rte_tel_data *d)
+{
+	struct nic_pathmtu *pm = nic_instance ? nic_instance->pathmtu : NULL;
+	struct nic_pmtu_stats stats;
+
+	(void)command;
+	(void)params;
+	rte_tel_data_start_dict(d);
+	add_u64(d, "enabled", pm != NULL);
+	if (pm == NULL)
+		return 0;
+	nic_pathmtu_get_stats(pm, &stats);
+#define NIC_PMTU_ADD(name) add_u64(d, #name, stats.name);
+	NIC_PMTU_COUNTERS(NIC_PMTU_ADD)
+#undef NIC_PMTU_ADD
+	add_u64(d, "destinations_now", stats.destinations_now);
+	add_u64(d, "learned_now", stats.learned_now);
+	return 0;
+}
+
+/* Telemetry containers nest one level only, so the destinations are a
+ * command of their own: index -> {address, mtu, method, probing, age,
+ * rtt} (telemetry names allow no dots or colons: the address is a value). */
+static int paths_command(const char *command, const char *params,
+			 struct rte_tel_data *d)
+{
+	struct nic_pathmtu *pm = nic_instance ? nic_instance->pathmtu : NULL;
+	/* Telemetry commands run one at a time, so views can be static. */
+	static struct nic_pmtu_view views[TELEMETRY_PATHS];
+	unsigned int count;
+
+	(void)command;
+	(void)params;
+	rte_tel_data_start_dict(d);
+	if (pm == NULL)
+		return 0;
+	count = nic_pathmtu_list(pm, nic_now_ns(), views, TELEMETRY_PATHS);
+	for (unsigned int i = 0; i < count; i++) {
+		struct rte_tel_data *path = rte_tel_data_alloc();
+		char address[INET6_ADDRSTRLEN], index[16];
+
+		if (path == NULL)
+			break;
+		inet_ntop(views[i].ip_version == 4 ? AF_INET : AF_INET6,
+			  views[i].addr, address, sizeof(address));
+		rte_tel_data_start_dict(path);
+		rte_tel_data_add_dict_string(path, "address", address);
+		add_u64(path, "mtu", views[i].mtu);
+		rte_tel_data_add_dict_string(
+			path, "method",
+			nic_pathmtu_method_name(views[i].method));
+		add_u64(path, "probing", views[i].probing);
+		add_u64(path, "age_ms", (uint64_t)(views[i].age_s * 1000));
+		add_u64(path, "rtt_us", (uint64_t)(views[i].rtt_ms * 1000));
+		snprintf(index, sizeof(index), "%u", i);
+		rte_tel_data_add_dict_container(d, index, path, 0);
+	}
+	return 0;
+}
+
 void nic_telemetry_register(void)
 {
+	jg_telemetry_register("jumbogate-nic", "/jumbogate/pathmtu",
+			      pathmtu_command,
+			      "jumbogate-nic path MTU discovery counters");
+	jg_telemetry_register("jumbogate-nic", "/jumbogate/paths",
+			      paths_command,
+			      "jumbogate-nic destinations of path MTU "
+			      "discovery: index -> address, mtu, method, age");
 	jg_telemetry_register_buffers("/jumbogate/buffers", "jumbogate-nic");
 	jg_telemetry_register("jumbogate-nic", "/jumbogate/stats",
 			      stats_command,

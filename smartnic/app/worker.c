@@ -21,6 +21,7 @@
 
 #include "classify.h"
 #include "nic.h"
+#include "pathmtu.h"
 #include "port.h"
 #include "stats.h"
 
@@ -31,6 +32,8 @@
 #define MAX_BURST	256
 /* A send that makes no progress this many times drops the rest. */
 #define TX_MAX_STALLS 1000
+/* Probes one poll of path MTU discovery may send (second copies). */
+#define PATHMTU_POLL_PROBES 64
 
 struct nic *nic_instance;
 
@@ -292,6 +295,48 @@ static uint64_t flush_engine(struct nic_worker *worker,
 	return released;
 }
 
+/* Path MTU discovery's look at a received packet: true when it was a
+ * probe, a reply or a probe's fragment and is gone; a reply to a probe
+ * leaves through the port the probe came in on. */
+static bool take_pathmtu(struct nic_worker *worker, const struct nic_port *port,
+			 struct rte_mbuf *m,
+			 const struct jg_packet_summary *packet,
+			 uint64_t now_ns, struct output *out,
+			 struct output *back)
+{
+	struct nic_pathmtu *pm = nic_instance->pathmtu;
+	struct rte_mbuf *replies[1];
+	uint16_t count = 0;
+
+	if (pm == NULL || !nic_pathmtu_wants(pm, packet) ||
+	    !nic_pathmtu_receive(pm, m, now_ns, replies, &count))
+		return false;
+	worker->counters.pmtu_consumed++;
+	worker->counters.pmtu_created += count;
+	emit(worker, port->tx_port_id == port->port_id ? out : back, replies,
+	     count);
+	return true;
+}
+
+/* An outbound packet may start a probe round to its destination; the
+ * probes leave ahead of it. */
+static void note_outbound(struct nic_worker *worker, unsigned int port_index,
+			  const struct rte_mbuf *m,
+			  const struct jg_packet_summary *packet,
+			  uint64_t now_ns, struct output *out)
+{
+	struct nic_pathmtu *pm = nic_instance->pathmtu;
+	struct rte_mbuf *probes[NIC_PMTU_MAX_PROBE_SIZES + 1];
+	uint16_t count;
+
+	if (pm == NULL)
+		return;
+	count = nic_pathmtu_note_outbound(pm, m, packet, port_index, now_ns,
+					  probes, RTE_DIM(probes));
+	worker->counters.pmtu_created += count;
+	emit(worker, out, probes, count);
+}
+
 static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 		      struct output *out)
 {
@@ -308,6 +353,7 @@ static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 	uint16_t merges = 0, packs = 0, splits = 0, unpacks = 0;
 	bool count_flows = counting_flows(worker);
 	struct jg_packet_summary packet;
+	struct output back;
 	uint16_t received;
 	uint64_t now_ns;
 
@@ -324,6 +370,8 @@ static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 	worker->counters.rx_bursts++;
 	out->port_id = port->tx_port_id;
 	out->count = 0;
+	back.port_id = port->port_id;
+	back.count = 0;
 	/* Packets of one flow always take the same branch, so sorting the
 	 * burst by direction keeps the order within every flow. */
 	for (uint16_t i = 0; i < received; i++) {
@@ -331,8 +379,12 @@ static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 		enum nic_direction direction = NIC_BYPASS;
 
 		worker->counters.rx_bytes += rte_pktmbuf_pkt_len(m);
-		if (jg_packet_summarize(m, &packet))
+		if (jg_packet_summarize(m, &packet)) {
+			if (take_pathmtu(worker, port, m, &packet, now_ns, out,
+					 &back))
+				continue;
 			direction = nic_classify(&internal, &packet);
+		}
 		if (direction == NIC_INBOUND) {
 			if (count_flows) {
 				struct nic_flow_counters *flow =
@@ -347,6 +399,8 @@ static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 				merge[merges++] = m;
 		} else if (direction == NIC_OUTBOUND &&
 			   packet.key.protocol == IPPROTO_TCP) {
+			note_outbound(worker, port_index, m, &packet, now_ns,
+				      out);
 			split[splits++] = m;
 		} else if (direction == NIC_OUTBOUND &&
 			   packet.key.protocol == IPPROTO_UDP) {
@@ -368,7 +422,36 @@ static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 		run_stage(worker, engine, jg_caravan_unpack, unpack, unpacks,
 			  out);
 	transmit(worker, out);
+	if (back.count)
+		transmit(worker, &back);
 	return true;
+}
+
+/* Path MTU discovery's timers (second copies, ends of rounds, expiry),
+ * run by the first worker only. */
+static bool poll_pathmtu(struct nic_worker *worker, uint64_t now_ns,
+			 struct output *out)
+{
+	const struct nic *nic = nic_instance;
+	struct rte_mbuf *probes[PATHMTU_POLL_PROBES];
+	bool sent = false;
+
+	if (nic->pathmtu == NULL || worker->index != 0)
+		return false;
+	for (unsigned int p = 0; p < nic->port_count; p++) {
+		uint16_t count = nic_pathmtu_poll(nic->pathmtu, p, now_ns,
+						  probes, RTE_DIM(probes));
+
+		if (count == 0)
+			continue;
+		out->port_id = nic->ports[p].tx_port_id;
+		out->count = 0;
+		worker->counters.pmtu_created += count;
+		emit(worker, out, probes, count);
+		transmit(worker, out);
+		sent = true;
+	}
+	return sent;
 }
 
 /* ------------------------------------------------------------------ */
@@ -666,6 +749,7 @@ int nic_worker_run(void *arg)
 				busy = true;
 			}
 		}
+		busy |= poll_pathmtu(worker, now, &out);
 		if (busy)
 			worker->idle_sleep_ns = 0;
 		else

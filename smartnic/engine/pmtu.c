@@ -90,6 +90,13 @@ uint16_t jg_pmtu_lookup_v4(const struct jg_engine *e, uint32_t dst_be)
 {
 	uint32_t mtu;
 
+	if (e->config.learned_path_mtu != NULL) {
+		uint16_t learned = e->config.learned_path_mtu(
+			e->config.learned_path_mtu_context, 4,
+			(const uint8_t *)&dst_be);
+		if (learned != 0)
+			return learned;
+	}
 	if (rte_lpm_lookup(e->pmtu_v4, rte_be_to_cpu_32(dst_be), &mtu) == 0)
 		return (uint16_t)mtu;
 	return e->config.default_path_mtu;
@@ -99,6 +106,12 @@ uint16_t jg_pmtu_lookup_v6(const struct jg_engine *e, const uint8_t dst[16])
 {
 	uint32_t mtu;
 
+	if (e->config.learned_path_mtu != NULL) {
+		uint16_t learned = e->config.learned_path_mtu(
+			e->config.learned_path_mtu_context, 6, dst);
+		if (learned != 0)
+			return learned;
+	}
 	if (rte_lpm6_lookup(e->pmtu_v6, dst, &mtu) == 0)
 		return (uint16_t)mtu;
 	return e->config.default_path_mtu;

@@ -125,6 +125,14 @@ struct jg_engine_config {
 	bool merge_unknown_flows;
 	/** Path MTU used when no prefix matches. Default 1500. */
 	uint16_t default_path_mtu;
+	/** Path MTUs learned at run time (path MTU discovery), asked before
+	 *  the prefix tables: the MTU of the path to dst (4 or 16 bytes,
+	 *  network order), or 0 when it knows nothing better than them.
+	 *  Called on the data path, from every engine's lcore at once, so it
+	 *  must be lock-free for readers. NULL (default): none. */
+	uint16_t (*learned_path_mtu)(const void *context, uint8_t ip_version,
+				     const uint8_t *dst);
+	const void *learned_path_mtu_context;
 	/** Capacity of the path-MTU tables. Defaults 1024 and 1024. */
 	uint32_t pmtu_max_rules_v4;
 	uint32_t pmtu_max_rules_v6;

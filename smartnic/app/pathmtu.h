@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Path MTU discovery between borders (F-PMTUD, docs/pathmtu.md).
+ *
+ * The prober: the first outbound packet to an external destination starts
+ * a probe round to it. IPv4 gets a probe of the next hop's MTU with DF
+ * clear, which routers on the way fragment (the largest fragment that
+ * arrives is the path MTU), and both versions get "sized" probes of
+ * several lengths that may not be fragmented (IPv6 routers never
+ * fragment, and some IPv4 paths drop fragments): the largest that arrives
+ * bounds the path MTU from below. The whole set goes out twice, a few ms
+ * apart. A reply counts only if it comes from the probed destination and
+ * echoes the round's random nonce; each accepted reply can only raise the
+ * path MTU of the round, so it is usable after one round trip.
+ *
+ * The responder: answers each probe (whole, or its fragments once all
+ * arrived) with the IP lengths that arrived and the probe's nonce, in a
+ * reply never larger than the probe, at a bounded rate.
+ *
+ * The data path asks nic_pathmtu_learned() for every packet it splits,
+ * from every worker at once: a counting Bloom filter of the destinations
+ * with a learned MTU answers "nothing learned" with one test, and table
+ * slots are read under a sequence lock, so readers never take the lock
+ * writers share. Every table is bounded; what does not fit is evicted and
+ * counted.
+ */
+#ifndef JUMBOGATE_NIC_PATHMTU_H
+#define JUMBOGATE_NIC_PATHMTU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jumbogate/engine.h>
+
+struct rte_mbuf;
+struct rte_mempool;
+
+#define NIC_PMTU_DEFAULT_PORT	  48999
+#define NIC_PMTU_DEFAULT_CAPACITY 4096
+#define NIC_PMTU_MAX_PROBE_SIZES  8
+/* Most fragments a probe may arrive in (9216 / 576 is 16). */
+#define NIC_PMTU_MAX_FRAGMENTS 32
+
+struct nic_pmtu_config {
+	uint16_t port;	     /* UDP port of probes and replies */
+	uint16_t probe_mtu;  /* largest probe: the next hop's MTU */
+	uint32_t capacity;   /* destinations tracked */
+	uint32_t reprobe_s;  /* a learned path is probed again after this */
+	uint32_t timeout_ms; /* a round without an answer by then has none */
+	uint32_t second_probe_ms; /* gap before the second copy */
+	uint32_t replies_per_s;	  /* responder budget (burst: a second's) */
+	uint32_t rounds_per_s;	  /* prober budget of new rounds */
+};
+
+void nic_pathmtu_config_init(struct nic_pmtu_config *config);
+
+/* How a path MTU was found; names in nic_pathmtu_method_name. */
+enum nic_pmtu_method {
+	NIC_PMTU_METHOD_NONE = 0,  /* probing, or no answer: fallback */
+	NIC_PMTU_METHOD_FRAGMENTS, /* largest fragment of a DF-clear probe */
+	NIC_PMTU_METHOD_SIZES,	   /* largest sized probe that arrived */
+};
+
+const char *nic_pathmtu_method_name(enum nic_pmtu_method method);
+
+#define NIC_PMTU_COUNTERS(X)                                                   \
+	X(rounds_started)                                                      \
+	X(rounds_suppressed) /* new rounds over rounds_per_s */                \
+	X(rounds_answered)                                                     \
+	X(rounds_unanswered)                                                   \
+	X(probes_sent)                                                         \
+	X(replies_accepted)                                                    \
+	X(replies_forged) /* wrong nonce, or no round to that address */       \
+	X(replies_malformed)                                                   \
+	X(probes_answered)                                                     \
+	X(probes_malformed)                                                    \
+	X(replies_rate_limited)                                                \
+	X(fragments_seen)                                                      \
+	X(fragments_passed) /* not (yet) known to be a probe's */              \
+	X(fragment_groups_evicted)                                             \
+	X(fragment_groups_expired)                                             \
+	X(destinations_evicted)                                                \
+	X(destinations_expired)                                                \
+	X(buffers_exhausted)
+
+struct nic_pmtu_stats {
+#define NIC_PMTU_FIELD(name) uint64_t name;
+	NIC_PMTU_COUNTERS(NIC_PMTU_FIELD)
+#undef NIC_PMTU_FIELD
+	uint64_t destinations_now;
+	uint64_t learned_now;
+};
+
+/* One destination as the operator sees it. */
+struct nic_pmtu_view {
+	uint8_t ip_version;
+	uint8_t addr[16];
+	uint16_t mtu; /* 0: none learned (the configured value applies) */
+	enum nic_pmtu_method method;
+	bool probing;
+	double age_s;  /* since it was learned, or since the round began */
+	double rtt_ms; /* of the first accepted reply; 0 if none */
+};
+
+struct nic_pathmtu;
+
+/* NULL with rte_errno set when memory is short. */
+struct nic_pathmtu *nic_pathmtu_create(const struct nic_pmtu_config *config,
+				       struct rte_mempool *pool);
+void nic_pathmtu_free(struct nic_pathmtu *pm);
+
+/* The engine's learned_path_mtu: lock-free, any lcore. */
+uint16_t nic_pathmtu_learned(const void *pm, uint8_t ip_version,
+			     const uint8_t *dst);
+
+/* Whether a received packet may be a probe, a reply or a probe's
+ * fragment, and must go to nic_pathmtu_receive: one or two compares. */
+bool nic_pathmtu_wants(const struct nic_pathmtu *pm,
+		       const struct jg_packet_summary *packet);
+
+/* Take a packet nic_pathmtu_wants. Returns true when it was ours and is
+ * consumed (freed); false when it must travel on unchanged. Replies to
+ * send back out of the port it came in on are stored in replies (at most
+ * one). */
+bool nic_pathmtu_receive(struct nic_pathmtu *pm, struct rte_mbuf *m,
+			 uint64_t now_ns, struct rte_mbuf **replies,
+			 uint16_t *reply_count);
+
+/* An outbound packet (which stays the caller's) to an external
+ * destination: starts a round to a destination not seen before or due
+ * again. Probes to send out of the packet's transmit port are stored in
+ * probes (cap at least nic_pathmtu_round_size()); returns how many. */
+uint16_t nic_pathmtu_note_outbound(struct nic_pathmtu *pm,
+				   const struct rte_mbuf *m,
+				   const struct jg_packet_summary *packet,
+				   unsigned int port_index, uint64_t now_ns,
+				   struct rte_mbuf **probes, uint16_t cap);
+
+/* Most probes one copy of a round sends. */
+uint16_t nic_pathmtu_round_size(const struct nic_pathmtu *pm);
+
+/* Timers: second copies and ends of rounds of destinations first seen on
+ * port_index, and (port_index 0) expiry. Cheap until something is due. */
+uint16_t nic_pathmtu_poll(struct nic_pathmtu *pm, unsigned int port_index,
+			  uint64_t now_ns, struct rte_mbuf **probes,
+			  uint16_t cap);
+
+void nic_pathmtu_get_stats(const struct nic_pathmtu *pm,
+			   struct nic_pmtu_stats *stats);
+
+/* Up to cap destinations; returns how many were written. */
+unsigned int nic_pathmtu_list(struct nic_pathmtu *pm, uint64_t now_ns,
+			      struct nic_pmtu_view *views, unsigned int cap);
+
+#endif /* JUMBOGATE_NIC_PATHMTU_H */

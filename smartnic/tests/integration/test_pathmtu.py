@@ -1,0 +1,410 @@
+"""Path MTU discovery between two borders across real Linux routers.
+
+    instance A -- [jumbogate-nic A] -- router 1 ==(MTU WAN_MTU)== router 2 -- [jumbogate-nic B] -- instance B
+    10.1.0.1                           fragments IPv4 without DF                                  10.2.0.1
+    fd01::1                            drops larger IPv6 and IPv4 with DF                         fd02::1
+
+Each NIC is a bump in the wire (--return-port both ways) with its rack's
+prefix internal and --pmtu-discovery on. The first outbound TCP packet from
+A to B starts a probe round; B answers; A learns the path MTU and splits to
+it from then on. The middle link's MTU is not one of the probe sizes, so
+the fragment method (largest fragment: WAN_MTU - 4 for IPv4) beats the sized
+probes (4000), and IPv6, which routers never fragment, gets 4000.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+import socket
+import struct
+import subprocess
+import time
+
+import pytest
+from nic_harness import Netns, PacketPort, af_packet_vdev, in_netns, run, start_nic, unique, wait_for
+
+pytestmark = pytest.mark.timeout(180)
+
+WAN_MTU = 5000
+PORT = 48999
+MAGIC = 0x4A47504D
+A4, B4 = "10.1.0.1", "10.2.0.1"
+A6, B6 = "fd01::1", "fd02::1"
+
+
+def link(ns_a: Netns, name_a: str, ns_b: Netns, name_b: str, mtu: int, ipv6: tuple[bool, bool]) -> None:
+    """A veth pair with offloads off; IPv6 only where asked (the NICs' ends stay quiet)."""
+    run("ip", "link", "add", name_a, "netns", ns_a.name, "type", "veth", "peer", "name", name_b, "netns", ns_b.name)
+    for ns, name, v6 in ((ns_a, name_a, ipv6[0]), (ns_b, name_b, ipv6[1])):
+        ns.exec("sysctl", "-q", "-w", f"net.ipv6.conf.{name}.disable_ipv6={0 if v6 else 1}")
+        ns.exec("ip", "link", "set", name, "mtu", str(mtu), "up")
+        ns.exec("ethtool", "-K", name, "rx", "off", "tx", "off", "tso", "off", "gso", "off", "gro", "off", check=False)
+
+
+def address(ns: Netns, iface: str, *cidrs: str) -> None:
+    for cidr in cidrs:
+        ns.exec("ip", "addr", "add", cidr, "dev", iface, *(["nodad"] if ":" in cidr else []))
+
+
+def wan_vdev(side: str, iface: str) -> str:
+    """B's WAN port captures with libpcap: the af_packet port reassembles
+    IPv4 fragments before the program sees them (DPDK asks the kernel for
+    PACKET_FANOUT_FLAG_DEFRAG), which would hide how the WAN cut a probe.
+    A's stays af_packet, so B's probes of A show what such a port does."""
+    if side == "nb":
+        return f"--vdev=net_pcap1,rx_iface_in={iface},tx_iface={iface}"
+    return af_packet_vdev(1, iface)
+
+
+class TwoBorders:
+    def __init__(self, log_dir, nic_options: list[str]):
+        self.ns = {name: Netns(f"jp{name}") for name in ("ia", "na", "r1", "r2", "nb", "ib")}
+        ns = self.ns
+        self.names = {key: unique(key) for key in ("ia", "nai", "nao", "r1a", "r1b", "r2a", "r2b", "nbo", "nbi", "ib")}
+        n = self.names
+        self.nics = []
+        link(ns["ia"], n["ia"], ns["na"], n["nai"], 9000, (True, False))
+        link(ns["na"], n["nao"], ns["r1"], n["r1a"], 9000, (False, True))
+        link(ns["r1"], n["r1b"], ns["r2"], n["r2a"], WAN_MTU, (True, True))
+        link(ns["r2"], n["r2b"], ns["nb"], n["nbo"], 9000, (True, False))
+        link(ns["nb"], n["nbi"], ns["ib"], n["ib"], 9000, (False, True))
+        address(ns["ia"], n["ia"], f"{A4}/24", f"{A6}/64")
+        address(ns["r1"], n["r1a"], "10.1.0.254/24", "fd01::fe/64")
+        address(ns["r1"], n["r1b"], "10.12.0.1/30", "fd12::1/64")
+        address(ns["r2"], n["r2a"], "10.12.0.2/30", "fd12::2/64")
+        address(ns["r2"], n["r2b"], "10.2.0.254/24", "fd02::fe/64")
+        address(ns["ib"], n["ib"], f"{B4}/24", f"{B6}/64")
+        for inst, gw4, gw6 in (("ia", "10.1.0.254", "fd01::fe"), ("ib", "10.2.0.254", "fd02::fe")):
+            ns[inst].exec("ip", "route", "add", "default", "via", gw4)
+            ns[inst].exec("ip", "-6", "route", "add", "default", "via", gw6)
+        for router in ("r1", "r2"):
+            ns[router].exec("sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
+            ns[router].exec("sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=1")
+        ns["r1"].exec("ip", "route", "add", "10.2.0.0/24", "via", "10.12.0.2")
+        ns["r1"].exec("ip", "-6", "route", "add", "fd02::/64", "via", "fd12::2")
+        ns["r2"].exec("ip", "route", "add", "10.1.0.0/24", "via", "10.12.0.1")
+        ns["r2"].exec("ip", "-6", "route", "add", "fd01::/64", "via", "fd12::1")
+        for side, inner, outer, prefixes in (("na", "nai", "nao", ("10.1.0.0/24", "fd01::/64")), ("nb", "nbi", "nbo", ("10.2.0.0/24", "fd02::/64"))):
+            wan = "net_pcap1" if side == "nb" else "net_af_packet1"
+            options = [
+                "--mbufs",
+                "4096",
+                "--return-port",
+                f"net_af_packet0={wan}",
+                "--return-port",
+                f"{wan}=net_af_packet0",
+                "--pmtu-discovery",
+                "on",
+                *nic_options,
+            ]
+            for prefix in prefixes:
+                options += ["--internal-prefix", prefix]
+            self.nics.append(
+                start_nic(
+                    [af_packet_vdev(0, n[inner]), wan_vdev(side, n[outer]), "-l", "0-1"],
+                    options,
+                    ns[side],
+                    log_dir,
+                    memory_mb=1024,
+                )
+            )
+        self.nic_a, self.nic_b = self.nics
+
+    def close(self) -> None:
+        for nic in self.nics:
+            nic.stop()
+        for ns in self.ns.values():
+            ns.delete()
+
+
+TEST_OPTIONS = ["--pmtu-replies-per-s", "200", "--pmtu-timeout-ms", "300"]
+
+
+@pytest.fixture
+def borders(log_dir):
+    wan = TwoBorders(log_dir, TEST_OPTIONS)
+    try:
+        yield wan
+    finally:
+        wan.close()
+
+
+def knock(ns: Netns, host: str, port: int = 9) -> None:
+    """One outbound TCP connection attempt (a SYN; B has no listener there)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with in_netns(ns.name), socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.settimeout(1.0)
+        try:
+            sock.connect((host, port))
+        except OSError:
+            pass
+
+
+def path(nic, host: str) -> dict:
+    paths = nic.telemetry("/jumbogate/paths").values()
+    return next((p for p in paths if p["address"] == host), {})
+
+
+def learned(nic, host: str, mtu: int, timeout: float = 10.0) -> dict:
+    return wait_for(lambda: (p := path(nic, host)) and p["mtu"] == mtu and p, f"{host} to be learned at {mtu}", timeout)
+
+
+def settled(borders) -> None:
+    """Both borders' rounds are over (second copies sent and answered)."""
+    for nic in borders.nics:
+        wait_for(lambda nic=nic: not any(p["probing"] for p in nic.telemetry("/jumbogate/paths").values()), "the probe rounds to end")
+
+
+def message(kind: int, msg_type: int, nonce: bytes, probe_size: int, sizes: list[int]) -> bytes:
+    return struct.pack("!IBBBB8sHH", MAGIC, 1, msg_type, kind, len(sizes), nonce, probe_size, 0) + b"".join(struct.pack("!H", s) for s in sizes)
+
+
+def send_udp(ns: Netns, src: str, dst: str, payload: bytes, count: int = 1) -> None:
+    """IPv4/UDP datagrams with a chosen (spoofed) source, from inside ns."""
+    udp = struct.pack("!HHHH", PORT, PORT, 8 + len(payload), 0) + payload
+    send_ipv4(ns, src, dst, [udp] * count)
+
+
+def send_ipv4(ns: Netns, src: str, dst: str, payloads: list[bytes], protocol: int = 17, fragment: int = 0, ids: list[int] | None = None) -> None:
+    """Raw IPv4 packets (the kernel fills in the checksum), from inside ns."""
+    with in_netns(ns.name), socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW) as sock:
+        for i, payload in enumerate(payloads):
+            header = struct.pack(
+                "!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ids[i] if ids else 0, fragment, 64, protocol, 0, socket.inet_aton(src), socket.inet_aton(dst)
+            )
+            sock.sendto(header + payload, (dst, 0))
+
+
+def test_both_versions_learn_the_path_mtu_in_one_round_trip(borders):
+    a, b = borders.nic_a, borders.nic_b
+    start = time.monotonic()
+    knock(borders.ns["ia"], B4)
+    v4 = learned(a, B4, WAN_MTU - 4)
+    v4_seconds = time.monotonic() - start
+    # The router cut the 9000-byte probe in fragments of at most WAN_MTU
+    # (data in multiples of 8): the largest is the path MTU, and it beats
+    # the largest sized probe that got through (4000).
+    assert v4["method"] == "fragments"
+    assert 0 < v4["rtt_us"] < 300_000
+
+    # Neighbour discovery first: its first solicitation is lost while the
+    # interfaces come up, and a retry takes a second.
+    borders.ns["ia"].exec("ping", "-6", "-c", "1", "-W", "3", B6, check=False)
+    knock(borders.ns["ia"], B6)
+    v6 = learned(a, B6, 4000)
+    assert v6["method"] == "sizes", "IPv6 routers never fragment: only sized probes can tell"
+    assert 0 < v6["rtt_us"] < 300_000
+
+    stats_a = a.telemetry("/jumbogate/pathmtu")
+    stats_b = b.telemetry("/jumbogate/pathmtu")
+    assert stats_a["rounds_started"] == 2 and stats_a["replies_forged"] == 0
+    assert stats_a["learned_now"] == 2
+    assert stats_b["fragments_seen"] >= 2 * 2, "both copies of the IPv4 probe arrive in fragments"
+    assert stats_b["probes_answered"] >= 2 + 3, "the fragmented probe and the sized ones that fit"
+    assert stats_b["probes_malformed"] == 0
+    # The accounting identity holds with probes created and replies absorbed.
+    for nic in (a, b):
+        totals = nic.telemetry("/jumbogate/stats")
+        assert (
+            totals["packets_in"] + totals["packets_created"]
+            == totals["packets_out"] + totals["packets_held"] + totals["packets_dropped"] + totals["packets_absorbed"]
+        )
+    print(
+        f"IPv4 learned {v4['mtu']} ({v4['method']}) after {v4_seconds * 1000:.0f} ms, reply rtt {v4['rtt_us']} us; IPv6 learned {v6['mtu']} ({v6['method']}), rtt {v6['rtt_us']} us"
+    )
+
+
+SERVER = """
+import hashlib, socket, sys
+listener = socket.create_server(("{host}", 5201), family=socket.AF_INET6 if ":" in "{host}" else socket.AF_INET)
+listener.settimeout({timeout})
+print("listening", flush=True)
+connection, _ = listener.accept()
+connection.settimeout({timeout})
+digest, total = hashlib.sha256(), 0
+try:
+    while chunk := connection.recv(1 << 20):
+        digest.update(chunk)
+        total += len(chunk)
+except TimeoutError:
+    pass
+print(total, digest.hexdigest(), flush=True)
+"""
+
+
+def transfer(borders, host: str, data: bytes, timeout: float) -> tuple[bool, int]:
+    """Bulk TCP from instance A to B: (B got exactly data, bytes B got).
+    A stalled connection gives up after timeout seconds without progress."""
+    receiver = subprocess.Popen(
+        ["ip", "netns", "exec", borders.ns["ib"].name, "python3", "-c", SERVER.format(host=host, timeout=timeout)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert receiver.stdout.readline().strip() == "listening"
+        with in_netns(borders.ns["ia"].name), socket.create_connection((host, 5201), timeout=timeout) as connection:
+            try:
+                connection.sendall(data)
+            except TimeoutError:
+                pass
+        total, digest = receiver.communicate(timeout=3 * timeout)[0].split()
+    finally:
+        receiver.kill()
+    return digest == hashlib.sha256(data).hexdigest(), int(total)
+
+
+def test_bulk_tcp_leaves_in_packets_of_the_learned_path_mtu(borders, tmp_path):
+    ia, r1 = borders.ns["ia"], borders.ns["r1"]
+    knock(ia, B4)
+    learned(borders.nic_a, B4, WAN_MTU - 4)
+    capture_file = tmp_path / "wan.pcap"
+    capture = subprocess.Popen(
+        ["ip", "netns", "exec", r1.name, "tcpdump", "-i", borders.names["r1b"], "-Q", "out", "-s", "96", "-U", "-w", str(capture_file), "tcp", "port", "5201"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    data = bytes(range(256)) * (16 << 12)  # 16 MiB
+    try:
+        assert capture.stderr.readline()
+        intact, _ = transfer(borders, B4, data, timeout=20)
+    finally:
+        time.sleep(0.3)
+        capture.send_signal(signal.SIGINT)
+        capture.wait(timeout=10)
+    assert intact, "B got different bytes than A sent"
+    lengths = [int(n) for n in run("tshark", "-r", str(capture_file), "-T", "fields", "-e", "ip.len", timeout=60).stdout.split()]
+    full = [n for n in lengths if n > 1500]
+    assert max(lengths) == WAN_MTU - 4, "A's border splits to the learned path MTU, no more"
+    assert len(full) > 0.9 * len([n for n in lengths if n > 100]), "bulk data crosses the WAN in packets above 1500 bytes"
+    merged = borders.nic_b.telemetry("/jumbogate/stats")["merged_packets"]
+    assert merged > 0, "B merges what arrives back up towards its internal MTU"
+    print(f"{len(lengths)} packets across the WAN, {len(full)} of them above 1500 bytes (largest {max(lengths)}); B built {merged} merged packets")
+
+
+@pytest.mark.parametrize("discovery", ["off", "on"])
+def test_a_path_that_swallows_icmp_is_no_black_hole_with_discovery(log_dir, discovery):
+    """Router 1 sends no ICMP at all, and A's border believes the WAN
+    carries 9000 bytes (--default-path-mtu 9000). Without discovery the
+    9000-byte segments die at router 1 and nothing says so: the transfer
+    stalls, as with any classic-PMTUD sender behind such a router. With
+    it, the border learned the real path MTU before the first segment."""
+    wan = TwoBorders(log_dir, [*TEST_OPTIONS, "--default-path-mtu", "9000", "--pmtu-discovery", discovery])
+    try:
+        wan.ns["r1"].exec("ip", "rule", "add", "iif", "lo", "ipproto", "icmp", "blackhole")
+        knock(wan.ns["ia"], B4)
+        if discovery == "on":
+            learned(wan.nic_a, B4, WAN_MTU - 4)
+        data = bytes(range(256)) * (4 << 12)  # 4 MiB
+        start = time.monotonic()
+        intact, received = transfer(wan, B4, data, timeout=5)
+        seconds = time.monotonic() - start
+        if discovery == "on":
+            assert intact, f"B got {received} of {len(data)} bytes"
+        else:
+            assert received < len(data) // 2, "without discovery and without ICMP the path is a black hole"
+        print(f"discovery {discovery}: {received} of {len(data)} bytes in {seconds:.1f} s")
+    finally:
+        wan.close()
+
+
+def test_forged_and_malformed_messages_change_nothing(borders):
+    a, b = borders.nic_a, borders.nic_b
+    knock(borders.ns["ia"], B4)
+    learned(a, B4, WAN_MTU - 4)
+    settled(borders)
+    # From the WAN, in B's name: a reply without the round's nonce.
+    send_udp(borders.ns["r1"], B4, A4, message(1, 2, b"\x00" * 8, 9000, [9000]), count=5)
+    # A reply that is too short, and one claiming more than was sent.
+    send_udp(borders.ns["r1"], B4, A4, struct.pack("!I", MAGIC) + b"\x01")
+    send_udp(borders.ns["r1"], B4, A4, message(2, 2, b"\x01" * 8, 9000, [9216]))
+    stats = wait_for(lambda: (s := a.telemetry("/jumbogate/pathmtu"))["replies_forged"] >= 5 and s, "forged replies to be counted")
+    assert stats["probes_malformed"] + stats["replies_malformed"] >= 2
+    assert path(a, B4)["mtu"] == WAN_MTU - 4, "no forged or malformed reply moves a learned path MTU"
+
+    # At B: a sized probe shorter than the size it names, and a probe cut
+    # inside its header. Both are dropped and counted, none answered.
+    before = b.telemetry("/jumbogate/pathmtu")
+    send_udp(borders.ns["r2"], A4, B4, message(2, 1, b"\x02" * 8, 4000, []))
+    send_udp(borders.ns["r2"], A4, B4, struct.pack("!I", MAGIC) + b"\x01\x01")
+    after = wait_for(
+        lambda: (s := b.telemetry("/jumbogate/pathmtu"))["probes_malformed"] >= before["probes_malformed"] + 2 and s, "malformed probes to be counted"
+    )
+    assert after["probes_answered"] == before["probes_answered"]
+
+
+def test_a_probe_flood_is_answered_at_the_budget_and_never_amplified(borders):
+    b = borders.nic_b
+    probe = message(2, 1, b"\x03" * 8, 1200, [])
+    probe += bytes(1200 - 20 - 8 - len(probe))
+    borders.ns["r2"].exec("ping", "-c", "1", "-W", "2", B4)  # resolve B's address first
+    before = b.telemetry("/jumbogate/stats")
+    start = time.monotonic()
+    send_udp(borders.ns["r2"], A4, B4, probe, count=3000)
+
+    def taken():
+        s = b.telemetry("/jumbogate/pathmtu")
+        return s["probes_answered"] + s["replies_rate_limited"]
+
+    # Until the count stops moving: the kernel may drop some of the flood.
+    last = -1
+    while (now := taken()) != last:
+        last = now
+        time.sleep(0.5)
+    elapsed = time.monotonic() - start
+    stats = b.telemetry("/jumbogate/pathmtu")
+    assert stats["probes_answered"] + stats["replies_rate_limited"] >= 1000, "most of the flood reached the responder"
+    assert stats["replies_rate_limited"] > 0
+    # The budget: a second's worth at once, then 200 per second.
+    assert stats["probes_answered"] <= 200 + 200 * elapsed + 1
+    after = b.telemetry("/jumbogate/stats")
+    assert after["bytes_out"] - before["bytes_out"] < (after["bytes_in"] - before["bytes_in"]) / 10, "replies are far smaller than the probes they answer"
+    assert b.proc.poll() is None
+    print(f"flood of 3000 probes: {stats['probes_answered']} answered, {stats['replies_rate_limited']} over the budget, in {elapsed:.1f} s")
+
+
+def test_what_outsiders_can_grow_stays_bounded_and_counted(log_dir):
+    """A scan of many destinations, and a flood of probe fragments that
+    never complete: tables keep their size, evict and count."""
+    wan = TwoBorders(log_dir, [*TEST_OPTIONS, "--pmtu-destinations", "64", "--pmtu-rounds-per-s", "50"])
+    try:
+        a, b = wan.nic_a, wan.nic_b
+        # 300 destinations behind router 1 (it has no route to them): each
+        # outbound SYN asks for a round.
+        mac_r1 = wan.ns["r1"].exec("cat", f"/sys/class/net/{wan.names['r1a']}/address").stdout.strip()
+        mac_a = wan.ns["ia"].exec("cat", f"/sys/class/net/{wan.names['ia']}/address").stdout.strip()
+        ether = bytes.fromhex(mac_r1.replace(":", "")) + bytes.fromhex(mac_a.replace(":", "")) + b"\x08\x00"
+        frames = []
+        for i in range(300):
+            dst = socket.inet_aton(f"10.3.{i // 250}.{i % 250 + 1}")
+            tcp = struct.pack("!HHIIBBHHH", 40000 + i, 80, 1, 0, 5 << 4, 0x02, 65535, 0, 0)
+            ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40, i, 0x4000, 64, 6, 0, socket.inet_aton(A4), dst)
+            frames.append(ether + ip + tcp)
+        port = PacketPort(wan.ns["ia"], wan.names["ia"])
+        try:
+            port.send(frames)
+        finally:
+            port.close()
+        stats = wait_for(
+            lambda: (s := a.telemetry("/jumbogate/pathmtu"))["rounds_started"] + s["rounds_suppressed"] >= 300 and s, "every destination to ask for a round"
+        )
+        assert stats["destinations_now"] <= 64 and stats["destinations_evicted"] > 0
+        assert stats["rounds_suppressed"] > 0 and stats["rounds_started"] <= 50 + 50 * 5
+        assert stats["learned_now"] == 0, "nobody answered: nothing is learned"
+
+        # 300 first fragments of probes whose rest never comes, at B.
+        message_ = message(1, 1, b"\x04" * 8, 9000, [])
+        first = struct.pack("!HHHH", PORT, PORT, 9000 - 20, 0) + message_
+        first += bytes(1480 - len(first))
+        wan.ns["r2"].exec("ping", "-c", "1", "-W", "2", B4)
+        send_ipv4(wan.ns["r2"], A4, B4, [first] * 300, fragment=0x2000, ids=list(range(1, 301)))
+        stats = wait_for(lambda: (s := b.telemetry("/jumbogate/pathmtu"))["fragments_seen"] >= 250 and s, "the fragments to arrive")
+        assert stats["fragment_groups_evicted"] >= stats["fragments_seen"] - 256 > 0
+        assert stats["probes_answered"] == 0, "incomplete probes are never answered"
+        assert a.proc.poll() is None and b.proc.poll() is None
+        print(f"scan: {stats_line(a)}; fragment flood: {stats['fragments_seen']} seen, {stats['fragment_groups_evicted']} groups evicted")
+    finally:
+        wan.close()
+
+
+def stats_line(nic) -> str:
+    s = nic.telemetry("/jumbogate/pathmtu")
+    return f"{s['rounds_started']} rounds, {s['rounds_suppressed']} suppressed, {s['destinations_now']} tracked, {s['destinations_evicted']} evicted"
