@@ -16,6 +16,7 @@
 
 #include "engines.h"
 #include "nic.h"
+#include "pathmtu.h"
 #include "stats.h"
 
 /* A worker polls its ring between bursts and sleeps at most
@@ -918,4 +919,116 @@ struct nic_result nic_control_stats(struct nic_totals *totals)
 	if (result.status == NIC_STATUS_OK)
 		nic_totals_compute(totals, snapshots, count);
 	return result;
+}
+
+/* ------------------------------------------------------------------ */
+/* Path MTU discovery                                                  */
+
+static void learned_path_of(const struct nic_pmtu_view *view,
+			    struct nic_learned_path *path)
+{
+	memset(path, 0, sizeof(*path));
+	inet_ntop(view->ip_version == 4 ? AF_INET : AF_INET6, view->addr,
+		  path->address, sizeof(path->address));
+	path->mtu = view->mtu;
+	path->method = nic_pathmtu_method_name(view->method);
+	path->probing = view->probing;
+	path->age_s = view->age_s;
+	path->rtt_ms = view->rtt_ms;
+}
+
+struct nic_learned_path *nic_control_learned_paths(size_t *count, bool *enabled)
+{
+	struct nic_pathmtu *pm = control.nic ? control.nic->pathmtu : NULL;
+	struct nic_learned_path *paths;
+	struct nic_pmtu_view *views;
+	struct nic_pmtu_stats stats;
+	unsigned int listed;
+
+	*count = 0;
+	*enabled = pm != NULL;
+	if (pm == NULL)
+		return NULL;
+	nic_pathmtu_get_stats(pm, &stats);
+	/* Room for those there now and a few that may come meanwhile. */
+	views = calloc(stats.destinations_now + 64, sizeof(*views));
+	paths = calloc(stats.destinations_now + 64, sizeof(*paths));
+	if (views == NULL || paths == NULL) {
+		free(views);
+		free(paths);
+		return NULL;
+	}
+	listed = nic_pathmtu_list(pm, nic_now_ns(), views,
+				  (unsigned int)stats.destinations_now + 64);
+	for (unsigned int i = 0; i < listed; i++)
+		learned_path_of(&views[i], &paths[i]);
+	free(views);
+	*count = listed;
+	return paths;
+}
+
+struct nic_result nic_control_probe_path(const char *address,
+					 struct nic_learned_path *path)
+{
+	struct nic_pathmtu *pm = control.nic ? control.nic->pathmtu : NULL;
+	uint8_t addr[16] = {0};
+	struct nic_pmtu_view view;
+	uint8_t version;
+	uint64_t asked, deadline;
+	int requested;
+
+	if (pm == NULL)
+		return fail(NIC_STATUS_FAILED_PRECONDITION,
+			    "path MTU discovery is off (--pmtu-discovery on)");
+	if (inet_pton(AF_INET, address, addr) == 1)
+		version = 4;
+	else if (inet_pton(AF_INET6, address, addr) == 1)
+		version = 6;
+	else
+		return fail(NIC_STATUS_INVALID_ARGUMENT,
+			    "'%s' is not an IPv4 or IPv6 address", address);
+	asked = nic_now_ns();
+	requested = nic_pathmtu_request_round(pm, version, addr);
+	if (requested == -ENOENT)
+		return fail(NIC_STATUS_NOT_FOUND,
+			    "no outbound traffic to %s seen yet: a probe goes "
+			    "out the way that traffic came, from its source",
+			    address);
+	if (requested == -EBUSY)
+		return fail(NIC_STATUS_UNAVAILABLE,
+			    "too many probes asked for at once; try again");
+	deadline = asked + (2ull * control.nic->options->pmtu.timeout_ms +
+			    control.nic->options->command_timeout_ms) *
+				   1000000ull;
+	/* -EALREADY: a round is under way; its answer is the answer. */
+	while (nic_now_ns() < deadline) {
+		if (nic_pathmtu_view(pm, version, addr, nic_now_ns(), &view) &&
+		    !view.probing &&
+		    (requested == -EALREADY || view.round_ns >= asked)) {
+			learned_path_of(&view, path);
+			return ok();
+		}
+		/* Not faster: each look takes the lock the workers share. */
+		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+	}
+	return fail(NIC_STATUS_UNAVAILABLE,
+		    "the round to %s did not end in time", address);
+}
+
+bool nic_control_pmtu_counters(void (*visit)(void *context, const char *name,
+					     uint64_t value),
+			       void *context)
+{
+	struct nic_pathmtu *pm = control.nic ? control.nic->pathmtu : NULL;
+	struct nic_pmtu_stats stats;
+
+	if (pm == NULL)
+		return false;
+	nic_pathmtu_get_stats(pm, &stats);
+#define NIC_PMTU_VISIT(name) visit(context, #name, stats.name);
+	NIC_PMTU_COUNTERS(NIC_PMTU_VISIT)
+#undef NIC_PMTU_VISIT
+	visit(context, "destinations_now", stats.destinations_now);
+	visit(context, "learned_now", stats.learned_now);
+	return true;
 }

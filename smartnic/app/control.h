@@ -29,6 +29,7 @@ enum nic_status {
 	NIC_STATUS_NOT_FOUND = 5,
 	NIC_STATUS_RESOURCE_EXHAUSTED = 8,
 	NIC_STATUS_INVALID_ARGUMENT = 3,
+	NIC_STATUS_FAILED_PRECONDITION = 9,
 	NIC_STATUS_INTERNAL = 13,
 	NIC_STATUS_UNAVAILABLE = 14,
 };
@@ -77,6 +78,16 @@ struct nic_path_mtu_entry {
 	uint32_t mtu;
 };
 
+/* A destination of path MTU discovery. */
+struct nic_learned_path {
+	char address[NIC_PREFIX_TEXT_LEN];
+	uint32_t mtu; /* 0: none learned, the configured path MTU applies */
+	const char *method;
+	bool probing;
+	double age_s;
+	double rtt_ms;
+};
+
 struct nic_flow_entry {
 	char src_ip[NIC_PREFIX_TEXT_LEN];
 	char dst_ip[NIC_PREFIX_TEXT_LEN];
@@ -114,6 +125,18 @@ struct nic_flow_entry *nic_control_list_flows(size_t *count,
 					      struct nic_result *result);
 
 struct nic_result nic_control_stats(struct nic_totals *totals);
+
+/* Path MTU discovery. With it off, *enabled is false and nothing is
+ * listed; the caller frees the array. */
+struct nic_learned_path *nic_control_learned_paths(size_t *count,
+						   bool *enabled);
+/* A round to address now; waits for its end and describes the result. */
+struct nic_result nic_control_probe_path(const char *address,
+					 struct nic_learned_path *path);
+/* Its counters: name -> value through visit; false when it is off. */
+bool nic_control_pmtu_counters(void (*visit)(void *context, const char *name,
+					     uint64_t value),
+			       void *context);
 
 /* Name of a drop reason by index over the engine's reasons followed by
  * the program's; NULL past the end. */

@@ -243,7 +243,54 @@ class NicService final : public v1::Nic::Service
 		reply->set_pins_expired(engine.merge.pins_expired);
 		reply->set_merge_delay_sum_s((double)engine.merge.delay_sum_ns /
 					     1e9);
+		nic_control_pmtu_counters(
+			[](void *context, const char *name, uint64_t value) {
+				(*static_cast<v1::NicStats *>(context)
+					  ->mutable_path_mtu_discovery())
+					[name] = value;
+			},
+			reply);
 		return grpc::Status::OK;
+	}
+
+	static void fill_path(const nic_learned_path &from, v1::LearnedPath *to)
+	{
+		to->set_address(from.address);
+		to->set_mtu(from.mtu);
+		to->set_method(from.method);
+		to->set_probing(from.probing);
+		to->set_age_s(from.age_s);
+		to->set_rtt_ms(from.rtt_ms);
+	}
+
+	grpc::Status
+	ListLearnedPaths(grpc::ServerContext *,
+			 const v1::ListLearnedPathsRequest *,
+			 v1::ListLearnedPathsResponse *reply) override
+	{
+		size_t count = 0;
+		bool enabled = false;
+		std::unique_ptr<nic_learned_path, decltype(&std::free)> paths(
+			nic_control_learned_paths(&count, &enabled),
+			&std::free);
+
+		reply->set_enabled(enabled);
+		for (size_t i = 0; i < count; i++)
+			fill_path(paths.get()[i], reply->add_paths());
+		return grpc::Status::OK;
+	}
+
+	grpc::Status ProbePath(grpc::ServerContext *,
+			       const v1::ProbePathRequest *request,
+			       v1::LearnedPath *reply) override
+	{
+		nic_learned_path path;
+		nic_result result = nic_control_probe_path(
+			request->address().c_str(), &path);
+
+		if (result.status == NIC_STATUS_OK)
+			fill_path(path, reply);
+		return to_status(result);
 	}
 };
 

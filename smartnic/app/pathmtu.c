@@ -37,6 +37,8 @@
 /* Rounds under way at once; more are suppressed (and counted). */
 #define MAX_ACTIVE_ROUNDS 256
 #define FRAGMENT_GROUPS	  256
+/* Operator-requested rounds waiting for their port's poll. */
+#define MAX_REQUESTS 16
 /* A probe whose fragments have not all come by then is forgotten. */
 #define FRAGMENT_TIMEOUT_NS (2ull * 1000 * 1000 * 1000)
 /* An outbound packet refreshes its destination's use at most this often. */
@@ -146,6 +148,10 @@ struct nic_pathmtu {
 	uint32_t active[MAX_ACTIVE_ROUNDS];
 	unsigned int active_count;
 	atomic_uint active_ports; /* bit per port with rounds under way */
+	/* Rounds the operator asked for, started by the next poll of their
+	 * port (slot indices). */
+	uint32_t requested[MAX_REQUESTS];
+	unsigned int requested_count;
 	uint32_t sweep_cursor;
 	uint64_t next_sweep_ns;
 	struct fragment_group groups[FRAGMENT_GROUPS];
@@ -701,10 +707,20 @@ static uint16_t send_round(struct nic_pathmtu *pm, struct dest *d,
 	return count;
 }
 
+/* Under the lock: how probes to d are addressed, from an outbound packet
+ * to it (its Ethernet header and source, the port it came in on). */
+static void remember_sender(struct dest *d, const struct rte_mbuf *m,
+			    const struct parsed *p, unsigned int port_index)
+{
+	d->l2_len = (uint8_t)RTE_MIN(p->l2_len, MAX_L2_LEN);
+	memcpy(d->l2, rte_pktmbuf_mtod(m, const uint8_t *), d->l2_len);
+	memcpy(d->src, p->src, sizeof(d->src));
+	d->port_index = (uint8_t)port_index;
+}
+
 static uint16_t start_round(struct nic_pathmtu *pm, struct dest *d,
-			    const struct rte_mbuf *m, const struct parsed *p,
-			    unsigned int port_index, uint64_t now_ns,
-			    struct rte_mbuf **probes, uint16_t cap)
+			    uint64_t now_ns, struct rte_mbuf **probes,
+			    uint16_t cap)
 {
 	if (pm->active_count == MAX_ACTIVE_ROUNDS ||
 	    !take_token(&pm->round_budget, now_ns)) {
@@ -714,11 +730,7 @@ static uint16_t start_round(struct nic_pathmtu *pm, struct dest *d,
 				      memory_order_relaxed);
 		return 0;
 	}
-	d->l2_len = (uint8_t)RTE_MIN(p->l2_len, MAX_L2_LEN);
-	memcpy(d->l2, rte_pktmbuf_mtod(m, const uint8_t *), d->l2_len);
-	memcpy(d->src, p->src, sizeof(d->src));
 	secure_random(d->nonce, sizeof(d->nonce));
-	d->port_index = (uint8_t)port_index;
 	d->state = DEST_PROBING;
 	d->copies_sent = 0;
 	d->round_mtu = 0;
@@ -726,7 +738,7 @@ static uint16_t start_round(struct nic_pathmtu *pm, struct dest *d,
 	d->round_ns = now_ns;
 	d->rtt_ns = 0;
 	pm->active[pm->active_count++] = (uint32_t)(d - pm->slots);
-	atomic_fetch_or(&pm->active_ports, 1u << port_index);
+	atomic_fetch_or(&pm->active_ports, 1u << d->port_index);
 	atomic_store_explicit(&d->next_round_ns,
 			      now_ns + pm->config.reprobe_s * PMTU_NS_PER_S,
 			      memory_order_relaxed);
@@ -765,9 +777,10 @@ uint16_t nic_pathmtu_note_outbound(struct nic_pathmtu *pm,
 		d = insert(pm, packet->key.ip_version, dst, now_ns);
 	if (now_ns >= atomic_load_explicit(&d->next_round_ns,
 					   memory_order_relaxed) &&
-	    d->state != DEST_PROBING)
-		sent = start_round(pm, d, m, &p, port_index, now_ns, probes,
-				   cap);
+	    d->state != DEST_PROBING) {
+		remember_sender(d, m, &p, port_index);
+		sent = start_round(pm, d, now_ns, probes, cap);
+	}
 	rte_spinlock_unlock(&pm->lock);
 	return sent;
 }
@@ -832,6 +845,19 @@ uint16_t nic_pathmtu_poll(struct nic_pathmtu *pm, unsigned int port_index,
 		pm->next_sweep_ns = now_ns + SWEEP_INTERVAL_NS;
 		sweep(pm, now_ns);
 	}
+	for (unsigned int i = 0; i < pm->requested_count;) {
+		struct dest *d = &pm->slots[pm->requested[i]];
+
+		if (d->port_index != port_index ||
+		    cap - count < nic_pathmtu_round_size(pm)) {
+			i++;
+			continue;
+		}
+		if (d->used && d->state != DEST_PROBING)
+			count += start_round(pm, d, now_ns, probes + count,
+					     (uint16_t)(cap - count));
+		pm->requested[i] = pm->requested[--pm->requested_count];
+	}
 	for (unsigned int i = 0; rounds && i < pm->active_count;) {
 		struct dest *d = &pm->slots[pm->active[i]];
 
@@ -851,10 +877,69 @@ uint16_t nic_pathmtu_poll(struct nic_pathmtu *pm, unsigned int port_index,
 		still_active++;
 		i++;
 	}
+	for (unsigned int i = 0; i < pm->requested_count; i++)
+		still_active +=
+			pm->slots[pm->requested[i]].port_index == port_index;
 	if (rounds && still_active == 0)
 		atomic_fetch_and(&pm->active_ports, ~(1u << port_index));
 	rte_spinlock_unlock(&pm->lock);
 	return count;
+}
+
+int nic_pathmtu_request_round(struct nic_pathmtu *pm, uint8_t ip_version,
+			      const uint8_t *addr)
+{
+	struct dest *d;
+	int result = 0;
+
+	rte_spinlock_lock(&pm->lock);
+	d = find(pm, ip_version, addr, NULL);
+	if (d == NULL)
+		result = -ENOENT;
+	else if (d->state == DEST_PROBING)
+		result = -EALREADY;
+	else if (pm->requested_count == MAX_REQUESTS)
+		result = -EBUSY;
+	else {
+		pm->requested[pm->requested_count++] =
+			(uint32_t)(d - pm->slots);
+		/* Wakes the poll of its port. */
+		atomic_fetch_or(&pm->active_ports, 1u << d->port_index);
+	}
+	rte_spinlock_unlock(&pm->lock);
+	return result;
+}
+
+static void view_of(const struct dest *d, uint64_t now_ns,
+		    struct nic_pmtu_view *view)
+{
+	uint64_t since = d->mtu ? d->learned_ns : d->round_ns;
+
+	memset(view, 0, sizeof(*view));
+	view->ip_version = d->version;
+	memcpy(view->addr, d->addr, sizeof(view->addr));
+	view->mtu = d->mtu;
+	view->method = (enum nic_pmtu_method)d->method;
+	view->probing = d->state == DEST_PROBING;
+	view->age_s = since && now_ns > since
+			      ? (double)(now_ns - since) / PMTU_NS_PER_S
+			      : 0.0;
+	view->rtt_ms = (double)d->rtt_ns / PMTU_NS_PER_MS;
+	view->round_ns = d->round_ns;
+}
+
+bool nic_pathmtu_view(struct nic_pathmtu *pm, uint8_t ip_version,
+		      const uint8_t *addr, uint64_t now_ns,
+		      struct nic_pmtu_view *view)
+{
+	struct dest *d;
+
+	rte_spinlock_lock(&pm->lock);
+	d = find(pm, ip_version, addr, NULL);
+	if (d != NULL)
+		view_of(d, now_ns, view);
+	rte_spinlock_unlock(&pm->lock);
+	return d != NULL;
 }
 
 /* A reply to one of our probes (message read, lock not held). */
@@ -1203,26 +1288,9 @@ unsigned int nic_pathmtu_list(struct nic_pathmtu *pm, uint64_t now_ns,
 	unsigned int count = 0;
 
 	rte_spinlock_lock(&pm->lock);
-	for (uint32_t s = 0; s <= pm->mask && count < cap; s++) {
-		const struct dest *d = &pm->slots[s];
-		struct nic_pmtu_view *view = &views[count];
-		uint64_t since;
-
-		if (!d->used)
-			continue;
-		memset(view, 0, sizeof(*view));
-		view->ip_version = d->version;
-		memcpy(view->addr, d->addr, sizeof(view->addr));
-		view->mtu = d->mtu;
-		view->method = (enum nic_pmtu_method)d->method;
-		view->probing = d->state == DEST_PROBING;
-		since = d->mtu ? d->learned_ns : d->round_ns;
-		view->age_s = since && now_ns > since
-				      ? (double)(now_ns - since) / PMTU_NS_PER_S
-				      : 0.0;
-		view->rtt_ms = (double)d->rtt_ns / PMTU_NS_PER_MS;
-		count++;
-	}
+	for (uint32_t s = 0; s <= pm->mask && count < cap; s++)
+		if (pm->slots[s].used)
+			view_of(&pm->slots[s], now_ns, &views[count++]);
 	rte_spinlock_unlock(&pm->lock);
 	return count;
 }

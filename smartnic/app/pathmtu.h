@@ -98,8 +98,9 @@ struct nic_pmtu_view {
 	uint16_t mtu; /* 0: none learned (the configured value applies) */
 	enum nic_pmtu_method method;
 	bool probing;
-	double age_s;  /* since it was learned, or since the round began */
-	double rtt_ms; /* of the first accepted reply; 0 if none */
+	double age_s;	   /* since it was learned, or since the round began */
+	double rtt_ms;	   /* of the first accepted reply; 0 if none */
+	uint64_t round_ns; /* when the last round began (nic_now_ns) */
 };
 
 struct nic_pathmtu;
@@ -144,6 +145,17 @@ uint16_t nic_pathmtu_round_size(const struct nic_pathmtu *pm);
 uint16_t nic_pathmtu_poll(struct nic_pathmtu *pm, unsigned int port_index,
 			  uint64_t now_ns, struct rte_mbuf **probes,
 			  uint16_t cap);
+
+/* A round to a destination already seen, now (by the next poll of its
+ * port): 0, -ENOENT (never seen: nothing says how to reach it),
+ * -EALREADY (a round is under way) or -EBUSY (too many requests). */
+int nic_pathmtu_request_round(struct nic_pathmtu *pm, uint8_t ip_version,
+			      const uint8_t *addr);
+
+/* One destination; false when it is not tracked. */
+bool nic_pathmtu_view(struct nic_pathmtu *pm, uint8_t ip_version,
+		      const uint8_t *addr, uint64_t now_ns,
+		      struct nic_pmtu_view *view);
 
 void nic_pathmtu_get_stats(const struct nic_pathmtu *pm,
 			   struct nic_pmtu_stats *stats);

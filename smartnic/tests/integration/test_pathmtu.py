@@ -22,7 +22,7 @@ import subprocess
 import time
 
 import pytest
-from nic_harness import Netns, PacketPort, af_packet_vdev, in_netns, run, start_nic, unique, wait_for
+from nic_harness import Netns, PacketPort, af_packet_vdev, in_netns, run, start_nic, start_null_nic, unique, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -213,6 +213,52 @@ def test_both_versions_learn_the_path_mtu_in_one_round_trip(borders):
     print(
         f"IPv4 learned {v4['mtu']} ({v4['method']}) after {v4_seconds * 1000:.0f} ms, reply rtt {v4['rtt_us']} us; IPv6 learned {v6['mtu']} ({v6['method']}), rtt {v6['rtt_us']} us"
     )
+
+
+def test_with_discovery_off_the_api_says_so(log_dir):
+    import grpc
+
+    from jumbogate.v1 import nic_pb2
+
+    nic = start_null_nic(log_dir, [])
+    try:
+        stub = nic.stub()
+        listed = stub.ListLearnedPaths(nic_pb2.ListLearnedPathsRequest(), timeout=5)
+        assert not listed.enabled and not listed.paths
+        with pytest.raises(grpc.RpcError) as off:
+            stub.ProbePath(nic_pb2.ProbePathRequest(address=B4), timeout=5)
+        assert off.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "--pmtu-discovery" in off.value.details()
+        assert not stub.GetStats(nic_pb2.GetNicStatsRequest(), timeout=5).path_mtu_discovery
+    finally:
+        nic.stop()
+
+
+def test_the_control_api_lists_probes_and_counts(borders):
+    import grpc
+
+    from jumbogate.v1 import nic_pb2
+
+    a = borders.nic_a.stub()
+    with pytest.raises(grpc.RpcError) as unknown:
+        a.ProbePath(nic_pb2.ProbePathRequest(address=B4), timeout=10)
+    assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
+    with pytest.raises(grpc.RpcError) as bad:
+        a.ProbePath(nic_pb2.ProbePathRequest(address="10.2.0.300"), timeout=10)
+    assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+    knock(borders.ns["ia"], B4)
+    learned(borders.nic_a, B4, WAN_MTU - 4)
+    settled(borders)
+    listed = a.ListLearnedPaths(nic_pb2.ListLearnedPathsRequest(), timeout=5)
+    assert listed.enabled and [(p.address, p.mtu, p.method) for p in listed.paths] == [(B4, WAN_MTU - 4, "fragments")]
+    rounds = a.GetStats(nic_pb2.GetNicStatsRequest(), timeout=5).path_mtu_discovery["rounds_started"]
+
+    probed = a.ProbePath(nic_pb2.ProbePathRequest(address=B4), timeout=10)
+    assert (probed.address, probed.mtu, probed.method, probed.probing) == (B4, WAN_MTU - 4, "fragments", False)
+    assert 0 < probed.rtt_ms < 300 and probed.age_s < 1.0, "the answer is the new round's"
+    stats = a.GetStats(nic_pb2.GetNicStatsRequest(), timeout=5).path_mtu_discovery
+    assert stats["rounds_started"] == rounds + 1 and stats["learned_now"] == 1
+    print(f"ProbePath {B4}: {probed.mtu} by {probed.method}, rtt {probed.rtt_ms:.2f} ms")
 
 
 SERVER = """
