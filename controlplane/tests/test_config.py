@@ -229,6 +229,14 @@ def test_wrong_types_are_rejected(raw):
 def test_bad_endpoint_is_rejected(raw):
     raw["smartnic"]["control"] = "localhost"
     assert rejection(raw).field == "smartnic.control"
+    raw["smartnic"]["control"] = "unix:relative.sock"
+    assert rejection(raw).field == "smartnic.control"
+
+
+def test_a_unix_socket_endpoint_is_taken(raw):
+    # A SmartNIC in another network namespace of the host is reached this way.
+    raw["smartnic"]["control"] = "unix:/run/jumbogate/nic.sock"
+    assert parse_config(raw, "rack.yaml").smartnic_control == "unix:/run/jumbogate/nic.sock"
 
 
 def test_bad_too_deep_policy_is_rejected(raw):

@@ -10,7 +10,7 @@ def method_names(module, service: str) -> set[str]:
 def test_policy_service_has_the_operator_calls():
     assert method_names(policy_pb2, "Policy") == {
         "GetFleet", "SetFleet", "ListInstances", "GetInstance", "SetInstanceJumbo",
-        "OnloadFlow", "OffloadFlow", "ListFlows", "GetStats", "Watch",
+        "OnloadFlow", "OffloadFlow", "ListFlows", "GetStats", "Watch", "ListPaths", "ProbePath",
     }  # fmt: skip
     watch = policy_pb2.DESCRIPTOR.services_by_name["Policy"].methods_by_name["Watch"]
     assert watch.server_streaming and not watch.client_streaming
@@ -20,7 +20,7 @@ def test_policy_service_has_the_operator_calls():
 def test_nic_service_has_the_control_calls():
     assert method_names(nic_pb2, "Nic") == {
         "GetInfo", "GetConfig", "Configure", "SetPathMtu", "DeletePathMtu", "ListPathMtus",
-        "OnloadFlow", "OffloadFlow", "ListFlows", "GetStats",
+        "OnloadFlow", "OffloadFlow", "ListFlows", "GetStats", "ListLearnedPaths", "ProbePath",
     }  # fmt: skip
     assert hasattr(nic_pb2_grpc, "NicStub")
 

@@ -1,5 +1,6 @@
 """Rack config + policy -> switch entities, and the reconciliation plan over them."""
 
+import ipaddress
 from pathlib import Path
 
 import finsy as fy
@@ -11,7 +12,7 @@ from jumbogate.config import load_config, parse_config
 from jumbogate.flow import FiveTuple
 from jumbogate.p4 import PortRole, names
 from jumbogate.reconcile import plan
-from jumbogate.state import FlowOrigin, PolicyState
+from jumbogate.state import FlowOrigin, LearnedPath, PolicyState
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "controlplane" / "rack.example.yaml"
@@ -126,3 +127,37 @@ def test_the_rack_mtus_become_the_fleet_entry():
     state = PolicyState.from_config(parse_config(raw))
     args = default_action(translate.desired_entities(state, nic_up=True), names.FLEET_POLICY).args
     assert args == {"enabled": 1, "guest_jumbo_mtu": 8000, "default_mtu": 1400}
+
+
+def learned(address: str, mtu: int, at: float = 100.0) -> LearnedPath:
+    return LearnedPath(address=ipaddress.ip_address(address), mtu=mtu, method="fragments", learned_at=at)
+
+
+def test_learned_path_mtus_become_host_entries_and_an_operators_own_entry_wins(state):
+    explicit = state.config.path_mtus[0]
+    host = next(explicit.prefix.hosts())
+    state.update_learned_paths([learned("198.18.0.9", 4996), learned("2001:db8:77::1", 9100), learned(str(host), 9000)])
+    if explicit.prefix.prefixlen == explicit.prefix.max_prefixlen:
+        pytest.skip("the example's first path_mtus entry is a host")
+    mtus = {e.match["dst_addr"]: e.action.args["mtu"] for e in tables(translate.desired_entities(state, nic_up=True), names.PATH_MTU_V4)}
+    mtus.update({e.match["dst_addr"]: e.action.args["mtu"] for e in tables(translate.desired_entities(state, nic_up=True), names.PATH_MTU_V6)})
+    assert mtus[ipaddress.ip_network("198.18.0.9/32")] == 4996
+    # Never above what the rack's underlay carries.
+    assert mtus[ipaddress.ip_network("2001:db8:77::1/128")] == state.config.mtu.internal
+    assert mtus[explicit.prefix] == explicit.mtu
+    assert mtus[ipaddress.ip_network(f"{host}/{host.max_prefixlen}")] == 9000
+
+
+def test_learned_paths_are_bounded_newest_first_and_left_out_once(state):
+    paths = [learned(f"198.18.{i // 250}.{i % 250 + 1}", 4000, at=float(i)) for i in range(10)]
+    before = state.version
+    state.update_learned_paths(paths, limit=4)
+    assert sorted(str(a) for a in state.learned_paths) == sorted(str(p.address) for p in paths[6:])
+    assert state.learned_paths_evicted == 6 and state.version > before
+    # The same view again: nothing new left out, nothing to write.
+    version = state.version
+    state.update_learned_paths(paths, limit=4)
+    assert state.learned_paths_evicted == 6 and state.version == version
+    # A path the SmartNIC forgot leaves the switch too.
+    state.update_learned_paths(paths[7:], limit=4)
+    assert len(state.learned_paths) == 3 and state.version > version

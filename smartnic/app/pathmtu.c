@@ -990,6 +990,11 @@ static void take_reply(struct nic_pathmtu *pm, const struct rte_mbuf *m,
 	 * it. Only real fragments count; the sized probes decide the rest. */
 	if (message->kind == NIC_PMTU_METHOD_FRAGMENTS && message->count == 1)
 		candidate = 0;
+	/* Below the least MTU IP allows, a claim is broken or hostile. */
+	if (candidate != 0 && candidate < (p->version == 4 ? 576 : 1280)) {
+		COUNT(pm, replies_malformed);
+		return;
+	}
 	rte_spinlock_lock(&pm->lock);
 	d = find(pm, p->version, p->src, NULL);
 	if (d == NULL || d->round_ns == 0 ||

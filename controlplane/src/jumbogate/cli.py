@@ -7,7 +7,9 @@ Human output by default, `--json` for scripts. Exit codes:
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -16,9 +18,11 @@ from pathlib import Path
 import grpc
 from google.protobuf import json_format
 
+from . import audit
 from .v1 import common_pb2, policy_pb2, policy_pb2_grpc
 
 DEFAULT_CONTROLLER = "127.0.0.1:50051"
+_NUMBER = re.compile(r"-?\d+(\.\d+)?%?")
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_UNREACHABLE, EXIT_ERROR, EXIT_DENIED = range(7)
 
@@ -68,7 +72,8 @@ def table(headers: list[str], rows: list[list]) -> str:
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
     lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.rjust(w) if c.replace(".", "").replace("%", "").isdigit() else c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+    # Numbers right-aligned; addresses (10.2.0.1) are words.
+    lines += ["  ".join(c.rjust(w) if _NUMBER.fullmatch(c) else c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
     return "\n".join(lines)
 
 
@@ -156,6 +161,61 @@ def show_event(event: policy_pb2.Event) -> str:
     return "  ".join(parts)
 
 
+def show_paths(reply: policy_pb2.ListPathsResponse) -> str:
+    if not reply.paths:
+        return "no external destinations tracked yet" + ("" if reply.discovery else " (path MTU discovery is off or the SmartNIC unreachable)")
+    rows = [
+        [
+            p.address,
+            p.mtu,
+            p.source + (f" ({p.method})" if p.method else ""),
+            "probing" if p.probing else (f"{p.age_s:.0f}s" if p.source == "learned" else "-"),
+            f"{p.rtt_ms:.2f}" if p.rtt_ms else "-",
+            ("yes" if p.on_switch else "no") if p.source == "learned" else "-",
+        ]
+        for p in reply.paths
+    ]
+    text = table(["destination", "mtu", "source", "age", "rtt ms", "on switch"], rows)
+    if reply.learned_left_out:
+        text += f"\n{reply.learned_left_out} learned paths left off the switch for want of room since start"
+    return text
+
+
+def show_probe(path: policy_pb2.Path) -> str:
+    if path.source != "learned":
+        return f"{path.address}: no answer to the probes; the border applies {path.mtu} ({path.source})"
+    return f"{path.address}: path MTU {path.mtu}, found from {path.method} in one round of {path.rtt_ms:.2f} ms"
+
+
+def show_audit(result: dict, border: policy_pb2.Path | None, border_error: str) -> str:
+    lines = [f"DF sweep to {result['address']} ({result['low']}..{result['high']} bytes, {len(result['attempts'])} pings):"]
+    for a in result["attempts"]:
+        lines.append(f"  {a['size']:5d}  {a['outcome']}" + (f" (mtu {a['mtu']})" if a["mtu"] else ""))
+    if result["largest_passed"]:
+        lines.append(f"largest packet that got through: {result['largest_passed']}")
+    lines.append(result["verdict"])
+    if border is not None:
+        lines.append(f"the border applies {border.mtu} ({border.source}{', ' + border.method if border.method else ''})")
+    else:
+        lines.append(f"the border's view: {border_error}")
+    return "\n".join(lines)
+
+
+def run_audit(args, stub: policy_pb2_grpc.PolicyStub, emit) -> None:
+    try:
+        result = audit.df_sweep(args.destination, args.low, args.high, args.wait).as_dict()
+    except (ValueError, FileNotFoundError) as err:
+        raise UsageError(str(err)) from None
+    border, error = None, ""
+    try:
+        reply = stub.ListPaths(policy_pb2.ListPathsRequest(address=args.destination), timeout=args.timeout)
+        border = reply.paths[0] if reply.paths else None
+    except grpc.RpcError as err:
+        error = f"controller {args.controller}: {err.code().name.lower()}"
+    result["border"] = json_format.MessageToDict(border, preserving_proto_field_name=True) if border is not None else {"error": error}
+    emit(result, show_audit(result, border, error))
+
+
 # ----- commands -----
 
 
@@ -190,6 +250,15 @@ def run_command(args, stub: policy_pb2_grpc.PolicyStub, emit: Callable[[object, 
     elif args.area == "stats":
         stats = stub.GetStats(policy_pb2.GetStatsRequest(), timeout=t)
         emit(stats, show_stats(stats))
+    elif args.area == "path":
+        if args.action == "show":
+            reply = stub.ListPaths(policy_pb2.ListPathsRequest(address=args.destination or ""), timeout=t)
+            emit(reply, show_paths(reply))
+        elif args.action == "probe":
+            path = stub.ProbePath(common_pb2.ProbePathRequest(address=args.destination), timeout=t + 5)
+            emit(path, show_probe(path))
+        else:
+            run_audit(args, stub, emit)
     elif args.area == "watch":
         deadline = None if args.duration is None else args.duration
         seen = 0
@@ -221,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
         parser.add_argument(option, type=Path, default=os.environ.get(env) or None, help=f"{what}; mutual TLS (default: ${env})")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for an answer (default: %(default)s)")
-    areas = parser.add_subparsers(dest="area", required=True, metavar="{fleet,instance,flows,stats,watch}")
+    areas = parser.add_subparsers(dest="area", required=True, metavar="{fleet,instance,flows,path,stats,watch}")
 
     fleet = areas.add_parser("fleet", help="the fleet jumbo flag").add_subparsers(dest="action", required=True)
     fleet.add_parser("show", help="show the fleet flag")
@@ -245,6 +314,17 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--proto", choices=["tcp", "udp"], default="tcp")
         if name == "onload":
             p.add_argument("--idle", type=int, default=0, help="idle timeout in seconds (default: the controller's)")
+
+    path = areas.add_parser("path", help="path MTUs to external destinations").add_subparsers(dest="action", required=True)
+    pshow = path.add_parser("show", help="learned and configured path MTUs, and which applies")
+    pshow.add_argument("destination", nargs="?", help="one address (default: every destination the SmartNIC tracks)")
+    probe = path.add_parser("probe", help="probe a destination now; print the answer and the round trip")
+    probe.add_argument("destination")
+    paudit = path.add_parser("audit", help="the classic check from this host: a DF ping sweep, and whether ICMP errors come back")
+    paudit.add_argument("destination")
+    paudit.add_argument("--low", type=int, default=1280, help="smallest IP packet to try (default: %(default)s)")
+    paudit.add_argument("--high", type=int, default=9000, help="largest IP packet to try (default: %(default)s)")
+    paudit.add_argument("--wait", type=float, default=1.0, help="seconds to wait for each answer (default: %(default)s)")
 
     areas.add_parser("stats", help="ports, drop reasons, merge-path share, SmartNIC yield")
     watch = areas.add_parser("watch", help="stream events as they happen")
@@ -272,7 +352,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def emit(msg, text: str) -> None:
-        print(to_json(msg) if args.json else text, flush=True)
+        if args.json:
+            text = json.dumps(msg, indent=2) if isinstance(msg, dict) else to_json(msg)
+        print(text, flush=True)
 
     try:
         with open_channel(args) as channel:

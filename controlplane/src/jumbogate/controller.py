@@ -77,7 +77,7 @@ class Controller:
         self._digest_queue: asyncio.Queue = asyncio.Queue(DIGEST_QUEUE_SIZE)
         self._switch: fy.Switch | None = None
         self._switch_ready = False
-        self.service = PolicyService(self.state, self.stats, self.nic.has_flow)
+        self.service = PolicyService(self.state, self.stats, self.nic.has_flow, self.nic)
 
     # ----- top level -----
 

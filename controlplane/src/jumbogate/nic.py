@@ -10,14 +10,16 @@ merge-path entries: traffic bypasses the SmartNIC instead of black-holing.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
+import time
 from dataclasses import dataclass
 
 import grpc
 
 from .config import RackConfig
 from .flow import FiveTuple
-from .state import EventKind, PolicyState
+from .state import EventKind, LearnedPath, PolicyError, PolicyState
 from .tls import channel_credentials
 from .v1 import common_pb2, nic_pb2, nic_pb2_grpc
 
@@ -108,6 +110,8 @@ class NicLink:
             while True:
                 await self._poll_once()
                 self.first_poll_done.set()
+                if self.status.reachable:
+                    await self._sync_learned_paths()
                 if self.status.reachable and seen_version != self.state.version:
                     seen_version = self.state.version
                     await self._sync_flows()
@@ -176,6 +180,40 @@ class NicLink:
             LOG.warning("SmartNIC flow sync failed: %s", err.details())
             return
         self.status.flows = wanted
+
+    async def _sync_learned_paths(self) -> None:
+        """Bring what the SmartNIC's path MTU discovery learned into the policy (and so to the switch)."""
+        try:
+            reply = await self._call("ListLearnedPaths", nic_pb2.ListLearnedPathsRequest())
+        except grpc.aio.AioRpcError as err:
+            # An older SmartNIC without discovery answers UNIMPLEMENTED.
+            if err.code() != grpc.StatusCode.UNIMPLEMENTED:
+                LOG.debug("SmartNIC learned paths unreadable: %s", err.details())
+            return
+        now = time.time()
+        paths = []
+        for path in reply.paths:
+            if path.mtu == 0:
+                continue
+            try:
+                address = ipaddress.ip_address(path.address)
+            except ValueError:
+                LOG.warning("SmartNIC listed a learned path to %r, not an address; ignored", path.address)
+                continue
+            if path.mtu < (576 if address.version == 4 else 1280) or path.mtu > 0xFFFF:
+                LOG.warning("SmartNIC listed path MTU %d to %s, outside what IP allows; ignored", path.mtu, address)
+                continue
+            paths.append(LearnedPath(address=address, mtu=path.mtu, method=path.method, learned_at=now - path.age_s, rtt_ms=path.rtt_ms))
+        self.state.update_learned_paths(paths)
+
+    async def ask(self, method: str, request, timeout: float | None = None):
+        """One call on behalf of the operator API: PolicyError (with the SmartNIC's status and words) when it fails."""
+        if self._stub is None or not self.status.reachable:
+            raise PolicyError("UNAVAILABLE", f"the SmartNIC at {self.address} is not reachable")
+        try:
+            return await getattr(self._stub, method)(request, timeout=timeout or self.rpc_timeout)
+        except grpc.aio.AioRpcError as err:
+            raise PolicyError(err.code().name, f"SmartNIC: {err.details()}") from None
 
     async def stats(self) -> nic_pb2.NicStats | None:
         if not self.status.reachable:

@@ -13,7 +13,9 @@ from collections.abc import Awaitable, Callable
 
 import grpc
 
+from . import paths
 from .flow import FiveTuple
+from .nic import NicLink
 from .state import Event, EventKind, FlowOrigin, MergeFlow, PolicyError, PolicyState, invalid
 from .tls import RoleInterceptor, TlsConfig, server_credentials
 from .v1 import common_pb2, policy_pb2, policy_pb2_grpc
@@ -40,10 +42,11 @@ def five_tuple_from_pb(msg: common_pb2.FiveTuple) -> FiveTuple:
 
 
 class PolicyService(policy_pb2_grpc.PolicyServicer):
-    def __init__(self, state: PolicyState, stats: StatsProvider, nic_has_flow: Callable[[FiveTuple], bool] = lambda _flow: False):
+    def __init__(self, state: PolicyState, stats: StatsProvider, nic_has_flow: Callable[[FiveTuple], bool] = lambda _flow: False, nic: NicLink | None = None):
         self.state = state
         self._stats = stats
         self._nic_has_flow = nic_has_flow
+        self._nic = nic
 
     # ----- helpers -----
 
@@ -135,6 +138,22 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
 
     async def GetStats(self, request, context):
         return await self._stats()
+
+    async def ListPaths(self, request, context):
+        try:
+            if self._nic is None:
+                raise PolicyError("UNAVAILABLE", "this controller has no SmartNIC link")
+            return await paths.list_paths(self._nic, self.state, request.address)
+        except PolicyError as err:
+            await self._abort(context, err)
+
+    async def ProbePath(self, request, context):
+        try:
+            if self._nic is None:
+                raise PolicyError("UNAVAILABLE", "this controller has no SmartNIC link")
+            return await paths.probe_path(self._nic, self.state, request.address)
+        except PolicyError as err:
+            await self._abort(context, err)
 
     async def Watch(self, request, context):
         queue = self.state.events.subscribe()

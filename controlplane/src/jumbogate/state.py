@@ -105,6 +105,22 @@ class EventBus:
         self._queues.discard(queue)
 
 
+# Path MTUs the SmartNIC learned (path MTU discovery) that the switch's
+# path-MTU tables hold at most, beside the configured ones (each table has
+# 1024 entries): past it the least recently learned are left out, counted.
+MAX_LEARNED_PATHS = 512
+
+
+@dataclass(frozen=True)
+class LearnedPath:
+    address: IPAddress
+    mtu: int
+    method: str
+    # When it was learned (time.time()), from the SmartNIC's age.
+    learned_at: float
+    rtt_ms: float = 0.0
+
+
 @dataclass
 class PolicyState:
     """Fleet flag, instance flags and merge flows, with the rules that bind them."""
@@ -130,6 +146,11 @@ class PolicyState:
     config_reloads: int = 0
     config_reload_refusals: int = 0
     last_reload_refusal: str = ""
+    # Path MTUs the SmartNIC learned, on their way to the switch, and how
+    # many were left out for want of room (update_learned_paths).
+    learned_paths: dict[IPAddress, LearnedPath] = field(default_factory=dict)
+    learned_paths_evicted: int = 0
+    _learned_left_out: set = field(default_factory=set)
     _epoch_started: float = 0.0
     _epoch_onloads: int = 0
 
@@ -311,6 +332,21 @@ class PolicyState:
             self.flows_offloaded += 1
         self._publish(EventKind.FLOW_EXPIRED if expired else EventKind.FLOW_OFFLOADED, flow=flow)
         self._bump()
+
+    def update_learned_paths(self, paths: list[LearnedPath], limit: int = MAX_LEARNED_PATHS) -> None:
+        """The SmartNIC's learned path MTUs now (it forgets, re-learns and
+        evicts on its own): the `limit` most recently learned are kept."""
+        ranked = sorted(paths, key=lambda p: p.learned_at, reverse=True)
+        kept = {p.address: p for p in ranked[:limit]}
+        dropped = {p.address for p in ranked[limit:]}
+        # Counted once per path that loses its place, not at every poll.
+        self.learned_paths_evicted += len(dropped - self._learned_left_out)
+        self._learned_left_out = dropped
+        if {a: p.mtu for a, p in kept.items()} != {a: p.mtu for a, p in self.learned_paths.items()}:
+            self.learned_paths = kept
+            self._bump()
+        else:
+            self.learned_paths = kept
 
     def note(self, kind: EventKind, **fields) -> None:
         """Publish an event that changes no policy (connections, detections)."""

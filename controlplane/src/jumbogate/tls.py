@@ -32,7 +32,8 @@ class Role(enum.Enum):
 
 
 # Operator API methods that change the policy; every other method reads.
-CHANGING_METHODS = frozenset({"SetFleet", "SetInstanceJumbo", "OnloadFlow", "OffloadFlow"})
+# (ProbePath changes nothing but sends traffic, so it takes an admin too.)
+CHANGING_METHODS = frozenset({"SetFleet", "SetInstanceJumbo", "OnloadFlow", "OffloadFlow", "ProbePath"})
 
 
 @dataclass(frozen=True)

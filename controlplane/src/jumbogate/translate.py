@@ -80,6 +80,13 @@ def desired_entities(state: PolicyState, *, nic_up: bool) -> list[fy.P4Entity]:
     for prefix in _DEFAULT_PREFIXES:
         if prefix not in explicit:
             out.append(p4.entries.path_mtu(prefix, cfg.mtu.default_external))
+    # What path MTU discovery learned, as host entries, so that the switch's
+    # oversize decision and the SmartNIC's split size agree; an operator's
+    # entry for the very same host wins.
+    for path in sorted(state.learned_paths.values(), key=lambda p: (p.address.version, p.address)):
+        host = ipaddress.ip_network(path.address)
+        if host not in explicit:
+            out.append(p4.entries.path_mtu(host, min(path.mtu, cfg.mtu.internal)))
 
     for group_id, route in enumerate(cfg.routes, start=1):
         hops = [p4.NextHop(port=h.port, src_mac=h.src_mac, dst_mac=h.dst_mac) for h in route.next_hops]

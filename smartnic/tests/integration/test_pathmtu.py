@@ -14,11 +14,15 @@ probes (4000), and IPv6, which routers never fragment, gets 4000.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import ipaddress
+import json
 import signal
 import socket
 import struct
 import subprocess
+import sys
 import time
 
 import pytest
@@ -218,7 +222,7 @@ def test_both_versions_learn_the_path_mtu_in_one_round_trip(borders):
 def test_with_discovery_off_the_api_says_so(log_dir):
     import grpc
 
-    from jumbogate.v1 import nic_pb2
+    from jumbogate.v1 import common_pb2, nic_pb2
 
     nic = start_null_nic(log_dir, [])
     try:
@@ -226,7 +230,7 @@ def test_with_discovery_off_the_api_says_so(log_dir):
         listed = stub.ListLearnedPaths(nic_pb2.ListLearnedPathsRequest(), timeout=5)
         assert not listed.enabled and not listed.paths
         with pytest.raises(grpc.RpcError) as off:
-            stub.ProbePath(nic_pb2.ProbePathRequest(address=B4), timeout=5)
+            stub.ProbePath(common_pb2.ProbePathRequest(address=B4), timeout=5)
         assert off.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "--pmtu-discovery" in off.value.details()
         assert not stub.GetStats(nic_pb2.GetNicStatsRequest(), timeout=5).path_mtu_discovery
     finally:
@@ -236,14 +240,14 @@ def test_with_discovery_off_the_api_says_so(log_dir):
 def test_the_control_api_lists_probes_and_counts(borders):
     import grpc
 
-    from jumbogate.v1 import nic_pb2
+    from jumbogate.v1 import common_pb2, nic_pb2
 
     a = borders.nic_a.stub()
     with pytest.raises(grpc.RpcError) as unknown:
-        a.ProbePath(nic_pb2.ProbePathRequest(address=B4), timeout=10)
+        a.ProbePath(common_pb2.ProbePathRequest(address=B4), timeout=10)
     assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
     with pytest.raises(grpc.RpcError) as bad:
-        a.ProbePath(nic_pb2.ProbePathRequest(address="10.2.0.300"), timeout=10)
+        a.ProbePath(common_pb2.ProbePathRequest(address="10.2.0.300"), timeout=10)
     assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
     knock(borders.ns["ia"], B4)
@@ -253,12 +257,91 @@ def test_the_control_api_lists_probes_and_counts(borders):
     assert listed.enabled and [(p.address, p.mtu, p.method) for p in listed.paths] == [(B4, WAN_MTU - 4, "fragments")]
     rounds = a.GetStats(nic_pb2.GetNicStatsRequest(), timeout=5).path_mtu_discovery["rounds_started"]
 
-    probed = a.ProbePath(nic_pb2.ProbePathRequest(address=B4), timeout=10)
+    probed = a.ProbePath(common_pb2.ProbePathRequest(address=B4), timeout=10)
     assert (probed.address, probed.mtu, probed.method, probed.probing) == (B4, WAN_MTU - 4, "fragments", False)
     assert 0 < probed.rtt_ms < 300 and probed.age_s < 1.0, "the answer is the new round's"
     stats = a.GetStats(nic_pb2.GetNicStatsRequest(), timeout=5).path_mtu_discovery
     assert stats["rounds_started"] == rounds + 1 and stats["learned_now"] == 1
     print(f"ProbePath {B4}: {probed.mtu} by {probed.method}, rtt {probed.rtt_ms:.2f} ms")
+
+
+RACK_A = """
+fleet: {{jumbo: true}}
+mtu: {{guest_jumbo: 8500, default_external: 1500}}
+switch:
+  p4runtime: 127.0.0.1:1
+  pipeline: {pipeline}
+  ports: [{{port: 1, role: external}}, {{port: 3, role: internal}}, {{port: 5, role: nic}}]
+routes:
+  - {{prefix: 0.0.0.0/0, next_hops: [{{port: 1, src_mac: "02:00:00:00:00:01", dst_mac: "02:00:00:00:00:02"}}]}}
+path_mtus: [{{prefix: 192.0.2.0/24, mtu: 1400}}]
+instances: [{{id: a-1, addresses: [{a4}, "{a6}"], jumbo: true}}]
+smartnic: {{control: "{control}", internal_prefixes: [10.1.0.0/24, "fd01::/64"]}}
+"""
+
+
+def jumbogatectl(ns: Netns | None, controller: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "jumbogate.cli", "--controller", controller, *args]
+    if ns is not None:
+        command = ["ip", "netns", "exec", ns.name, *command]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=check)
+
+
+def test_the_controller_carries_learned_paths_to_the_switch_and_the_operator(borders, tmp_path):
+    """Border A's controller side: the SmartNIC link brings what discovery
+    learned into the policy, the switch's desired entries get a host entry
+    of that MTU, and jumbogatectl shows and probes it."""
+    from jumbogate import lab, p4, translate
+    from jumbogate.config import load_config
+    from jumbogate.nic import NicLink
+    from jumbogate.server import PolicyService, serve
+    from jumbogate.state import PolicyState
+
+    rack = tmp_path / "rack.yaml"
+    rack.write_text(RACK_A.format(pipeline=lab.PIPELINE_512, a4=A4, a6=A6, control=borders.nic_a.grpc_address))
+    config = load_config(rack)
+    controller = f"unix:{tmp_path / 'controller.sock'}"
+    knock(borders.ns["ia"], B4)
+    learned(borders.nic_a, B4, WAN_MTU - 4)
+    settled(borders)
+
+    async def scenario():
+        state = PolicyState.from_config(config)
+        link = NicLink(config, state, poll_interval=0.1)
+        task = asyncio.create_task(link.run())
+
+        async def stats():
+            raise NotImplementedError
+
+        server = await serve(PolicyService(state, stats, nic=link), controller)
+        try:
+            deadline = time.monotonic() + 10
+            while ipaddress.ip_address(B4) not in state.learned_paths and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            assert link.up, f"the link never reached the SmartNIC at {config.smartnic_control}: {task.done() and task.exception()!r}"
+            assert state.learned_paths, "nothing learned reached the policy"
+            entities = translate.desired_entities(state, nic_up=True)
+            assert p4.entries.path_mtu(f"{B4}/32", WAN_MTU - 4) in entities, "the switch is to hold the learned path MTU"
+            assert p4.entries.path_mtu("192.0.2.0/24", 1400) in entities
+            shown = await asyncio.to_thread(jumbogatectl, None, controller, "--json", "path", "show")
+            probed = await asyncio.to_thread(jumbogatectl, None, controller, "path", "probe", B4)
+            one = await asyncio.to_thread(jumbogatectl, None, controller, "--json", "path", "show", "192.0.2.7")
+            unknown = await asyncio.to_thread(jumbogatectl, None, controller, "path", "probe", "198.51.100.1", check=False)
+            human = await asyncio.to_thread(jumbogatectl, None, controller, "path", "show")
+            return shown, probed, one, unknown, human
+        finally:
+            await server.stop(grace=0.1)
+            task.cancel()
+
+    shown, probed, one, unknown, human = asyncio.run(scenario())
+    paths = json.loads(shown.stdout)
+    assert paths["discovery"] is True
+    assert [(p["address"], p["mtu"], p["source"], p["method"], p["on_switch"]) for p in paths["paths"]] == [(B4, WAN_MTU - 4, "learned", "fragments", True)]
+    assert f"{B4}: path MTU {WAN_MTU - 4}, found from fragments in one round of" in probed.stdout
+    assert [(p["address"], p["mtu"], p["source"]) for p in json.loads(one.stdout)["paths"]] == [("192.0.2.7", 1400, "configured")]
+    assert unknown.returncode == 3 and "no outbound traffic to 198.51.100.1 seen yet" in unknown.stderr
+    print(human.stdout)
+    print(probed.stdout.strip())
 
 
 SERVER = """
@@ -343,6 +426,12 @@ def test_a_path_that_swallows_icmp_is_no_black_hole_with_discovery(log_dir, disc
         start = time.monotonic()
         intact, received = transfer(wan, B4, data, timeout=5)
         seconds = time.monotonic() - start
+        # The classic check from instance A sees the same path the same way
+        # either way: a DF sweep finds 5000, and nothing says so beyond it.
+        sweep = jumbogatectl(wan.ns["ia"], "127.0.0.1:1", "--json", "--timeout", "1", "path", "audit", B4, "--wait", "0.5")
+        audit = json.loads(sweep.stdout)
+        assert audit["largest_passed"] == WAN_MTU and audit["signalled_mtu"] == 0
+        assert "black hole" in audit["verdict"] and "error" in audit["border"]
         if discovery == "on":
             assert intact, f"B got {received} of {len(data)} bytes"
         else:
@@ -350,6 +439,15 @@ def test_a_path_that_swallows_icmp_is_no_black_hole_with_discovery(log_dir, disc
         print(f"discovery {discovery}: {received} of {len(data)} bytes in {seconds:.1f} s")
     finally:
         wan.close()
+
+
+def test_the_classic_check_sees_icmp_where_the_router_sends_it(borders):
+    borders.ns["ia"].exec("ping", "-6", "-c", "1", "-W", "3", B6, check=False)  # neighbour discovery first
+    sweep = jumbogatectl(borders.ns["ia"], "127.0.0.1:1", "--json", "--timeout", "1", "path", "audit", B6, "--wait", "0.5")
+    audit = json.loads(sweep.stdout)
+    assert audit["largest_passed"] == WAN_MTU and audit["signalled_mtu"] == WAN_MTU
+    assert "classic PMTUD works" in audit["verdict"]
+    print(f"audit {B6}: {len(audit['attempts'])} pings, largest {audit['largest_passed']}, ICMP names {audit['signalled_mtu']}")
 
 
 def test_forged_and_malformed_messages_change_nothing(borders):

@@ -1,0 +1,70 @@
+"""The operator's view of path MTUs: learned by the SmartNIC, configured in
+rack.yaml, or the default, and which one the border applies to an address.
+
+The SmartNIC's answer is the truth for learned paths (it learns, forgets and
+evicts on its own); the policy state says which of them reached the switch.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from .nic import NicLink
+from .state import PolicyState, invalid
+from .v1 import common_pb2, nic_pb2, policy_pb2
+
+
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        raise invalid(f"'{text}' is not an IPv4 or IPv6 address") from None
+
+
+def configured(state: PolicyState, address) -> tuple[int, str]:
+    """(mtu, source) from rack.yaml alone: the longest path_mtus prefix, else the default."""
+    best = None
+    for entry in state.config.path_mtus:
+        if entry.prefix.version == address.version and address in entry.prefix and (best is None or entry.prefix.prefixlen > best.prefix.prefixlen):
+            best = entry
+    if best is not None:
+        return best.mtu, "configured"
+    return state.config.mtu.default_external, "default"
+
+
+def path_of(state: PolicyState, address, learned: nic_pb2.LearnedPath | None) -> policy_pb2.Path:
+    mtu, source = configured(state, address)
+    path = policy_pb2.Path(address=str(address), mtu=mtu, source=source)
+    if learned is not None:
+        path.probing = learned.probing
+        path.age_s = learned.age_s
+        path.rtt_ms = learned.rtt_ms
+        if learned.mtu:
+            path.mtu = min(learned.mtu, state.config.mtu.internal)
+            path.source = "learned"
+            path.method = learned.method
+            path.on_switch = address in state.learned_paths
+    return path
+
+
+async def list_paths(nic: NicLink, state: PolicyState, address_text: str) -> policy_pb2.ListPathsResponse:
+    wanted = _address(address_text) if address_text else None
+    reply = policy_pb2.ListPathsResponse(learned_left_out=state.learned_paths_evicted)
+    learned: dict = {}
+    if nic.up:
+        listed = await nic.ask("ListLearnedPaths", nic_pb2.ListLearnedPathsRequest())
+        reply.discovery = listed.enabled
+        learned = {ipaddress.ip_address(p.address): p for p in listed.paths}
+    if wanted is not None:
+        reply.paths.append(path_of(state, wanted, learned.get(wanted)))
+    else:
+        for address in sorted(learned, key=lambda a: (a.version, a)):
+            reply.paths.append(path_of(state, address, learned[address]))
+    return reply
+
+
+async def probe_path(nic: NicLink, state: PolicyState, address_text: str) -> policy_pb2.Path:
+    address = _address(address_text)
+    # The round lasts up to the SmartNIC's --pmtu-timeout-ms (1 s by default).
+    learned = await nic.ask("ProbePath", common_pb2.ProbePathRequest(address=str(address)), timeout=nic.rpc_timeout + 5.0)
+    return path_of(state, address, learned)
