@@ -53,6 +53,7 @@ enum option_id {
 	OPT_PMTU_TIMEOUT,
 	OPT_PMTU_REPLIES,
 	OPT_PMTU_ROUNDS,
+	OPT_PMTU_ICMP_GAP,
 };
 
 struct option_spec {
@@ -168,6 +169,9 @@ static const struct option_spec option_specs[] = {
 	 "most probes answered per second (default 1000)"},
 	{OPT_PMTU_ROUNDS, "pmtu-rounds-per-s", "N",
 	 "most probe rounds begun per second (default 100)"},
+	{OPT_PMTU_ICMP_GAP, "pmtu-icmp-gap-s", "SECONDS",
+	 "an ICMP 'too big' about a tracked destination starts a new round "
+	 "only this long after its last (default 10)"},
 };
 
 #define OPTION_COUNT (sizeof(option_specs) / sizeof(option_specs[0]))
@@ -607,6 +611,10 @@ apply(struct nic_options *options, const struct option_spec *spec,
 	case OPT_PMTU_ROUNDS:
 		ok = parse_unsigned(name, value, 1, 100000, &number, origin);
 		options->pmtu.rounds_per_s = (uint32_t)number;
+		break;
+	case OPT_PMTU_ICMP_GAP:
+		ok = parse_unsigned(name, value, 1, 86400, &number, origin);
+		options->pmtu.icmp_gap_s = (uint32_t)number;
 		break;
 	}
 	return ok ? NIC_PARSE_OK : NIC_PARSE_ERROR;

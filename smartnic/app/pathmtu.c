@@ -176,6 +176,7 @@ void nic_pathmtu_config_init(struct nic_pmtu_config *config)
 		.second_probe_ms = 5,
 		.replies_per_s = 1000,
 		.rounds_per_s = 100,
+		.icmp_gap_s = 10,
 	};
 }
 
@@ -1216,11 +1217,53 @@ done:
 	return consumed;
 }
 
+/* An ICMP "fragmentation needed" (IPv4) or "packet too big" (IPv6): the
+ * path to the destination of the packet it quotes changed. */
+static void take_icmp_error(struct nic_pathmtu *pm, const struct rte_mbuf *m,
+			    const struct parsed *p, uint64_t now_ns)
+{
+	uint8_t header[2], quoted[40];
+	uint32_t quoted_dst, quoted_len = p->version == 4 ? 20 : 40;
+	struct dest *d;
+
+	if (p->l4_len < 8 + quoted_len)
+		return;
+	memcpy(header, rte_pktmbuf_mtod_offset(m, void *, p->l4_offset), 2);
+	if (p->version == 4 ? !(header[0] == 3 && header[1] == 4)
+			    : header[0] != 2)
+		return;
+	memcpy(quoted, rte_pktmbuf_mtod_offset(m, void *, p->l4_offset + 8),
+	       quoted_len);
+	if ((quoted[0] >> 4) != p->version)
+		return;
+	quoted_dst = p->version == 4 ? 16 : 24;
+	rte_spinlock_lock(&pm->lock);
+	d = find(pm, p->version, quoted + quoted_dst, NULL);
+	if (d != NULL) {
+		/* A round under way or just over already answers it. */
+		if (d->state == DEST_PROBING ||
+		    (d->round_ns != 0 &&
+		     now_ns - d->round_ns <
+			     pm->config.icmp_gap_s * PMTU_NS_PER_S)) {
+			COUNT(pm, icmp_ignored);
+		} else if (pm->requested_count < MAX_REQUESTS) {
+			pm->requested[pm->requested_count++] =
+				(uint32_t)(d - pm->slots);
+			atomic_fetch_or(&pm->active_ports, 1u << d->port_index);
+			COUNT(pm, icmp_reprobes);
+		}
+	}
+	rte_spinlock_unlock(&pm->lock);
+}
+
 bool nic_pathmtu_wants(const struct nic_pathmtu *pm,
 		       const struct jg_packet_summary *packet)
 {
 	if (packet->key.protocol == IPPROTO_UDP)
 		return packet->has_ports && packet->key.dst_port == pm->port_be;
+	if (packet->key.protocol == IPPROTO_ICMP ||
+	    packet->key.protocol == IPPROTO_ICMPV6)
+		return true;
 	/* Later IPv4 fragments show no ports: they may be a probe's. */
 	return packet->key.protocol == 0 && packet->key.ip_version == 4;
 }
@@ -1239,6 +1282,10 @@ bool nic_pathmtu_receive(struct nic_pathmtu *pm, struct rte_mbuf *m,
 	if (p.fragment)
 		return p.version == 4 &&
 		       take_fragment(pm, m, &p, now_ns, replies, reply_count);
+	if (p.protocol == IPPROTO_ICMP || p.protocol == IPPROTO_ICMPV6) {
+		take_icmp_error(pm, m, &p, now_ns);
+		return false;
+	}
 	switch (read_message(pm, m, &p, &message, &udp_len)) {
 	case NOT_OURS:
 		return false;

@@ -50,6 +50,10 @@ struct nic_pmtu_config {
 	uint32_t second_probe_ms; /* gap before the second copy */
 	uint32_t replies_per_s;	  /* responder budget (burst: a second's) */
 	uint32_t rounds_per_s;	  /* prober budget of new rounds */
+	/* An ICMP "too big" about a path asks for a new round only this long
+	 * after the last one: a forged error must not make the border probe
+	 * over and over. */
+	uint32_t icmp_gap_s;
 };
 
 void nic_pathmtu_config_init(struct nic_pmtu_config *config);
@@ -81,6 +85,8 @@ const char *nic_pathmtu_method_name(enum nic_pmtu_method method);
 	X(fragment_groups_expired)                                             \
 	X(destinations_evicted)                                                \
 	X(destinations_expired)                                                \
+	X(icmp_reprobes) /* rounds an ICMP "too big" about a path asked for */ \
+	X(icmp_ignored)	 /* such errors within icmp_gap_s of a round */        \
 	X(buffers_exhausted)
 
 struct nic_pmtu_stats {
@@ -114,13 +120,16 @@ void nic_pathmtu_free(struct nic_pathmtu *pm);
 uint16_t nic_pathmtu_learned(const void *pm, uint8_t ip_version,
 			     const uint8_t *dst);
 
-/* Whether a received packet may be a probe, a reply or a probe's
- * fragment, and must go to nic_pathmtu_receive: one or two compares. */
+/* Whether a received packet may be a probe, a reply, a probe's fragment
+ * or an ICMP error about a path, and must go to nic_pathmtu_receive: a
+ * few compares. */
 bool nic_pathmtu_wants(const struct nic_pathmtu *pm,
 		       const struct jg_packet_summary *packet);
 
 /* Take a packet nic_pathmtu_wants. Returns true when it was ours and is
- * consumed (freed); false when it must travel on unchanged. Replies to
+ * consumed (freed); false when it must travel on unchanged (an ICMP
+ * "fragmentation needed" or "packet too big" about a tracked destination
+ * travels on, and asks for a new round to it). Replies to
  * send back out of the port it came in on are stored in replies (at most
  * one). */
 bool nic_pathmtu_receive(struct nic_pathmtu *pm, struct rte_mbuf *m,

@@ -450,6 +450,50 @@ def test_the_classic_check_sees_icmp_where_the_router_sends_it(borders):
     print(f"audit {B6}: {len(audit['attempts'])} pings, largest {audit['largest_passed']}, ICMP names {audit['signalled_mtu']}")
 
 
+def test_an_icmp_too_big_about_a_path_sends_a_new_round(log_dir):
+    """The WAN link shrinks after the path was learned: the first ICMP
+    "fragmentation needed" about the destination that passes the border
+    starts a round at once, which finds the new MTU. More such errors
+    within --pmtu-icmp-gap-s are counted and ignored (a forged one must
+    not make the border probe over and over)."""
+    wan = TwoBorders(log_dir, [*TEST_OPTIONS, "--pmtu-icmp-gap-s", "2"])
+    try:
+        a = wan.nic_a
+        knock(wan.ns["ia"], B4)
+        learned(a, B4, WAN_MTU - 4)
+        settled(wan)
+        for ns, iface in ((wan.ns["r1"], wan.names["r1b"]), (wan.ns["r2"], wan.names["r2a"])):
+            ns.exec("ip", "link", "set", iface, "mtu", "3000")
+        time.sleep(2.2)
+        # A DF ping larger than the new link: router 1 answers "fragmentation
+        # needed (mtu 3000)" to instance A, through A's border.
+        wan.ns["ia"].exec("ping", "-c", "1", "-W", "1", "-M", "do", "-s", "4000", B4, check=False)
+        relearned = learned(a, B4, 2996)
+        assert relearned["method"] == "fragments"
+        stats = a.telemetry("/jumbogate/pathmtu")
+        assert stats["icmp_reprobes"] == 1
+        # A forged error right after: quoting a packet from A to B, sent by
+        # router 1 in its own name.
+        quoted = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 1500, 0, 0x4000, 64, 6, 0, socket.inet_aton(A4), socket.inet_aton(B4)) + bytes(8)
+        icmp = struct.pack("!BBHHH", 3, 4, 0, 0, 1280) + quoted
+        checksum = internet_checksum(icmp)
+        icmp = icmp[:2] + struct.pack("!H", checksum) + icmp[4:]
+        send_ipv4(wan.ns["r1"], "10.1.0.254", A4, [icmp], protocol=1)
+        stats = wait_for(lambda: (s := a.telemetry("/jumbogate/pathmtu"))["icmp_ignored"] >= 1 and s, "the forged error to be ignored")
+        assert stats["icmp_reprobes"] == 1 and path(a, B4)["mtu"] == 2996
+    finally:
+        wan.close()
+
+
+def internet_checksum(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
 def test_forged_and_malformed_messages_change_nothing(borders):
     a, b = borders.nic_a, borders.nic_b
     knock(borders.ns["ia"], B4)
