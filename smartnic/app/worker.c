@@ -55,7 +55,9 @@ struct output {
 /* One buffer holding all of m (for ports without MULTI_SEGS), or NULL. The
  * first buffer of a merged chain is often a small header copy, so when it
  * has no room for the rest the bytes go to a buffer of the chain's largest
- * pool. */
+ * pool. A split segment is a header copy and an indirect buffer, both from
+ * the small header pool: the pool that counts for an indirect buffer is
+ * that of the received buffer it points into. */
 static struct rte_mbuf *flatten(struct rte_mbuf *m)
 {
 	struct rte_mempool *pool = NULL;
@@ -65,11 +67,14 @@ static struct rte_mbuf *flatten(struct rte_mbuf *m)
 	if (m->nb_segs == 1 || rte_pktmbuf_linearize(m) == 0)
 		return m;
 	for (struct rte_mbuf *seg = m; seg != NULL; seg = seg->next) {
-		uint16_t data_room = rte_pktmbuf_data_room_size(seg->pool);
+		struct rte_mempool *candidate =
+			RTE_MBUF_CLONED(seg) ? rte_mbuf_from_indirect(seg)->pool
+					     : seg->pool;
+		uint16_t data_room = rte_pktmbuf_data_room_size(candidate);
 
 		if (data_room > room) {
 			room = data_room;
-			pool = seg->pool;
+			pool = candidate;
 		}
 	}
 	if (room < RTE_PKTMBUF_HEADROOM + m->pkt_len ||

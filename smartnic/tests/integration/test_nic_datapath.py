@@ -388,6 +388,40 @@ def test_a_port_that_takes_nothing_costs_counted_drops_not_a_stall(log_dir):
         switch_ns.delete()
 
 
+def test_split_segments_leave_a_port_that_takes_only_single_buffers(log_dir):
+    """net_pcap sends no buffer chains: every packet is copied into one
+    buffer first. A split segment is a header copy and an indirect buffer,
+    both from the small header pool; the copy must go to a buffer of the
+    received packet's pool, or every split segment is dropped (tx-failed)
+    and outbound jumbo traffic dies on such a port."""
+    nic_ns, switch_ns = Netns("jgn"), Netns("jgs")
+    nic = port = out = None
+    try:
+        veth(nic_ns, "jgin0", switch_ns, "jgin1")
+        veth(nic_ns, "jgout0", switch_ns, "jgout1")
+        nic = start_nic(
+            ["--vdev=net_pcap0,rx_iface_in=jgin0,tx_iface=jgout0", "-l", "0-1"],
+            ["--internal-prefix", "10.10.0.0/16", "--mbuf-size", "12288", "--mbufs", "4096"],
+            nic_ns,
+            log_dir,
+        )
+        assert "cannot send a packet in more than one buffer" in nic.log()
+        port, out = PacketPort(switch_ns, "jgin1"), PacketPort(switch_ns, "jgout1")
+        port.send([tcp_packet(INSTANCE, INTERNET, 40000, 443, size=4000)])
+        segments = out.receive(count=3)
+        stats = nic.telemetry("/jumbogate/stats")
+        assert stats["drop_tx_failed"] == 0 and stats["split_segments_out"] == 3, stats
+        assert sorted(len(f) - 14 for f in segments) == [1120, 1500, 1500], "4000 bytes of payload cut to the default path MTU of 1500"
+    finally:
+        for p in (port, out):
+            if p:
+                p.close()
+        if nic:
+            nic.stop()
+        nic_ns.delete()
+        switch_ns.delete()
+
+
 def test_configure_keeps_the_flows_unless_the_table_size_changes(log_dir):
     """Configure used to replace the engines whatever it changed: every flow
     the SmartNIC tracked, with its sequence state and the MSS it learned
