@@ -301,7 +301,12 @@ uint16_t nic_pathmtu_round_size(const struct nic_pathmtu *pm)
 static uint32_t hash_address(const struct nic_pathmtu *pm, uint8_t version,
 			     const uint8_t *addr, uint32_t salt)
 {
-	return rte_hash_crc(addr, address_len(version),
+	/* rte_hash_crc reads 4 and 8 bytes at a time: addresses come from
+	 * anywhere in a packet, so they are hashed from an aligned copy. */
+	uint64_t aligned[2] = {0, 0};
+
+	memcpy(aligned, addr, address_len(version));
+	return rte_hash_crc(aligned, address_len(version),
 			    pm->seed ^ salt ^ version);
 }
 

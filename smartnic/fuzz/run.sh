@@ -1,23 +1,33 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Fuzz the engine for SECONDS (default 600) with libFuzzer: builds
-# build/fuzz with clang if needed, starts from the checked-in corpus, and
-# keeps what it learns in build/fuzz/corpus. A crash leaves its input in
-# build/fuzz/crash-*; copy it into smartnic/fuzz/corpus/ as crash-<what>
-# once fixed, so fuzz_replay keeps testing it.
+# Fuzz for SECONDS (default 600) with libFuzzer:
+#
+#   smartnic/fuzz/run.sh [SECONDS] [engine|pathmtu]
+#
+# engine (default): the merge/split engine; pathmtu: path MTU discovery's
+# packet handling (app/pathmtu.c). Builds build/fuzz with clang if needed,
+# starts from the checked-in corpus (corpus/, corpus-pathmtu/), and keeps
+# what it learns in build/fuzz/corpus-TARGET. A crash leaves its input in
+# build/fuzz/crash-*; copy it into the target's corpus directory as
+# crash-<what> once fixed, so the replay test keeps testing it.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build="$root/build/fuzz"
 seconds=${1:-600}
+target=${2:-engine}
+case "$target" in
+	engine) seeds="$root/smartnic/fuzz/corpus" ;;
+	pathmtu) seeds="$root/smartnic/fuzz/corpus-pathmtu" ;;
+	*) echo "fuzz/run.sh: TARGET is engine or pathmtu, got '$target'" >&2; exit 2 ;;
+esac
 
 if [ ! -f "$build/build.ninja" ]; then
 	CC=clang meson setup "$build" "$root/smartnic" -Dfuzz=true
 fi
-ninja -C "$build" fuzz/fuzz_engine
-mkdir -p "$build/corpus"
+ninja -C "$build" "fuzz/fuzz_$target"
+mkdir -p "$build/corpus-$target"
 cd "$build"
-# The engine keeps DPDK objects for the whole run; they are not leaks.
-ASAN_OPTIONS=detect_leaks=0 ./fuzz/fuzz_engine -max_total_time="$seconds" \
-	-max_len=65536 -print_final_stats=1 "$build/corpus" \
-	"$root/smartnic/fuzz/corpus"
+# The targets keep DPDK objects for the whole run; they are not leaks.
+ASAN_OPTIONS=detect_leaks=0 "./fuzz/fuzz_$target" -max_total_time="$seconds" \
+	-max_len=65536 -print_final_stats=1 "$build/corpus-$target" "$seeds"
