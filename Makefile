@@ -19,6 +19,9 @@ export SWITCH
 # TLS=1: the emulation runs every control channel over mutual TLS, with a
 # throwaway CA made at start (mininet/emulation/tls.py).
 export TLS
+# TOPO=two-racks: make run brings up two racks across a small WAN instead
+# (path MTU discovery between borders, docs/pathmtu.md).
+export TOPO
 comma      := ,
 space      := $(subst ,, )
 
@@ -32,7 +35,7 @@ help:
 	@echo "make sanitized  the engine's C suites and jumbogate-nic's integration tests on an ASan+UBSan build (part of make test)"
 	@echo "make bench   benchmark the SmartNIC engine against DPDK GRO (TRACE=capture.pcap to replay a capture)"
 	@echo "make lint    ruff, clang-format check, P4 warnings as errors"
-	@echo "make run     bring up the emulated rack (Mininet + switch + SmartNIC + controller; SWITCH=soft|bmv2, TLS=1); make stop tears it down"
+	@echo "make run     bring up the emulated rack (Mininet + switch + SmartNIC + controller; SWITCH=soft|bmv2, TLS=1; TOPO=two-racks: two racks across a WAN); make stop tears it down"
 	@echo "make demo    scripted demo with report and plots"
 	@echo "make attack  cheap attacks on the border's state through the emulated rack, with legitimate traffic alongside; report per attack"
 	@echo "make soak    the emulated rack under chaos for SOAK_MINUTES (default 10): kills, flag flips, floods; nothing may be lost"

@@ -69,11 +69,42 @@ def banner(target: str, tls: RackTls | None = None) -> str:
     return "\n".join(lines)
 
 
+def run_two_racks(args) -> int:
+    from .two_racks import TwoRacks
+    from .two_racks import banner as two_racks_banner
+
+    refusal = cannot_start("make run TOPO=two-racks", "soft")
+    if refusal:
+        print(refusal, file=sys.stderr)
+        return 1
+    racks = TwoRacks(verbose=args.verbose)
+    try:
+        print("make run: starting two racks (jumbogate-switch, jumbogate-nic, jumbogate-controller each) and their WAN ...", flush=True)
+        racks.up()
+        print(two_racks_banner(racks), flush=True)
+        CLI(racks.net)
+    except procs.StartError as err:
+        print(f"make run: {err}", file=sys.stderr)
+        return 1
+    finally:
+        print("make run: tearing down ...", flush=True)
+        racks.down()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make run", description=__doc__)
     parser.add_argument("--verbose", action="store_true", help="Mininet's own progress lines")
     parser.add_argument("--switch", choices=("soft", "bmv2"), help="the switch target (default: $SWITCH, else BMv2 where installed, else jumbogate-switch)")
+    parser.add_argument(
+        "--topo",
+        choices=("rack", "two-racks"),
+        default=os.environ.get("TOPO") or "rack",
+        help="one rack, or two racks across a small WAN for path MTU discovery (jumbogate-switch only; default: $TOPO, else rack)",
+    )
     args = parser.parse_args(argv)
+    if args.topo == "two-racks":
+        return run_two_racks(args)
     refusal = cannot_start("make run", args.switch)
     if refusal:
         print(refusal, file=sys.stderr)

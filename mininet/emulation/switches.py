@@ -100,21 +100,53 @@ class SoftSwitch(Switch):
     core with the SmartNIC program on a small machine.
     """
 
-    def __init__(self, name: str, *, grpc_address: str, device_id: int, cpu_port: int, file_prefix: str, tls=None, **params):
+    def __init__(
+        self,
+        name: str,
+        *,
+        grpc_address: str,
+        device_id: int,
+        cpu_port: int,
+        file_prefix: str,
+        tls=None,
+        role: str = "switch",
+        pcap_ports: tuple[int, ...] = (),
+        **params,
+    ):
         super().__init__(name, **params)
         self.grpc_address = grpc_address
         self.tls = tls  # emulation.tls.RackTls: P4Runtime over mutual TLS
         self.device_id = device_id
         self.cpu_port = cpu_port
         self.file_prefix = file_prefix
+        # Names its log (logs/<role>.log): several switches need several.
+        self.role = role
+        # Ports read with libpcap (net_pcap) instead of af_packet, whose
+        # packet fanout reassembles IPv4 fragments before the switch sees
+        # them (the two-rack emulation needs to see how the WAN cut a probe).
+        self.pcap_ports = pcap_ports
         self.process: subprocess.Popen | None = None
 
     def command(self) -> list[str]:
         if not SOFT_SWITCH.exists():
             raise procs.StartError(missing_switch("soft"))
-        argv = [str(SOFT_SWITCH), "--no-huge", "--no-pci", "-m", "1024", f"--file-prefix={self.file_prefix}", "-l", "0-1", "--log-level=lib.eal:error", "--"]
-        for port, intf in mininet_ports(self):
-            argv += ["--port", f"{port}@{intf}"]
+        ports = mininet_ports(self)
+        pcap = [f"--vdev=net_pcap{port},rx_iface_in={intf},tx_iface={intf}" for port, intf in ports if port in self.pcap_ports]
+        argv = [
+            str(SOFT_SWITCH),
+            "--no-huge",
+            "--no-pci",
+            "-m",
+            "1024",
+            f"--file-prefix={self.file_prefix}",
+            "-l",
+            "0-1",
+            "--log-level=lib.eal:error",
+            *pcap,
+            "--",
+        ]
+        for port, intf in ports:
+            argv += ["--port", f"{port}=net_pcap{port}" if port in self.pcap_ports else f"{port}@{intf}"]
         argv += ["--grpc", self.grpc_address, "--device-id", str(self.device_id), "--cpu-port", str(self.cpu_port), "--depth", "512"]
         if self.tls:
             argv += self.tls.server("switch").soft_args()
@@ -123,7 +155,7 @@ class SoftSwitch(Switch):
     def start(self, _controllers) -> None:
         marker = f"--file-prefix={self.file_prefix}"
         self.process = procs.start_grpc_service(
-            "switch",
+            self.role,
             "jumbogate-switch",
             self.command(),
             marker,

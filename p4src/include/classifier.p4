@@ -110,6 +110,7 @@ control FlowClassifier(in headers_t hdr, inout local_metadata_t meta) {
 
     apply {
         meta.flow.is_tcp = false;
+        meta.flow.later_fragment = false;
         meta.flow.signal_allowed = false;
         meta.flow.dont_fragment = false;
         meta.is_geneve = false;
@@ -165,6 +166,10 @@ control FlowClassifier(in headers_t hdr, inout local_metadata_t meta) {
             from_tcp();
         } else if (hdr.udp.isValid()) {
             from_udp();
+        } else if (hdr.ipv4.isValid()) {
+            if (hdr.ipv4.frag_offset != 0) {
+                meta.flow.later_fragment = true;
+            }
         }
         // ICMP errors: IPv4 types 3 (unreachable), 4, 5, 11 and 12;
         // ICMPv6 types below 128.

@@ -110,6 +110,11 @@ const steer_reason_t STEER_MERGE_FLOW    = 1;
 const steer_reason_t STEER_MERGE_SERVICE = 2;
 const steer_reason_t STEER_HANDSHAKE     = 3;
 const steer_reason_t STEER_OUTBOUND_SPLIT = 4;
+const steer_reason_t STEER_PATH_PROBE    = 5;
+
+// UDP port of path MTU discovery's probes and replies between borders
+// (docs/pathmtu.md; jumbogate-nic's --pmtu-port).
+const bit<16> PMTU_PROBE_PORT = 48999;
 
 // A hidden keyless table whose one action sets `field` to `value` (a
 // saturating difference that a condition then tests against zero; see

@@ -169,6 +169,8 @@ struct flow_t {
     bool        dont_fragment;  // DF for IPv4; always true for IPv6
     bit<8>      tcp_flags;
     bool        is_tcp;
+    // An IPv4 fragment other than the first: it shows no L4 header.
+    bool        later_fragment;
     // An ICMP error may be sent about this packet: it is not itself an ICMP
     // error, and its source is one host (not unspecified, multicast or
     // broadcast). RFC 1812 4.3.2.7; otherwise a signal could answer a
@@ -244,6 +246,9 @@ struct local_metadata_t {
     steer_reason_t    steer_reason;
     port_t            nic_port;
     bool              nic_port_set;
+    // A path MTU probe or reply, or what may be a probe's fragment
+    // (PathProbes in steering.p4): exempt from the MTU policy.
+    bool              is_path_probe;
     // Routing.
     bit<16>           next_hop_group;
     bool              routed;

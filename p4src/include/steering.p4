@@ -40,6 +40,39 @@ control NicPort(inout local_metadata_t meta) {
     }
 }
 
+// Path MTU discovery between borders (docs/pathmtu.md). From outside,
+// probes and replies (UDP to PMTU_PROBE_PORT) and later IPv4 fragments
+// (which may be a probe's, and show no port) go to the SmartNIC, which
+// answers, takes or returns them. From the SmartNIC, its own probes and
+// replies (UDP between two PMTU_PROBE_PORTs) are routed as they are. Both
+// skip the MTU policy: a probe tests the path, it is not for the instance
+// it is addressed to, and may be larger than that instance's MTU or than
+// the path MTU the switch believes in.
+control PathProbes(inout local_metadata_t meta) {
+    apply {
+        meta.is_path_probe = false;
+        if (!meta.nic_port_set) {
+            return;
+        }
+        if (meta.port_role == PORT_ROLE_EXTERNAL) {
+            if (meta.flow.later_fragment) {
+                meta.is_path_probe = true;
+            } else if (meta.flow.protocol == IP_PROTO_UDP && meta.flow.dst_port == PMTU_PROBE_PORT) {
+                meta.is_path_probe = true;
+            }
+            if (meta.is_path_probe) {
+                meta.steer_reason = STEER_PATH_PROBE;
+            }
+        } else if (meta.port_role == PORT_ROLE_NIC) {
+            if (meta.flow.protocol == IP_PROTO_UDP && meta.flow.dst_port == PMTU_PROBE_PORT) {
+                if (meta.flow.src_port == PMTU_PROBE_PORT) {
+                    meta.is_path_probe = true;
+                }
+            }
+        }
+    }
+}
+
 control Steering(inout local_metadata_t meta) {
     DIFFERENCE_STEP(measure_over_path, meta.cmp.over_path, meta.flow.ip_len |-| meta.path_mtu)
 

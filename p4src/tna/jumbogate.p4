@@ -77,6 +77,7 @@ control TnaIngress(inout headers_t hdr,
     NicPort() nic_port;
     JumboPolicy() jumbo_policy;
     MtuEnforcement() mtu_enforcement;
+    PathProbes() path_probes;
     Steering() steering;
     ElephantDetector() elephant_detector;
     Routing() routing;
@@ -116,9 +117,13 @@ control TnaIngress(inout headers_t hdr,
                     || md.jg.port_role == PORT_ROLE_INTERNAL
                     || md.jg.port_role == PORT_ROLE_NIC)) {
             nic_port.apply(md.jg);
-            jumbo_policy.apply(hdr, md.jg);
-            mtu_enforcement.apply(ig_intr_md.ingress_port, md.jg);
-            if (md.jg.drop_reason == DROP_NONE && md.jg.port_role != PORT_ROLE_NIC) {
+            path_probes.apply(md.jg);
+            if (!md.jg.is_path_probe) {
+                jumbo_policy.apply(hdr, md.jg);
+                mtu_enforcement.apply(ig_intr_md.ingress_port, md.jg);
+            }
+            if (md.jg.drop_reason == DROP_NONE && md.jg.port_role != PORT_ROLE_NIC
+                    && !md.jg.is_path_probe) {
                 steering.apply(md.jg);
                 if (md.jg.steer_reason == STEER_NONE && md.jg.merge_eligible) {
                     // Bytes by the IP length (the frame's length is not known

@@ -79,6 +79,7 @@ control V1ModelIngress(inout headers_t hdr,
     NicPort() nic_port;
     JumboPolicy() jumbo_policy;
     MtuEnforcement() mtu_enforcement;
+    PathProbes() path_probes;
     Steering() steering;
     ElephantDetector() elephant_detector;
     Routing() routing;
@@ -135,9 +136,13 @@ control V1ModelIngress(inout headers_t hdr,
                     || meta.port_role == PORT_ROLE_INTERNAL
                     || meta.port_role == PORT_ROLE_NIC)) {
             nic_port.apply(meta);
-            jumbo_policy.apply(hdr, meta);
-            mtu_enforcement.apply(standard_metadata.ingress_port, meta);
-            if (meta.drop_reason == DROP_NONE && meta.port_role != PORT_ROLE_NIC) {
+            path_probes.apply(meta);
+            if (!meta.is_path_probe) {
+                jumbo_policy.apply(hdr, meta);
+                mtu_enforcement.apply(standard_metadata.ingress_port, meta);
+            }
+            if (meta.drop_reason == DROP_NONE && meta.port_role != PORT_ROLE_NIC
+                    && !meta.is_path_probe) {
                 steering.apply(meta);
                 if (meta.steer_reason == STEER_NONE && meta.merge_eligible) {
                     // BMv2's timestamp counts microseconds.

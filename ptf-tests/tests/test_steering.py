@@ -15,7 +15,10 @@ from base import (
     TO_RACK,
     JumbogateTest,
 )
+from ptf import testutils
 from ptf.testutils import group
+from scapy.layers.inet import IP
+from scapy.packet import Raw
 
 from jumbogate.p4 import FiveTuple, Path, names
 from jumbogate.p4 import entries as e
@@ -160,6 +163,56 @@ class NicReturnedNotResteered(_SteeringTest):
             self.assertEqual(list(delta.paths), [Path.NIC_RETURN], label)
 
 
+PROBE_PORT = 48999  # PMTU_PROBE_PORT (defines.p4), jumbogate-nic's --pmtu-port
+
+
+def probe(src, dst, size, **kw):
+    return pk.udp_packet(src, dst, size, sport=PROBE_PORT, dport=PROBE_PORT, **kw)
+
+
+def later_fragment(src, dst, size, offset_bytes=1480):
+    """An IPv4 fragment past the first: payload bytes, no UDP header."""
+    return pk.ether() / IP(src=src, dst=dst, proto=17, id=7, frag=offset_bytes // 8) / Raw(bytes(size - 20))
+
+
+@group("steering")
+class PathProbesToNic(_SteeringTest):
+    """Path MTU discovery (docs/pathmtu.md): probes and replies from outside,
+    and later IPv4 fragments (a probe's, perhaps), go to the SmartNIC before
+    the MTU policy; the SmartNIC's own probes are routed whatever their size."""
+
+    def runTest(self):
+        cases = [
+            (PORT_EXTERNAL, probe(INTERNET_V4, INSTANCE_V4, 1280), Path.MERGE, "probe"),
+            (PORT_EXTERNAL, probe(INTERNET_V4, OTHER_INSTANCE_V4, 9000, df=False), Path.MERGE, "probe larger than its (non-jumbo) instance's MTU"),
+            (PORT_EXTERNAL, probe(INTERNET_V6, INSTANCE_V6, 8000), Path.MERGE, "IPv6 probe"),
+            (PORT_EXTERNAL, later_fragment(INTERNET_V4, OTHER_INSTANCE_V4, 1000), Path.MERGE, "later fragment"),
+            (PORT_EXTERNAL, pk.udp_packet(INTERNET_V4, INSTANCE_V4, 1000, dport=PROBE_PORT - 1), Path.BYPASS, "other UDP port"),
+            (PORT_EXTERNAL, pk.tcp_packet(INTERNET_V4, OTHER_INSTANCE_V4, 1000, dport=PROBE_PORT), Path.BYPASS, "TCP to the probe port"),
+            (PORT_INTERNAL, probe(INSTANCE_V4, INTERNET_V4, 1200), Path.BYPASS, "from the rack"),
+        ]
+        for port, pkt, path, label in cases:
+            self.expect_path(port, pkt, path, label)
+        # From the SmartNIC: a 9000-byte probe toward a 1500-byte path MTU
+        # is routed; the same size as any other UDP is dropped and signalled.
+        for pkt, hop, label in (
+            (probe(INSTANCE_V4, INTERNET_V4, 9000), TO_INTERNET, "the NIC's probe"),
+            (probe(INTERNET_V4, INSTANCE_V4, 70), TO_RACK, "the NIC's reply"),
+        ):
+            before = self.stats()
+            self.send(PORT_NIC, pkt)
+            self.expect_routed(pkt, hop)
+            self.expect_nothing()
+            self.assertEqual(list((self.stats() - before).paths), [Path.NIC_RETURN], label)
+        big = pk.udp_packet(INSTANCE_V4, INTERNET_V4, 9000, sport=PROBE_PORT, dport=443)
+        before = self.stats()
+        self.send(PORT_NIC, big)
+        testutils.verify_no_packet(self, pk.routed(big, TO_INTERNET.src_mac, TO_INTERNET.dst_mac), TO_INTERNET.port)
+        self.dataplane.flush()
+        signals = (self.stats() - before).icmp_signals
+        self.assertEqual(sum(v.packets for v in signals.values()), 1, "not a probe: over the path MTU, dropped and signalled")
+
+
 @group("steering")
 class NoNicPortNoSteering(JumbogateTest):
     def runTest(self):
@@ -167,6 +220,11 @@ class NoNicPortNoSteering(JumbogateTest):
         self.jumbo(True, instances=[INSTANCE_V4])
         self.insert(e.merge_flow(FiveTuple(INTERNET_V4, INSTANCE_V4, 40000, 443)))
         pkt = pk.tcp_packet(INTERNET_V4, INSTANCE_V4, 1000, sport=40000, dport=443)
+        self.send(PORT_EXTERNAL, pkt)
+        self.expect_routed(pkt, TO_RACK)
+        self.expect_nothing()
+        # Nor path MTU probes: without a SmartNIC they are ordinary UDP.
+        pkt = probe(INTERNET_V4, INSTANCE_V4, 1000)
         self.send(PORT_EXTERNAL, pkt)
         self.expect_routed(pkt, TO_RACK)
         self.expect_nothing()

@@ -335,6 +335,7 @@ struct flow {
 	bool dont_fragment;
 	uint8_t tcp_flags;
 	bool is_tcp;
+	bool later_fragment;
 	bool signal_allowed;
 };
 
@@ -353,6 +354,7 @@ struct metadata {
 	uint8_t steer_reason;
 	uint16_t nic_port;
 	bool nic_port_set;
+	bool is_path_probe;
 	uint32_t next_hop_group;
 	bool routed;
 	uint32_t elephant_threshold;
@@ -408,6 +410,7 @@ static void flow_classifier(const uint8_t *frame, const struct headers *hdr,
 	bool inner_ip = hdr->inner_ipv4 != NONE || hdr->inner_ipv6 != NONE;
 
 	flow->is_tcp = false;
+	flow->later_fragment = false;
 	flow->signal_allowed = false;
 	meta->is_geneve = hdr->geneve != NONE;
 	if (hdr->inner_ipv4 != NONE)
@@ -426,6 +429,10 @@ static void flow_classifier(const uint8_t *frame, const struct headers *hdr,
 		flow->is_tcp = true;
 	} else if (udp != NONE) {
 		from_ports(flow, frame + udp);
+	} else if (hdr->ipv4 != NONE) {
+		/* frag_offset != 0 */
+		flow->later_fragment =
+			(load16(frame + hdr->ipv4 + 6) & 0x1fff) != 0;
 	}
 	/* ICMP errors: IPv4 types 3, 4, 5, 11, 12; ICMPv6 types below 128. */
 	if (hdr->icmp != NONE) {
@@ -641,6 +648,28 @@ static void mtu_enforcement(struct sw_pipeline *pipeline, uint16_t ingress_port,
 	meta->signal_mtu = limit;
 	memcpy(meta->signal_reply_to, flow->src_addr, 16);
 	memcpy(meta->signal_reply_from, flow->dst_addr, 16);
+}
+
+/* -- PathProbes (steering.p4) ------------------------------------------------
+ */
+
+static void path_probes(struct metadata *meta)
+{
+	const struct flow *flow = &meta->flow;
+	bool probe_port = flow->protocol == P4_IP_PROTO_UDP &&
+			  flow->dst_port == P4_PMTU_PROBE_PORT;
+
+	meta->is_path_probe = false;
+	if (!meta->nic_port_set)
+		return;
+	if (meta->port_role == P4_PORT_ROLE_EXTERNAL) {
+		meta->is_path_probe = flow->later_fragment || probe_port;
+		if (meta->is_path_probe)
+			meta->steer_reason = P4_STEER_PATH_PROBE;
+	} else if (meta->port_role == P4_PORT_ROLE_NIC) {
+		meta->is_path_probe =
+			probe_port && flow->src_port == P4_PMTU_PROBE_PORT;
+	}
 }
 
 /* -- Steering (steering.p4) ---------------------------------------------------
@@ -1082,10 +1111,13 @@ int sw_pipeline_run(struct sw_pipeline *pipeline, unsigned int worker,
 		meta.nic_port_set = tables->nic_port >= 0;
 		meta.nic_port =
 			meta.nic_port_set ? (uint16_t)tables->nic_port : 0;
-		jumbo_policy(tables, &meta);
-		mtu_enforcement(pipeline, ingress_port, &meta, now_ns);
+		path_probes(&meta);
+		if (!meta.is_path_probe) {
+			jumbo_policy(tables, &meta);
+			mtu_enforcement(pipeline, ingress_port, &meta, now_ns);
+		}
 		if (meta.drop_reason == P4_DROP_NONE &&
-		    meta.port_role != P4_PORT_ROLE_NIC) {
+		    meta.port_role != P4_PORT_ROLE_NIC && !meta.is_path_probe) {
 			steering(tables, &meta, now_ns);
 			if (meta.steer_reason == P4_STEER_NONE &&
 			    meta.merge_eligible)
