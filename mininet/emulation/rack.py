@@ -103,7 +103,41 @@ def cannot_start(command: str, target: str | None = None) -> str | None:
     return f"{command}: cannot start the emulated rack:\n  " + "\n  ".join(missing)
 
 
-class Rack:
+class Emulation:
+    """up() and down() as a context manager: down() runs even when up() fails."""
+
+    def __enter__(self):
+        try:
+            self.up()
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.down()
+
+
+def claim_the_machine(verbose: bool) -> None:
+    """Refuse to start next to another emulation (one machine holds one)."""
+    setLogLevel("info" if verbose else "warning")
+    running = cleanup.running_rack()
+    if running:
+        # Sweeping would end the other one, and down() after this refusal must not either.
+        raise procs.StartError(f"another emulated rack is running ({running}): use it, or end it with 'make stop'")
+
+
+def begin_run(addresses: dict[str, str]) -> None:
+    """What a previous run left is swept, the fixed addresses must be free, and the state file starts anew."""
+    left = cleanup.find_leftovers()
+    if left:
+        print(f"emulation: a previous run left {left.describe()}; cleaning up first")
+        cleanup.sweep()
+    procs.require_free_addresses(addresses)
+    procs.update_state(started_at=time.time(), owner={"pid": os.getpid(), "cmdline": cleanup.own_cmdline()}, processes={}, namespaces={})
+
+
+class Rack(Emulation):
     def __init__(
         self,
         parts: Parts = Parts(),
@@ -154,31 +188,11 @@ class Rack:
 
     # ----- up -----
 
-    def __enter__(self) -> Rack:
-        try:
-            self.up()
-        except BaseException:
-            self.down()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.down()
-
     def up(self) -> None:
-        setLogLevel("info" if self.verbose else "warning")
-        running = cleanup.running_rack()
-        if running:
-            # Sweeping would end the other rack, and down() after this refusal must not either.
-            raise procs.StartError(f"another emulated rack is running ({running}): use it, or end it with 'make stop'")
+        claim_the_machine(self.verbose)
         self.began = True
-        left = cleanup.find_leftovers()
-        if left:
-            print(f"emulation: a previous run left {left.describe()}; cleaning up first")
-            cleanup.sweep()
-        procs.require_free_addresses(self.fixed_addresses())
+        begin_run(self.fixed_addresses())
         self._write_config()
-        procs.update_state(started_at=time.time(), owner={"pid": os.getpid(), "cmdline": cleanup.own_cmdline()}, processes={}, namespaces={})
         self.net = self._build()
         self.net.build()
         self._record_namespaces()

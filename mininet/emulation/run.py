@@ -69,26 +69,19 @@ def banner(target: str, tls: RackTls | None = None) -> str:
     return "\n".join(lines)
 
 
-def run_two_racks(args) -> int:
-    from .two_racks import TwoRacks
-    from .two_racks import banner as two_racks_banner
-
-    refusal = cannot_start("make run TOPO=two-racks", "soft")
-    if refusal:
-        print(refusal, file=sys.stderr)
-        return 1
-    racks = TwoRacks(verbose=args.verbose)
+def serve(emulation, starting: str, banner_text) -> int:
+    """Bring the emulation up, print its banner, leave a Mininet CLI; tear down whatever happens."""
     try:
-        print("make run: starting two racks (jumbogate-switch, jumbogate-nic, jumbogate-controller each) and their WAN ...", flush=True)
-        racks.up()
-        print(two_racks_banner(racks), flush=True)
-        CLI(racks.net)
+        print(f"make run: starting {starting} ...", flush=True)
+        emulation.up()
+        print(banner_text(), flush=True)
+        CLI(emulation.net)
     except procs.StartError as err:
         print(f"make run: {err}", file=sys.stderr)
         return 1
     finally:
         print("make run: tearing down ...", flush=True)
-        racks.down()
+        emulation.down()
     return 0
 
 
@@ -103,25 +96,19 @@ def main(argv: list[str] | None = None) -> int:
         help="one rack, or two racks across a small WAN for path MTU discovery (jumbogate-switch only; default: $TOPO, else rack)",
     )
     args = parser.parse_args(argv)
-    if args.topo == "two-racks":
-        return run_two_racks(args)
-    refusal = cannot_start("make run", args.switch)
+    two_racks = args.topo == "two-racks"
+    refusal = cannot_start("make run TOPO=two-racks" if two_racks else "make run", "soft" if two_racks else args.switch)
     if refusal:
         print(refusal, file=sys.stderr)
         return 1
+    if two_racks:
+        from .two_racks import TwoRacks
+        from .two_racks import banner as two_racks_banner
+
+        racks = TwoRacks(verbose=args.verbose)
+        return serve(racks, "two racks (jumbogate-switch, jumbogate-nic, jumbogate-controller each) and their WAN", lambda: two_racks_banner(racks))
     rack = Rack(verbose=args.verbose, switch_target=args.switch)
-    try:
-        print(f"make run: starting Mininet, the switch (SWITCH={rack.target}), jumbogate-nic and jumbogate-controller ...", flush=True)
-        rack.up()
-        print(banner(rack.target, rack.tls), flush=True)
-        CLI(rack.net)
-    except procs.StartError as err:
-        print(f"make run: {err}", file=sys.stderr)
-        return 1
-    finally:
-        print("make run: tearing down ...", flush=True)
-        rack.down()
-    return 0
+    return serve(rack, f"Mininet, the switch (SWITCH={rack.target}), jumbogate-nic and jumbogate-controller", lambda: banner(rack.target, rack.tls))
 
 
 if __name__ == "__main__":

@@ -30,12 +30,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from mininet.log import setLogLevel
 from mininet.net import Mininet
 from mininet.node import Host
 
 from . import cleanup, procs
-from .rack import CONTROLLER, JUMBOGATECTL, NIC_BINARY, NIC_MAX_DELAY_US, PIPELINE, add_addresses, host_sysctls, permanent_neighbour, set_link
+from .rack import (
+    CONTROLLER,
+    JUMBOGATECTL,
+    NIC_BINARY,
+    NIC_MAX_DELAY_US,
+    PIPELINE,
+    Emulation,
+    add_addresses,
+    begin_run,
+    claim_the_machine,
+    host_sysctls,
+    permanent_neighbour,
+    set_link,
+)
 from .switches import SoftSwitch
 
 MTU_UNDERLAY = 9000
@@ -170,7 +182,7 @@ def rack_config(side: Side, nic_socket: str) -> dict:
     }
 
 
-class TwoRacks:
+class TwoRacks(Emulation):
     def __init__(self, *, verbose: bool = False, workdir: Path | None = None):
         self.verbose = verbose
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="jumbogate-two-racks-"))
@@ -197,29 +209,10 @@ class TwoRacks:
 
     # ----- up -----
 
-    def __enter__(self) -> TwoRacks:
-        try:
-            self.up()
-        except BaseException:
-            self.down()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.down()
-
     def up(self) -> None:
-        setLogLevel("info" if self.verbose else "warning")
-        running = cleanup.running_rack()
-        if running:
-            raise procs.StartError(f"another emulated rack is running ({running}): end it with 'make stop'")
+        claim_the_machine(self.verbose)
         self.began = True
-        if cleanup.find_leftovers():
-            cleanup.sweep()
-        procs.require_free_addresses(
-            {f"rack {s.name}'s {what}": address for s in SIDES for what, address in (("P4Runtime", s.p4runtime), ("controller", s.controller))}
-        )
-        procs.update_state(processes={}, namespaces={}, owner={"pid": __import__("os").getpid(), "cmdline": cleanup.own_cmdline()})
+        begin_run({f"rack {s.name}'s {what}": address for s in SIDES for what, address in (("P4Runtime", s.p4runtime), ("controller", s.controller))})
         for side in SIDES:
             path = self.config_path(side)
             path.parent.mkdir(parents=True, exist_ok=True)

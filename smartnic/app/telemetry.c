@@ -15,15 +15,12 @@
 
 #include <math.h>
 #include <stdio.h>
-
-#include <arpa/inet.h>
+#include <stdlib.h>
 
 #include <rte_mempool.h>
 #include <rte_telemetry.h>
 
 #include "control.h"
-#include "nic.h"
-#include "pathmtu.h"
 #include "pool_telemetry.h"
 
 static void add_u64(struct rte_tel_data *d, const char *name, uint64_t value)
@@ -160,24 +157,18 @@ static int info_command(const char *command, const char *params,
 /* A telemetry dict holds at most RTE_TEL_MAX_DICT_ENTRIES (256) keys. */
 #define TELEMETRY_PATHS 128
 
+static void add_counter(void *d, const char *name, uint64_t value)
+{
+	add_u64(d, name, value);
+}
+
 static int pathmtu_command(const char *command, const char *params,
 			   struct rte_tel_data *d)
 {
-	struct nic_pathmtu *pm = nic_instance ? nic_instance->pathmtu : NULL;
-	struct nic_pmtu_stats stats;
-
 	(void)command;
 	(void)params;
 	rte_tel_data_start_dict(d);
-	add_u64(d, "enabled", pm != NULL);
-	if (pm == NULL)
-		return 0;
-	nic_pathmtu_get_stats(pm, &stats);
-#define NIC_PMTU_ADD(name) add_u64(d, #name, stats.name);
-	NIC_PMTU_COUNTERS(NIC_PMTU_ADD)
-#undef NIC_PMTU_ADD
-	add_u64(d, "destinations_now", stats.destinations_now);
-	add_u64(d, "learned_now", stats.learned_now);
+	add_u64(d, "enabled", nic_control_pmtu_counters(add_counter, d));
 	return 0;
 }
 
@@ -187,37 +178,31 @@ static int pathmtu_command(const char *command, const char *params,
 static int paths_command(const char *command, const char *params,
 			 struct rte_tel_data *d)
 {
-	struct nic_pathmtu *pm = nic_instance ? nic_instance->pathmtu : NULL;
-	/* Telemetry commands run one at a time, so views can be static. */
-	static struct nic_pmtu_view views[TELEMETRY_PATHS];
-	unsigned int count;
+	size_t count = 0;
+	bool enabled = false;
+	struct nic_learned_path *paths =
+		nic_control_learned_paths(&count, &enabled);
 
 	(void)command;
 	(void)params;
 	rte_tel_data_start_dict(d);
-	if (pm == NULL)
-		return 0;
-	count = nic_pathmtu_list(pm, nic_now_ns(), views, TELEMETRY_PATHS);
-	for (unsigned int i = 0; i < count; i++) {
+	for (size_t i = 0; i < count && i < TELEMETRY_PATHS; i++) {
 		struct rte_tel_data *path = rte_tel_data_alloc();
-		char address[INET6_ADDRSTRLEN], index[16];
+		char index[16];
 
 		if (path == NULL)
 			break;
-		inet_ntop(views[i].ip_version == 4 ? AF_INET : AF_INET6,
-			  views[i].addr, address, sizeof(address));
 		rte_tel_data_start_dict(path);
-		rte_tel_data_add_dict_string(path, "address", address);
-		add_u64(path, "mtu", views[i].mtu);
-		rte_tel_data_add_dict_string(
-			path, "method",
-			nic_pathmtu_method_name(views[i].method));
-		add_u64(path, "probing", views[i].probing);
-		add_u64(path, "age_ms", (uint64_t)(views[i].age_s * 1000));
-		add_u64(path, "rtt_us", (uint64_t)(views[i].rtt_ms * 1000));
-		snprintf(index, sizeof(index), "%u", i);
+		rte_tel_data_add_dict_string(path, "address", paths[i].address);
+		add_u64(path, "mtu", paths[i].mtu);
+		rte_tel_data_add_dict_string(path, "method", paths[i].method);
+		add_u64(path, "probing", paths[i].probing);
+		add_u64(path, "age_ms", (uint64_t)(paths[i].age_s * 1000));
+		add_u64(path, "rtt_us", (uint64_t)(paths[i].rtt_ms * 1000));
+		snprintf(index, sizeof(index), "%zu", i);
 		rte_tel_data_add_dict_container(d, index, path, 0);
 	}
+	free(paths);
 	return 0;
 }
 
