@@ -104,7 +104,26 @@ def cannot_start(command: str, target: str | None = None) -> str | None:
 
 
 class Emulation:
-    """up() and down() as a context manager: down() runs even when up() fails."""
+    """up() and down() as a context manager: down() runs even when up() fails.
+    Subclasses set began, net, and stop their own processes in stop_processes()."""
+
+    began = False
+    net: Mininet | None = None
+
+    def stop_processes(self) -> None:
+        raise NotImplementedError
+
+    def down(self) -> None:
+        if not self.began:
+            return  # up() refused before touching anything (another rack runs)
+        self.stop_processes()
+        if self.net is not None:
+            try:
+                self.net.stop()
+            except Exception as err:  # noqa: BLE001 - the sweep below still has to run
+                print(f"emulation: Mininet stop failed ({err}); sweeping")
+            self.net = None
+        cleanup.sweep()
 
     def __enter__(self):
         try:
@@ -407,18 +426,9 @@ class Rack(Emulation):
             addresses["the controller's operator API"] = plan.CONTROLLER_ADDRESS
         return addresses
 
-    def down(self) -> None:
-        if not self.began:
-            return  # up() refused before touching anything (another rack runs)
+    def stop_processes(self) -> None:
         procs.stop_process(self.controller_process)
         procs.stop_process(self.nic_process)
-        if self.net is not None:
-            try:
-                self.net.stop()
-            except Exception as err:  # noqa: BLE001 - the sweep below still has to run
-                print(f"emulation: Mininet stop failed ({err}); sweeping")
-            self.net = None
-        cleanup.sweep()
 
 
 # ----- host configuration, shared by every kind of node -----

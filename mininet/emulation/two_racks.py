@@ -404,19 +404,10 @@ class TwoRacks(Emulation):
 
     # ----- down -----
 
-    def down(self) -> None:
-        if not self.began:
-            return
+    def stop_processes(self) -> None:
         for proc in reversed(self.processes):
             procs.stop_process(proc)
         self.processes.clear()
-        if self.net is not None:
-            try:
-                self.net.stop()
-            except Exception as err:  # noqa: BLE001 - the sweep below still has to run
-                print(f"emulation: Mininet stop failed ({err}); sweeping")
-            self.net = None
-        cleanup.sweep()
 
 
 def _address(v4: str, v6: str):

@@ -33,6 +33,9 @@ def make_run(*args: str) -> subprocess.CompletedProcess:
 def test_a_taken_port_is_named_with_its_holder_and_nothing_is_started():
     host, port = plan.CONTROLLER_ADDRESS.rsplit(":", 1)
     with socket.socket() as squatter:
+        # Connections to the port from an earlier run may still be in
+        # TIME-WAIT; they do not stop a listener that asks to reuse it.
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         squatter.bind((host, int(port)))
         squatter.listen()
         done = make_run("--switch", "soft")
