@@ -34,6 +34,9 @@ struct nic_port {
 	uint16_t port_id;
 	/* Where what arrives on this port leaves (itself by default). */
 	uint16_t tx_port_id;
+	/* Index of the port whose engines split what this port receives:
+	 * the port the other direction of its flows arrives on (ports.c). */
+	unsigned int split_engine_port;
 	/* The port cannot send buffer chains: copy them into one buffer. */
 	bool flatten_chains;
 	char name[NIC_NAME_LEN];

@@ -11,6 +11,36 @@
 
 #include "port.h"
 
+/*
+ * Both directions of a flow must meet in one engine: the merge path keeps
+ * in the flow what the split path needs (the MSS the Internet host
+ * announced before the raise rewrote it) and the split path what the merge
+ * path needs (the MSS the rack host announced). The two directions arrive
+ * on one port in the rack (the switch hairpins) and on two in a bump in
+ * the wire, where what one port receives leaves by the other, and the
+ * other direction arrives there. Symmetric RSS puts both in one worker;
+ * this puts both in one engine: what a port receives is split by the
+ * engines of the port it transmits to. An engine's checksum mode follows
+ * the port its output leaves by, so ports whose transmit ports differ in
+ * checksum offload keep their own engines (and the MSS rules then hold
+ * only within each).
+ */
+static void pair_flow_engines(struct nic *nic)
+{
+	for (unsigned int p = 0; p < nic->port_count; p++) {
+		struct nic_port *port = &nic->ports[p];
+
+		port->split_engine_port = p;
+		for (unsigned int q = 0; q < nic->port_count; q++)
+			if (nic->ports[q].port_id == port->tx_port_id &&
+			    jg_port_tx_checksum_offload(
+				    nic->ports[q].tx_port_id) ==
+				    jg_port_tx_checksum_offload(
+					    port->tx_port_id))
+				port->split_engine_port = q;
+	}
+}
+
 bool nic_ports_resolve(struct nic *nic)
 {
 	const struct nic_options *options = nic->options;
@@ -91,6 +121,7 @@ bool nic_ports_resolve(struct nic *nic)
 			return false;
 		}
 	}
+	pair_flow_engines(nic);
 	return true;
 }
 

@@ -70,6 +70,8 @@ static int stats_command(const char *command, const char *params,
 	add_u64(d, "split_packets_in", totals.engine.split.packets_in);
 	add_u64(d, "split_packets", totals.engine.split.packets_segmented);
 	add_u64(d, "split_segments_out", totals.engine.split.segments_out);
+	add_u64(d, "split_peer_mss_limited",
+		totals.engine.split.peer_mss_limited);
 	add_u64(d, "caravans_packed", totals.engine.caravan.caravans_packed);
 	add_u64(d, "datagrams_packed", totals.engine.caravan.datagrams_packed);
 	add_u64(d, "caravans_unpacked",

@@ -422,7 +422,8 @@ static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 	if (packs)
 		run_stage(worker, engine, jg_caravan_pack, pack, packs, out);
 	if (splits)
-		run_stage(worker, engine, jg_split_burst, split, splits, out);
+		run_stage(worker, worker->engines[port->split_engine_port],
+			  jg_split_burst, split, splits, out);
 	if (unpacks)
 		run_stage(worker, engine, jg_caravan_unpack, unpack, unpacks,
 			  out);

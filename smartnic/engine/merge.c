@@ -827,8 +827,18 @@ static bool mergeable_shape(const struct jg_parsed *p)
  * knows its path. The checksum is updated incrementally (RFC 1624), which
  * keeps it final and keeps a corrupted segment corrupted.
  */
-static void raise_syn_mss(struct jg_engine *e, struct rte_mbuf *m,
-			  const struct jg_parsed *p)
+/*
+ * The raise hides from the rack host what the Internet host announced, so
+ * the flow keeps it (external_mss): split never cuts the flow's segments
+ * larger than that, even where the path carries more (a peer behind an MSS
+ * clamp, a VPN, PPPoE). Without a flow entry to keep it in, the SYN is
+ * left alone. f is the flow if found already; returns it (or the one
+ * made).
+ */
+static struct jg_flow *raise_syn_mss(struct jg_engine *e, struct rte_mbuf *m,
+				     const struct jg_parsed *p,
+				     const struct jg_flow_key *key,
+				     struct jg_flow *f)
 {
 	struct rte_tcp_hdr *th = jg_l4(m, p);
 	uint16_t offset = jg_tcp_mss_option_offset(th, p->l4_len);
@@ -837,13 +847,18 @@ static void raise_syn_mss(struct jg_engine *e, struct rte_mbuf *m,
 	uint8_t *value;
 
 	if (offset == 0)
-		return;
+		return f;
 	value = (uint8_t *)th + offset;
 	old_mss = (uint16_t)(value[0] << 8 | value[1]);
 	new_mss = (uint16_t)(e->config.internal_mtu - header_overhead);
 	if (old_mss > e->config.default_path_mtu - header_overhead ||
 	    old_mss >= new_mss)
-		return;
+		return f;
+	if (f == NULL)
+		f = jg_flow_find_or_create(e, key);
+	if (f == NULL)
+		return NULL;
+	f->external_mss = old_mss;
 	value[0] = (uint8_t)(new_mss >> 8);
 	value[1] = (uint8_t)new_mss;
 	/* The checksum sums 16-bit words from the header's start: a value
@@ -857,6 +872,7 @@ static void raise_syn_mss(struct jg_engine *e, struct rte_mbuf *m,
 	th->cksum = (uint16_t)~jg_csum_add(
 		jg_csum_sub((uint16_t)~th->cksum, old_word), new_word);
 	e->stats.merge.mss_raised++;
+	return f;
 }
 
 static void release_flow_then_pass(struct jg_engine *e, struct jg_flow *f,
@@ -922,7 +938,7 @@ static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
 		if ((s.p.tcp_flags & (JG_TCP_FLAG_SYN | JG_TCP_FLAG_RST)) ==
 			    JG_TCP_FLAG_SYN &&
 		    e->config.raise_syn_mss)
-			raise_syn_mss(e, m, &s.p);
+			f = raise_syn_mss(e, m, &s.p, &key, f);
 		if (f != NULL && (s.p.tcp_flags & CONNECTION_FLAGS))
 			end_connection(e, f);
 		release_flow_then_pass(e, f, m);

@@ -9,7 +9,10 @@
  *
  * The split path also watches SYNs leaving the rack: the MSS they carry is
  * what the rack-side endpoint agreed to receive, which tells the merge path
- * whether the flow may be merged at all.
+ * whether the flow may be merged at all. The other way round, a flow's
+ * segments are cut no larger than the MSS its Internet-side endpoint
+ * announced, where that is below the path MTU (the merge path raised it on
+ * the way in, so the rack host never saw it).
  */
 #include <string.h>
 
@@ -32,6 +35,29 @@ static void learn_internal_mss(struct jg_engine *e, const struct rte_mbuf *m,
 		return;
 	f->internal_mss = mss != 0 ? mss : DEFAULT_TCP_MSS;
 	e->stats.split.mss_learned++;
+}
+
+/*
+ * The largest IP packet the flow's Internet-side endpoint agreed to
+ * receive: the MSS it announced (kept by the merge path when the raise
+ * rewrote it) plus the fixed headers, as RFC 6691 counts; 0 where unknown.
+ * Never below what an endpoint that announces nothing accepts (536, RFC
+ * 9293): a forged SYN announcing a tiny MSS must not make split cut a jumbo
+ * packet into hundreds of segments.
+ */
+static uint16_t peer_limit_of(struct jg_engine *e, const struct rte_mbuf *m,
+			      const struct jg_parsed *p)
+{
+	struct jg_flow_key outbound, inbound;
+	const struct jg_flow *f;
+	uint16_t headers = p->ip_version == 4 ? 40 : 60;
+
+	jg_flow_key_from_packet(m, p, &outbound);
+	jg_flow_key_reverse(&outbound, &inbound);
+	f = jg_flow_find(e, &inbound);
+	if (f == NULL || f->external_mss == 0)
+		return 0;
+	return (uint16_t)(RTE_MAX(f->external_mss, DEFAULT_TCP_MSS) + headers);
 }
 
 static uint16_t path_mtu_of(const struct jg_engine *e, const struct rte_mbuf *m,
@@ -127,12 +153,23 @@ uint16_t jg_split_burst(struct jg_engine *e, struct rte_mbuf **pkts,
 		uint32_t mss, count;
 		bool parsed = jg_parse(m, &p);
 		uint16_t mtu = parsed ? path_mtu_of(e, m, &p) : 0;
+		bool peer_limited = false;
 
 		if (produced == out_cap)
 			break;
 		if (parsed && p.l4_protocol == IPPROTO_TCP && p.l4_complete &&
 		    (p.tcp_flags & JG_TCP_FLAG_SYN))
 			learn_internal_mss(e, m, &p);
+		/* Only a packet above the least limit can be over one. */
+		if (parsed && splittable(&p) &&
+		    p.ip_length > DEFAULT_TCP_MSS + 40u) {
+			uint16_t limit = peer_limit_of(e, m, &p);
+
+			if (limit != 0 && limit < mtu) {
+				mtu = limit;
+				peer_limited = true;
+			}
+		}
 		if (!parsed || p.ip_length <= mtu) {
 			stats->packets_in++;
 			stats->passed_through++;
@@ -171,6 +208,7 @@ uint16_t jg_split_burst(struct jg_engine *e, struct rte_mbuf **pkts,
 			produced = (uint16_t)(produced + count);
 			stats->packets_segmented++;
 			stats->segments_out += count;
+			stats->peer_mss_limited += peer_limited;
 		}
 		/* The segments hold references to the payload. */
 		rte_pktmbuf_free(m);

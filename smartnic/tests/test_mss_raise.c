@@ -225,10 +225,95 @@ static void learned_mss_rule_kept(void)
 	fixture_finish(&fx);
 }
 
+/* A flow's outbound packet of `payload` bytes (the rack host's side of
+ * the SYN syn), split; returns the largest segment payload and the count
+ * of segments, each checked. */
+static unsigned int split_outbound(struct fixture *fx,
+				   const struct pb_spec *syn, uint32_t payload,
+				   uint32_t *largest)
+{
+	static uint8_t bytes[16384];
+	struct rte_mbuf *in, *out[64];
+	struct pb_spec data = *syn;
+	uint16_t consumed, count;
+
+	data.tcp_flags = PB_TCP_ACK;
+	data.tcp_options_length = 0;
+	data.src_v4 = syn->dst_v4;
+	data.dst_v4 = syn->src_v4;
+	memcpy(data.src_v6, syn->dst_v6, 16);
+	memcpy(data.dst_v6, syn->src_v6, 16);
+	data.src_port = syn->dst_port;
+	data.dst_port = syn->src_port;
+	data.payload = bytes;
+	data.payload_length = payload;
+	data.segment_size = 2048; /* a chain, as a jumbo RX would be */
+	in = pb_build(fixture_pool, &data);
+	count = jg_split_burst(fx->engine, &in, 1, out, RTE_DIM(out),
+			       &consumed);
+	CHECK_EQ(consumed, 1);
+	*largest = 0;
+	for (uint16_t i = 0; i < count; i++) {
+		struct pb_view v;
+		const char *problem =
+			pb_check(out[i], frame, sizeof(frame), &v);
+
+		CHECK(problem == NULL);
+		if (problem == NULL && v.payload_length > *largest)
+			*largest = v.payload_length;
+	}
+	rte_pktmbuf_free_bulk(out, count);
+	return count;
+}
+
+/* The raise hides the Internet host's MSS from the rack host, so split
+ * keeps to it: a peer behind an MSS clamp announcing 1200 gets segments of
+ * 1200 although the path carries 1500 (a 1400-byte packet that fits the
+ * path is cut too), one announcing 1460 gets what the path gives, and a
+ * forged tiny MSS cannot make split cut below 536 bytes, what a host that
+ * announces nothing accepts. */
+static void split_keeps_to_the_mss_the_internet_host_announced(void)
+{
+	static const struct {
+		uint8_t version;
+		int mss;
+		uint32_t payload, largest, segments;
+		uint64_t limited;
+	} cases[] = {
+		{4, 1200, 4000, 1200, 4, 1}, {4, 1200, 1400, 1200, 2, 1},
+		{4, 1460, 4000, 1460, 3, 0}, {4, 1, 4000, 536, 8, 1},
+		{6, 1100, 4000, 1100, 4, 1}, {6, 1440, 4000, 1440, 3, 0},
+		{6, 1, 4000, 536, 8, 1},
+	};
+
+	for (unsigned int c = 0; c < RTE_DIM(cases); c++) {
+		struct fixture fx;
+		struct pb_spec syn;
+		struct jg_stats stats;
+		uint32_t largest;
+		unsigned int segments;
+
+		fixture_config(&fx);
+		fixture_start(&fx);
+		syn_spec(&syn, cases[c].version, PB_TCP_SYN, cases[c].mss, 0);
+		fixture_merge_one(&fx, pb_build(fixture_pool, &syn));
+		CHECK_EQ(mss_raised(&fx), 1);
+		fixture_drop_outputs(&fx);
+		segments =
+			split_outbound(&fx, &syn, cases[c].payload, &largest);
+		CHECK_EQ(segments, cases[c].segments);
+		CHECK_EQ(largest, cases[c].largest);
+		jg_engine_get_stats(fx.engine, &stats);
+		CHECK_EQ(stats.split.peer_mss_limited, cases[c].limited);
+		fixture_finish(&fx);
+	}
+}
+
 HARNESS_MAIN("jg_test_mss_raise", HARNESS_CASE(raise_ipv4_syn),
 	     HARNESS_CASE(raise_ipv6_syn_ack),
 	     HARNESS_CASE(raise_at_odd_offset),
 	     HARNESS_CASE(larger_mss_untouched),
 	     HARNESS_CASE(syn_without_mss_untouched),
 	     HARNESS_CASE(non_syn_untouched), HARNESS_CASE(disabled_by_config),
-	     HARNESS_CASE(learned_mss_rule_kept))
+	     HARNESS_CASE(learned_mss_rule_kept),
+	     HARNESS_CASE(split_keeps_to_the_mss_the_internet_host_announced))

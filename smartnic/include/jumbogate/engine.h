@@ -499,6 +499,9 @@ struct jg_split_stats {
 	uint64_t oversize_non_tcp;  /**< passed although above path MTU */
 	uint64_t dropped;
 	uint64_t mss_learned; /**< SYNs whose MSS option was recorded */
+	/** Packets cut to the MSS their Internet-side endpoint announced,
+	 *  which was below the path MTU (the raise hid it from the host) */
+	uint64_t peer_mss_limited;
 };
 
 struct jg_caravan_stats {
