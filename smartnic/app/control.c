@@ -932,6 +932,7 @@ static void learned_path_of(const struct nic_pmtu_view *view,
 		  path->address, sizeof(path->address));
 	path->mtu = view->mtu;
 	path->method = nic_pathmtu_method_name(view->method);
+	path->exact = view->exact;
 	path->probing = view->probing;
 	path->age_s = view->age_s;
 	path->rtt_ms = view->rtt_ms;
@@ -967,7 +968,7 @@ struct nic_learned_path *nic_control_learned_paths(size_t *count, bool *enabled)
 	return paths;
 }
 
-struct nic_result nic_control_probe_path(const char *address,
+struct nic_result nic_control_probe_path(const char *address, bool exact,
 					 struct nic_learned_path *path)
 {
 	struct nic_pathmtu *pm = control.nic ? control.nic->pathmtu : NULL;
@@ -988,7 +989,7 @@ struct nic_result nic_control_probe_path(const char *address,
 		return fail(NIC_STATUS_INVALID_ARGUMENT,
 			    "'%s' is not an IPv4 or IPv6 address", address);
 	asked = nic_now_ns();
-	requested = nic_pathmtu_request_round(pm, version, addr);
+	requested = nic_pathmtu_request_round(pm, version, addr, exact);
 	if (requested == -ENOENT)
 		return fail(NIC_STATUS_NOT_FOUND,
 			    "no outbound traffic to %s seen yet: a probe goes "
@@ -997,7 +998,10 @@ struct nic_result nic_control_probe_path(const char *address,
 	if (requested == -EBUSY)
 		return fail(NIC_STATUS_UNAVAILABLE,
 			    "too many probes asked for at once; try again");
-	deadline = asked + (2ull * control.nic->options->pmtu.timeout_ms +
+	/* A round, its second copy, and each refinement at most a round's
+	 * timeout. */
+	deadline = asked + ((2ull + (exact ? NIC_PMTU_MAX_REFINE_ROUNDS : 0)) *
+				    control.nic->options->pmtu.timeout_ms +
 			    control.nic->options->command_timeout_ms) *
 				   1000000ull;
 	/* -EALREADY: a round is under way; its answer is the answer. */

@@ -83,6 +83,7 @@ struct nic_learned_path {
 	char address[NIC_PREFIX_TEXT_LEN];
 	uint32_t mtu; /* 0: none learned, the configured path MTU applies */
 	const char *method;
+	bool exact; /* refined to the byte on request */
 	bool probing;
 	double age_s;
 	double rtt_ms;
@@ -130,8 +131,9 @@ struct nic_result nic_control_stats(struct nic_totals *totals);
  * listed; the caller frees the array. */
 struct nic_learned_path *nic_control_learned_paths(size_t *count,
 						   bool *enabled);
-/* A round to address now; waits for its end and describes the result. */
-struct nic_result nic_control_probe_path(const char *address,
+/* A round to address now (then refinements until the value is exact to
+ * the byte, with exact); waits for its end and describes the result. */
+struct nic_result nic_control_probe_path(const char *address, bool exact,
 					 struct nic_learned_path *path);
 /* Its counters: name -> value through visit; false when it is off. */
 bool nic_control_pmtu_counters(void (*visit)(void *context, const char *name,

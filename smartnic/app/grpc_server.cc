@@ -258,6 +258,7 @@ class NicService final : public v1::Nic::Service
 		to->set_address(from.address);
 		to->set_mtu(from.mtu);
 		to->set_method(from.method);
+		to->set_exact(from.exact);
 		to->set_probing(from.probing);
 		to->set_age_s(from.age_s);
 		to->set_rtt_ms(from.rtt_ms);
@@ -286,7 +287,7 @@ class NicService final : public v1::Nic::Service
 	{
 		nic_learned_path path;
 		nic_result result = nic_control_probe_path(
-			request->address().c_str(), &path);
+			request->address().c_str(), request->exact(), &path);
 
 		if (result.status == NIC_STATUS_OK)
 			fill_path(path, reply);

@@ -47,6 +47,12 @@
 #define SUPPRESSED_RETRY_NS (100ull * 1000 * 1000)
 /* Expiry looks at this many slots per poll of port 0 ... */
 #define SWEEP_SLOTS 64
+/* A round toward an exact value waits for its answers this many round
+ * trips (of the first reply) after its second copy, plus REFINE_SLACK_NS;
+ * never longer than a round's timeout. Replies lost meanwhile only make
+ * the value lower, which is safe. */
+#define REFINE_WAIT_RTTS 3
+#define REFINE_SLACK_NS	 (5ull * 1000 * 1000)
 /* ... at most this often. */
 #define SWEEP_INTERVAL_NS (10ull * 1000 * 1000)
 #define PMTU_NS_PER_S	  (1000ull * 1000 * 1000)
@@ -99,6 +105,16 @@ struct dest {
 	uint8_t copies_sent;
 	uint16_t round_mtu;
 	uint8_t round_method;
+	/* The round's sized probes: the usual set, or a refinement's sizes
+	 * between what passed and what did not. */
+	uint16_t round_sizes[NIC_PMTU_MAX_PROBE_SIZES];
+	uint8_t round_size_count;
+	uint8_t round_arrived; /* bit per round_sizes entry answered */
+	bool refining;	       /* this round narrows [round_mtu, refine_hi) */
+	bool exact_wanted;     /* the operator asked for the exact value */
+	bool exact;	       /* mtu is the exact path MTU */
+	uint8_t refine_rounds;
+	uint16_t refine_hi; /* the least size known not to pass */
 	uint8_t l2_len;
 	uint8_t l2[MAX_L2_LEN];
 	uint8_t src[16];
@@ -292,7 +308,10 @@ void nic_pathmtu_free(struct nic_pathmtu *pm)
 
 uint16_t nic_pathmtu_round_size(const struct nic_pathmtu *pm)
 {
-	return (uint16_t)(pm->size_count + 1);
+	(void)pm;
+	/* A usual round sends a fragment probe and size_count sizes; a
+	 * refinement up to NIC_PMTU_MAX_PROBE_SIZES sizes. */
+	return NIC_PMTU_MAX_PROBE_SIZES + 1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -493,6 +512,9 @@ static struct dest *insert(struct nic_pathmtu *pm, uint8_t version,
 	victim->learned_ns = 0;
 	victim->round_ns = 0;
 	victim->rtt_ns = 0;
+	victim->exact = false;
+	victim->exact_wanted = false;
+	victim->refining = false;
 	bloom_indices(pm, version, addr, victim->bloom);
 	atomic_store_explicit(&victim->used_ns, now_ns, memory_order_relaxed);
 	atomic_store_explicit(&victim->next_round_ns, 0, memory_order_relaxed);
@@ -689,8 +711,9 @@ static uint16_t send_round(struct nic_pathmtu *pm, struct dest *d,
 	uint16_t count = 0;
 
 	memcpy(message.nonce, d->nonce, sizeof(message.nonce));
-	/* IPv4: one probe of the next hop's MTU that routers may fragment. */
-	if (d->version == 4 && count < cap) {
+	/* IPv4: one probe of the next hop's MTU that routers may fragment
+	 * (a refinement knows the fragments' answer already). */
+	if (d->version == 4 && !d->refining && count < cap) {
 		message.kind = NIC_PMTU_METHOD_FRAGMENTS;
 		message.probe_size = rte_cpu_to_be_16(pm->config.probe_mtu);
 		probes[count] =
@@ -700,11 +723,11 @@ static uint16_t send_round(struct nic_pathmtu *pm, struct dest *d,
 			count++;
 	}
 	message.kind = NIC_PMTU_METHOD_SIZES;
-	for (unsigned int i = 0; i < pm->size_count && count < cap; i++) {
-		message.probe_size = rte_cpu_to_be_16(pm->sizes[i]);
+	for (unsigned int i = 0; i < d->round_size_count && count < cap; i++) {
+		message.probe_size = rte_cpu_to_be_16(d->round_sizes[i]);
 		probes[count] =
 			build(pm, d->l2, d->l2_len, d->version, d->src, d->addr,
-			      pm->sizes[i], true, &message, NULL, 0);
+			      d->round_sizes[i], true, &message, NULL, 0);
 		if (probes[count])
 			count++;
 	}
@@ -743,6 +766,12 @@ static uint16_t start_round(struct nic_pathmtu *pm, struct dest *d,
 	d->round_method = NIC_PMTU_METHOD_NONE;
 	d->round_ns = now_ns;
 	d->rtt_ns = 0;
+	memcpy(d->round_sizes, pm->sizes, sizeof(d->round_sizes));
+	d->round_size_count = (uint8_t)pm->size_count;
+	d->round_arrived = 0;
+	d->refining = false;
+	d->refine_rounds = 0;
+	d->exact = false;
 	pm->active[pm->active_count++] = (uint32_t)(d - pm->slots);
 	atomic_fetch_or(&pm->active_ports, 1u << d->port_index);
 	atomic_store_explicit(&d->next_round_ns,
@@ -791,9 +820,83 @@ uint16_t nic_pathmtu_note_outbound(struct nic_pathmtu *pm,
 	return sent;
 }
 
+/* The least size this round sent above round_mtu that did not come
+ * back; 0 when none did not. A fragment answer also bounds it: fragment
+ * data comes in multiples of 8, so the path carries less than 8 more. */
+static uint16_t least_failed_size(const struct dest *d)
+{
+	uint16_t failed = 0;
+
+	for (unsigned int i = 0; i < d->round_size_count; i++)
+		if (!(d->round_arrived & (1u << i)) &&
+		    d->round_sizes[i] > d->round_mtu &&
+		    (failed == 0 || d->round_sizes[i] < failed))
+			failed = d->round_sizes[i];
+	if (d->round_method == NIC_PMTU_METHOD_FRAGMENTS &&
+	    (failed == 0 || d->round_mtu + 8 < failed))
+		failed = (uint16_t)(d->round_mtu + 8);
+	if (d->refining && d->refine_hi != 0 &&
+	    (failed == 0 || d->refine_hi < failed))
+		failed = d->refine_hi;
+	return failed;
+}
+
+/* Under the lock, as a round ends: when the operator asked for the exact
+ * value and the round left a gap (what passed, what did not), the next
+ * round probes eight sizes evenly inside it; true when one was begun. */
+static bool refine(struct nic_pathmtu *pm, struct dest *d, uint64_t now_ns)
+{
+	uint16_t low = d->round_mtu, high = least_failed_size(d);
+	unsigned int count;
+
+	if (!d->exact_wanted || low == 0)
+		return false;
+	if (high == 0 || high - low <= 1) {
+		d->exact = true;
+		return false;
+	}
+	if (d->refine_rounds == NIC_PMTU_MAX_REFINE_ROUNDS)
+		return false;
+	count = RTE_MIN((unsigned int)(high - low - 1),
+			(unsigned int)NIC_PMTU_MAX_PROBE_SIZES);
+	for (unsigned int i = 0; i < count; i++)
+		d->round_sizes[i] =
+			(uint16_t)(low + (uint32_t)(high - low) * (i + 1) /
+						 (count + 1));
+	d->round_size_count = (uint8_t)count;
+	d->round_arrived = 0;
+	d->refine_hi = high;
+	d->refining = true;
+	d->refine_rounds++;
+	d->copies_sent = 0;
+	d->round_ns = now_ns;
+	/* The new round keeps the nonce, the value learned so far (replies
+	 * only raise it) and the first round's round trip. */
+	COUNT(pm, refine_rounds);
+	return true;
+}
+
+/* How long a round waits for answers. Once a reply has shown the round
+ * trip, a round that the operator waits on (exact) ends a few round trips
+ * after its second copy; others wait out the timeout, which costs nothing. */
+static uint64_t round_wait_ns(const struct nic_pathmtu *pm,
+			      const struct dest *d)
+{
+	const uint64_t timeout = pm->config.timeout_ms * PMTU_NS_PER_MS;
+	uint64_t wait;
+
+	if (!d->exact_wanted || d->rtt_ns == 0)
+		return timeout;
+	wait = pm->config.second_probe_ms * PMTU_NS_PER_MS +
+	       REFINE_WAIT_RTTS * d->rtt_ns + REFINE_SLACK_NS;
+	return RTE_MIN(wait, timeout);
+}
+
 static void end_round(struct nic_pathmtu *pm, struct dest *d, uint64_t now_ns)
 {
 	d->state = DEST_IDLE;
+	d->refining = false;
+	d->exact_wanted = false;
 	if (d->round_mtu != 0) {
 		COUNT(pm, rounds_answered);
 	} else {
@@ -840,7 +943,6 @@ uint16_t nic_pathmtu_poll(struct nic_pathmtu *pm, unsigned int port_index,
 		 (1u << port_index));
 	bool sweeping = port_index == 0 && now_ns >= pm->next_sweep_ns;
 	const uint64_t gap = pm->config.second_probe_ms * PMTU_NS_PER_MS;
-	const uint64_t timeout = pm->config.timeout_ms * PMTU_NS_PER_MS;
 	unsigned int still_active = 0;
 	uint16_t count = 0;
 
@@ -875,7 +977,21 @@ uint16_t nic_pathmtu_poll(struct nic_pathmtu *pm, unsigned int port_index,
 		    cap - count >= nic_pathmtu_round_size(pm))
 			count += send_round(pm, d, probes + count,
 					    (uint16_t)(cap - count));
-		if (now_ns - d->round_ns >= timeout) {
+		if (now_ns - d->round_ns >= round_wait_ns(pm, d)) {
+			/* No room for a refinement's probes: the next poll. */
+			bool refine_later =
+				d->exact_wanted &&
+				cap - count < nic_pathmtu_round_size(pm);
+
+			if (refine_later || refine(pm, d, now_ns)) {
+				if (!refine_later)
+					count += send_round(
+						pm, d, probes + count,
+						(uint16_t)(cap - count));
+				still_active++;
+				i++;
+				continue;
+			}
 			end_round(pm, d, now_ns);
 			pm->active[i] = pm->active[--pm->active_count];
 			continue;
@@ -893,7 +1009,7 @@ uint16_t nic_pathmtu_poll(struct nic_pathmtu *pm, unsigned int port_index,
 }
 
 int nic_pathmtu_request_round(struct nic_pathmtu *pm, uint8_t ip_version,
-			      const uint8_t *addr)
+			      const uint8_t *addr, bool exact)
 {
 	struct dest *d;
 	int result = 0;
@@ -902,11 +1018,14 @@ int nic_pathmtu_request_round(struct nic_pathmtu *pm, uint8_t ip_version,
 	d = find(pm, ip_version, addr, NULL);
 	if (d == NULL)
 		result = -ENOENT;
-	else if (d->state == DEST_PROBING)
+	else if (d->state == DEST_PROBING) {
+		/* Its answer is the answer; made exact if asked. */
+		d->exact_wanted |= exact;
 		result = -EALREADY;
-	else if (pm->requested_count == MAX_REQUESTS)
+	} else if (pm->requested_count == MAX_REQUESTS)
 		result = -EBUSY;
 	else {
+		d->exact_wanted = exact;
 		pm->requested[pm->requested_count++] =
 			(uint32_t)(d - pm->slots);
 		/* Wakes the poll of its port. */
@@ -926,6 +1045,7 @@ static void view_of(const struct dest *d, uint64_t now_ns,
 	memcpy(view->addr, d->addr, sizeof(view->addr));
 	view->mtu = d->mtu;
 	view->method = (enum nic_pmtu_method)d->method;
+	view->exact = d->mtu != 0 && d->exact;
 	view->probing = d->state == DEST_PROBING;
 	view->age_s = since && now_ns > since
 			      ? (double)(now_ns - since) / PMTU_NS_PER_S
@@ -1013,6 +1133,10 @@ static void take_reply(struct nic_pathmtu *pm, const struct rte_mbuf *m,
 	COUNT(pm, replies_accepted);
 	if (d->rtt_ns == 0)
 		d->rtt_ns = now_ns - d->round_ns;
+	if (message->kind == NIC_PMTU_METHOD_SIZES)
+		for (unsigned int i = 0; i < d->round_size_count; i++)
+			if (d->round_sizes[i] == probe_size)
+				d->round_arrived |= (uint8_t)(1u << i);
 	if (candidate > d->round_mtu) {
 		/* The first answer of a round replaces what an earlier round
 		 * learned (the path may have shrunk); later ones only raise. */

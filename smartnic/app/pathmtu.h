@@ -38,6 +38,10 @@ struct rte_mempool;
 #define NIC_PMTU_DEFAULT_PORT	  48999
 #define NIC_PMTU_DEFAULT_CAPACITY 4096
 #define NIC_PMTU_MAX_PROBE_SIZES  8
+/* An exact value narrows [passed, failed) to a ninth per round (eight
+ * sizes in between): 4000..8000 takes four rounds; six is a bound, not a
+ * need. */
+#define NIC_PMTU_MAX_REFINE_ROUNDS 6
 /* Most fragments a probe may arrive in (9216 / 576 is 16). */
 #define NIC_PMTU_MAX_FRAGMENTS 32
 
@@ -87,6 +91,8 @@ const char *nic_pathmtu_method_name(enum nic_pmtu_method method);
 	X(destinations_expired)                                                \
 	X(icmp_reprobes) /* rounds an ICMP "too big" about a path asked for */ \
 	X(icmp_ignored)	 /* such errors within icmp_gap_s of a round */        \
+	X(refine_rounds) /* rounds narrowing a value the operator wants exact  \
+			  */                                                   \
 	X(buffers_exhausted)
 
 struct nic_pmtu_stats {
@@ -103,6 +109,7 @@ struct nic_pmtu_view {
 	uint8_t addr[16];
 	uint16_t mtu; /* 0: none learned (the configured value applies) */
 	enum nic_pmtu_method method;
+	bool exact; /* refined to the byte (ProbePath with exact) */
 	bool probing;
 	double age_s;	   /* since it was learned, or since the round began */
 	double rtt_ms;	   /* of the first accepted reply; 0 if none */
@@ -157,9 +164,12 @@ uint16_t nic_pathmtu_poll(struct nic_pathmtu *pm, unsigned int port_index,
 
 /* A round to a destination already seen, now (by the next poll of its
  * port): 0, -ENOENT (never seen: nothing says how to reach it),
- * -EALREADY (a round is under way) or -EBUSY (too many requests). */
+ * -EALREADY (a round is under way) or -EBUSY (too many requests). With
+ * exact, rounds of sizes between what passed and what did not follow
+ * until the value is exact to the byte (at most NIC_PMTU_MAX_REFINE_ROUNDS,
+ * each a few round trips long); the destination is probing until then. */
 int nic_pathmtu_request_round(struct nic_pathmtu *pm, uint8_t ip_version,
-			      const uint8_t *addr);
+			      const uint8_t *addr, bool exact);
 
 /* One destination; false when it is not tracked. */
 bool nic_pathmtu_view(struct nic_pathmtu *pm, uint8_t ip_version,

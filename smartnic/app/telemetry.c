@@ -175,8 +175,9 @@ static int pathmtu_command(const char *command, const char *params,
 }
 
 /* Telemetry containers nest one level only, so the destinations are a
- * command of their own: index -> {address, mtu, method, probing, age,
- * rtt} (telemetry names allow no dots or colons: the address is a value). */
+ * command of their own: index -> {address, mtu, method, exact, probing,
+ * age, rtt} (telemetry names allow no dots or colons: the address is a value).
+ */
 static int paths_command(const char *command, const char *params,
 			 struct rte_tel_data *d)
 {
@@ -198,6 +199,7 @@ static int paths_command(const char *command, const char *params,
 		rte_tel_data_add_dict_string(path, "address", paths[i].address);
 		add_u64(path, "mtu", paths[i].mtu);
 		rte_tel_data_add_dict_string(path, "method", paths[i].method);
+		add_u64(path, "exact", paths[i].exact);
 		add_u64(path, "probing", paths[i].probing);
 		add_u64(path, "age_ms", (uint64_t)(paths[i].age_s * 1000));
 		add_u64(path, "rtt_us", (uint64_t)(paths[i].rtt_ms * 1000));

@@ -235,13 +235,15 @@ static void feed_fragments(unsigned int which, uint8_t arg)
 static void request(unsigned int which)
 {
 	const uint8_t *frame = kept[which];
+	/* Half the requests want the exact value: refinement rounds. */
+	bool exact = which & 1;
 
 	if (kept_length[which] < 14 + 40)
 		return;
 	if ((frame[14] >> 4) == 4)
-		(void)nic_pathmtu_request_round(pm, 4, frame + 14 + 16);
+		(void)nic_pathmtu_request_round(pm, 4, frame + 14 + 16, exact);
 	else
-		(void)nic_pathmtu_request_round(pm, 6, frame + 14 + 24);
+		(void)nic_pathmtu_request_round(pm, 6, frame + 14 + 24, exact);
 }
 
 static void lookup(const uint8_t *bytes, uint16_t length)

@@ -168,7 +168,7 @@ def show_paths(reply: policy_pb2.ListPathsResponse) -> str:
         [
             p.address,
             p.mtu,
-            p.source + (f" ({p.method})" if p.method else ""),
+            p.source + (f" ({p.method}{', exact' if p.exact else ''})" if p.method else ""),
             "probing" if p.probing else (f"{p.age_s:.0f}s" if p.source == "learned" else "-"),
             f"{p.rtt_ms:.2f}" if p.rtt_ms else "-",
             ("yes" if p.on_switch else "no") if p.source == "learned" else "-",
@@ -184,6 +184,8 @@ def show_paths(reply: policy_pb2.ListPathsResponse) -> str:
 def show_probe(path: policy_pb2.Path) -> str:
     if path.source != "learned":
         return f"{path.address}: no answer to the probes; the border applies {path.mtu} ({path.source})"
+    if path.exact:
+        return f"{path.address}: path MTU {path.mtu}, exact (from {path.method}, first round trip {path.rtt_ms:.2f} ms)"
     return f"{path.address}: path MTU {path.mtu}, found from {path.method} in one round of {path.rtt_ms:.2f} ms"
 
 
@@ -255,7 +257,8 @@ def run_command(args, stub: policy_pb2_grpc.PolicyStub, emit: Callable[[object, 
             reply = stub.ListPaths(policy_pb2.ListPathsRequest(address=args.destination or ""), timeout=t)
             emit(reply, show_paths(reply))
         elif args.action == "probe":
-            path = stub.ProbePath(common_pb2.ProbePathRequest(address=args.destination), timeout=t + 5)
+            # Refinement rounds for --exact take a few round trips each, at most 6 s.
+            path = stub.ProbePath(common_pb2.ProbePathRequest(address=args.destination, exact=args.exact), timeout=t + 5 + (6 if args.exact else 0))
             emit(path, show_probe(path))
         else:
             run_audit(args, stub, emit)
@@ -320,6 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     pshow.add_argument("destination", nargs="?", help="one address (default: every destination the SmartNIC tracks)")
     probe = path.add_parser("probe", help="probe a destination now; print the answer and the round trip")
     probe.add_argument("destination")
+    probe.add_argument("--exact", action="store_true", help="narrow the answer to the byte with more rounds of sizes (a few round trips each)")
     paudit = path.add_parser("audit", help="the classic check from this host: a DF ping sweep, and whether ICMP errors come back")
     paudit.add_argument("destination")
     paudit.add_argument("--low", type=int, default=1280, help="smallest IP packet to try (default: %(default)s)")

@@ -43,6 +43,7 @@ def path_of(state: PolicyState, address, learned: nic_pb2.LearnedPath | None) ->
             path.mtu = min(learned.mtu, state.config.mtu.internal)
             path.source = "learned"
             path.method = learned.method
+            path.exact = learned.exact
             path.on_switch = address in state.learned_paths
     return path
 
@@ -63,8 +64,14 @@ async def list_paths(nic: NicLink, state: PolicyState, address_text: str) -> pol
     return reply
 
 
-async def probe_path(nic: NicLink, state: PolicyState, address_text: str) -> policy_pb2.Path:
+# Refinement rounds the SmartNIC may add for an exact value (each at most its
+# --pmtu-timeout-ms, 1 s by default; a few round trips in practice).
+MAX_REFINE_ROUNDS = 6
+
+
+async def probe_path(nic: NicLink, state: PolicyState, address_text: str, exact: bool = False) -> policy_pb2.Path:
     address = _address(address_text)
     # The round lasts up to the SmartNIC's --pmtu-timeout-ms (1 s by default).
-    learned = await nic.ask("ProbePath", common_pb2.ProbePathRequest(address=str(address)), timeout=nic.rpc_timeout + 5.0)
+    timeout = nic.rpc_timeout + 5.0 + (MAX_REFINE_ROUNDS if exact else 0)
+    learned = await nic.ask("ProbePath", common_pb2.ProbePathRequest(address=str(address), exact=exact), timeout=timeout)
     return path_of(state, address, learned)

@@ -151,7 +151,7 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
         try:
             if self._nic is None:
                 raise PolicyError("UNAVAILABLE", "this controller has no SmartNIC link")
-            return await paths.probe_path(self._nic, self.state, request.address)
+            return await paths.probe_path(self._nic, self.state, request.address, request.exact)
         except PolicyError as err:
             await self._abort(context, err)
 

@@ -265,6 +265,47 @@ def test_the_control_api_lists_probes_and_counts(borders):
     print(f"ProbePath {B4}: {probed.mtu} by {probed.method}, rtt {probed.rtt_ms:.2f} ms")
 
 
+def test_on_request_a_few_more_round_trips_make_the_value_exact(borders):
+    """ProbePath with exact: rounds of sizes between what passed and what did
+    not narrow both versions to the middle link's MTU, to the byte."""
+    import grpc  # noqa: F401  (the stub needs it loaded)
+
+    from jumbogate.v1 import common_pb2, nic_pb2
+
+    a = borders.nic_a.stub()
+    borders.ns["ia"].exec("ping", "-6", "-c", "1", "-W", "3", B6, check=False)
+    knock(borders.ns["ia"], B4)
+    knock(borders.ns["ia"], B6)
+    learned(borders.nic_a, B4, WAN_MTU - 4)
+    learned(borders.nic_a, B6, 4000)
+    settled(borders)
+    before = a.GetStats(nic_pb2.GetNicStatsRequest(), timeout=5).path_mtu_discovery
+
+    results = {}
+    for host, first in ((B4, WAN_MTU - 4), (B6, 4000)):
+        start = time.monotonic()
+        probed = a.ProbePath(common_pb2.ProbePathRequest(address=host, exact=True), timeout=20)
+        results[host] = (probed, time.monotonic() - start)
+        # The first round gives what it gave before; the refinements raise it
+        # to the link's MTU exactly: 4996 < 5000 by fragments, 4000 by sizes.
+        assert (probed.mtu, probed.exact, probed.probing) == (WAN_MTU, True, False), (host, first, probed)
+        assert probed.method == "sizes"
+        assert path(borders.nic_a, host)["exact"] == 1
+    after = a.GetStats(nic_pb2.GetNicStatsRequest(), timeout=5).path_mtu_discovery
+    refinements = after["refine_rounds"] - before["refine_rounds"]
+    # IPv4: one round inside [4996, 5004); IPv6: [4000, 8000) takes four.
+    assert 2 <= refinements <= 2 * 6
+    assert after["replies_forged"] == 0 and after["rounds_started"] == before["rounds_started"] + 2
+
+    # A plain round afterwards learns what a plain round learns, and does
+    # not call it exact.
+    plain = a.ProbePath(common_pb2.ProbePathRequest(address=B6), timeout=10)
+    assert (plain.mtu, plain.exact) == (4000, False)
+    for host, (probed, seconds) in results.items():
+        print(f"exact {host}: {probed.mtu} in {seconds * 1000:.0f} ms (first round trip {probed.rtt_ms:.2f} ms)")
+    print(f"refinement rounds: {refinements}")
+
+
 RACK_A = """
 fleet: {{jumbo: true}}
 mtu: {{guest_jumbo: 8500, default_external: 1500}}
@@ -327,21 +368,25 @@ def test_the_controller_carries_learned_paths_to_the_switch_and_the_operator(bor
             probed = await asyncio.to_thread(jumbogatectl, None, controller, "path", "probe", B4)
             one = await asyncio.to_thread(jumbogatectl, None, controller, "--json", "path", "show", "192.0.2.7")
             unknown = await asyncio.to_thread(jumbogatectl, None, controller, "path", "probe", "198.51.100.1", check=False)
+            exact = await asyncio.to_thread(jumbogatectl, None, controller, "path", "probe", "--exact", B4)
             human = await asyncio.to_thread(jumbogatectl, None, controller, "path", "show")
-            return shown, probed, one, unknown, human
+            return shown, probed, one, unknown, exact, human
         finally:
             await server.stop(grace=0.1)
             task.cancel()
 
-    shown, probed, one, unknown, human = asyncio.run(scenario())
+    shown, probed, one, unknown, exact, human = asyncio.run(scenario())
     paths = json.loads(shown.stdout)
     assert paths["discovery"] is True
     assert [(p["address"], p["mtu"], p["source"], p["method"], p["on_switch"]) for p in paths["paths"]] == [(B4, WAN_MTU - 4, "learned", "fragments", True)]
     assert f"{B4}: path MTU {WAN_MTU - 4}, found from fragments in one round of" in probed.stdout
     assert [(p["address"], p["mtu"], p["source"]) for p in json.loads(one.stdout)["paths"]] == [("192.0.2.7", 1400, "configured")]
     assert unknown.returncode == 3 and "no outbound traffic to 198.51.100.1 seen yet" in unknown.stderr
+    assert f"{B4}: path MTU {WAN_MTU}, exact (from sizes, first round trip" in exact.stdout
+    assert f"{WAN_MTU}  learned (sizes, exact)" in human.stdout
     print(human.stdout)
     print(probed.stdout.strip())
+    print(exact.stdout.strip())
 
 
 SERVER = """
