@@ -826,8 +826,7 @@ static bool mergeable_shape(const struct jg_parsed *p)
  * a 1500-byte path would give are raised; a peer that announced more
  * knows its path. The checksum is updated incrementally (RFC 1624), which
  * keeps it final and keeps a corrupted segment corrupted.
- */
-/*
+ *
  * The raise hides from the rack host what the Internet host announced, so
  * the flow keeps it (external_mss): split never cuts the flow's segments
  * larger than that, even where the path carries more (a peer behind an MSS
