@@ -26,7 +26,7 @@ def rejection(data: dict) -> ConfigError:
 def test_example_loads_with_every_section():
     cfg = load_config(EXAMPLE)
     assert cfg.fleet_jumbo is True
-    assert (cfg.mtu.internal, cfg.mtu.guest_jumbo, cfg.mtu.default_external) == (9000, 8500, 1500)
+    assert (cfg.mtu.internal, cfg.mtu.guest_jumbo, cfg.mtu.default_external, cfg.mtu.default_external_v6) == (9000, 8500, 1500, 1280)
     assert [p.port for p in cfg.ports_with_role("external")] == [1, 2]
     assert cfg.ports_with_role("nic")[0].port == 5
     default_v4 = next(r for r in cfg.routes if r.prefix == ipaddress.ip_network("0.0.0.0/0"))
@@ -94,9 +94,18 @@ def test_guest_jumbo_must_fit_under_internal(raw):
     assert err.field == "mtu.guest_jumbo" and "does not fit under" in err.reason
 
 
-def test_default_external_above_guest_jumbo_is_rejected(raw):
-    raw["mtu"]["default_external"] = 9000
-    assert rejection(raw).field == "mtu.default_external"
+@pytest.mark.parametrize("field", ["default_external", "default_external_v6"])
+def test_default_external_above_guest_jumbo_is_rejected(raw, field):
+    raw["mtu"][field] = 9000
+    assert rejection(raw).field == f"mtu.{field}"
+
+
+def test_ipv6_paths_default_to_the_ipv6_minimum_mtu(raw):
+    raw["mtu"].pop("default_external_v6", None)
+    cfg = parse_config(raw, "rack.yaml")
+    assert (cfg.mtu.default_path_mtu(4), cfg.mtu.default_path_mtu(6)) == (cfg.mtu.default_external, 1280)
+    raw["mtu"]["default_external_v6"] = 1279
+    assert rejection(raw).field == "mtu.default_external_v6"
 
 
 def test_port_used_twice_is_rejected(raw):

@@ -39,6 +39,7 @@ def test_sizes_match():
     values = p4_values()
     assert values["MTU_STANDARD"] == constants.MTU_STANDARD
     assert values["MTU_JUMBO"] == constants.MTU_JUMBO
+    assert values["MTU_IPV6_MINIMUM"] == constants.MTU_IPV6_MINIMUM
     assert values["ICMPV4_QUOTE_BYTES"] == constants.ICMPV4_QUOTE_BYTES
     assert values["ICMPV6_QUOTE_BYTES"] == constants.ICMPV6_QUOTE_BYTES
     assert values["PORT_COUNTER_SIZE"] == constants.PORT_COUNTER_SIZE

@@ -74,7 +74,17 @@ def test_path_mtus_include_defaults_for_both_families(state):
     v4 = {str(e.match["dst_addr"]): e.action.args["mtu"] for e in tables(entities, names.PATH_MTU_V4)}
     v6 = {str(e.match["dst_addr"]): e.action.args["mtu"] for e in tables(entities, names.PATH_MTU_V6)}
     assert v4 == {"198.51.100.0/24": 1400, "0.0.0.0/0": 1500}
-    assert v6 == {"::/0": 1500}
+    # Unless the rack says otherwise, IPv6 paths get IPv6's minimum MTU.
+    assert v6 == {"::/0": 1280}
+
+
+def test_the_default_path_mtus_are_the_racks():
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["mtu"] = {"internal": 9000, "guest_jumbo": 8000, "default_external": 1400, "default_external_v6": 1492}
+    raw["path_mtus"] = []
+    entities = translate.desired_entities(PolicyState.from_config(parse_config(raw)), nic_up=True)
+    assert {str(e.match["dst_addr"]): e.action.args["mtu"] for e in tables(entities, names.PATH_MTU_V4)} == {"0.0.0.0/0": 1400}
+    assert {str(e.match["dst_addr"]): e.action.args["mtu"] for e in tables(entities, names.PATH_MTU_V6)} == {"::/0": 1492}
 
 
 def test_nic_down_removes_every_merge_path_entry(state):

@@ -27,7 +27,8 @@ def test_instances_and_mtus():
     assert {i.id: (set(i.addresses), i.jumbo) for i in CONFIG.instances} == {
         i.host: ({ipaddress.ip_address(i.address.ip4), ipaddress.ip_address(i.address.ip6)}, i.jumbo) for i in plan.INSTANCES
     }
-    assert (CONFIG.mtu.guest_jumbo, CONFIG.mtu.default_external, CONFIG.mtu.internal) == (plan.MTU_JUMBO_GUEST, plan.MTU_EXTERNAL, plan.MTU_UNDERLAY)
+    assert (CONFIG.mtu.guest_jumbo, CONFIG.mtu.internal) == (plan.MTU_JUMBO_GUEST, plan.MTU_UNDERLAY)
+    assert CONFIG.mtu.default_external == CONFIG.mtu.default_external_v6 == plan.MTU_EXTERNAL
 
 
 def test_routes_use_the_real_macs():

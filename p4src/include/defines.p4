@@ -60,6 +60,10 @@ const bit<16> GENEVE_WORD_BYTES = 4;
 // docs/dataplane.md).
 const bit<16> MTU_STANDARD = 1500;
 const bit<16> MTU_JUMBO    = 8500;
+// IPv6's minimum link MTU (RFC 8200): the path MTU an IPv6 destination gets
+// before a controller says otherwise. IPv6 routers never fragment, so a
+// guess larger than the path is a black hole wherever ICMPv6 is filtered.
+const bit<16> MTU_IPV6_MINIMUM = 1280;
 
 // Port roles, written by the controller into the port_roles table.
 // External: the 1500-byte Internet side. Internal: the rack. NIC: the

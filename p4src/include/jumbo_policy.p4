@@ -7,8 +7,9 @@
 // the controller did not list. The fleet flag and both MTUs are one entry
 // (the default action of a keyless table): one write switches the whole
 // fleet back, and the MTUs are the operator's (rack.yaml mtu.guest_jumbo and
-// mtu.default_external), not constants of this program. MTU_JUMBO and
-// MTU_STANDARD are only what a switch enforces before a controller came.
+// mtu.default_external), not constants of this program. MTU_JUMBO,
+// MTU_STANDARD and MTU_IPV6_MINIMUM (the default path MTUs) are only what a
+// switch enforces before a controller came.
 #ifndef JUMBOGATE_JUMBO_POLICY_P4
 #define JUMBOGATE_JUMBO_POLICY_P4
 
@@ -66,7 +67,7 @@ control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
     table path_mtu_v6 {
         key = { meta.flow.dst_addr: lpm @name("dst_addr"); }
         actions = { set_path_mtu; }
-        default_action = set_path_mtu(MTU_STANDARD);
+        default_action = set_path_mtu(MTU_IPV6_MINIMUM);
         size = 1024;
     }
 

@@ -268,7 +268,8 @@ static void view_of(const struct jg_engine_config *engine,
 	view->yield_threshold = engine->delay.yield_threshold;
 	view->quantile = engine->delay.quantile;
 	view->max_delay_us = engine->delay.max_delay_us;
-	view->default_path_mtu = engine->default_path_mtu;
+	view->default_path_mtu_v4 = engine->default_path_mtu_v4;
+	view->default_path_mtu_v6 = engine->default_path_mtu_v6;
 	view->merge_unknown_flows = engine->merge_unknown_flows;
 	view->internal_prefix_count = control.internal.count;
 	for (unsigned int i = 0; i < control.internal.count; i++)
@@ -332,10 +333,18 @@ static struct nic_result validate_config(const struct nic_config_request *req,
 		return fail(NIC_STATUS_INVALID_ARGUMENT,
 			    "delay.max_delay_us %u is above %u",
 			    v->max_delay_us, NIC_MAX_DELAY_US);
-	if (out_of_range_u32(v->default_path_mtu, NIC_MIN_PATH_MTU, port_mtu))
+	if (out_of_range_u32(v->default_path_mtu_v4, JG_MIN_PATH_MTU_V4,
+			     port_mtu))
 		return fail(NIC_STATUS_INVALID_ARGUMENT,
-			    "default_path_mtu %u is outside %u..%u",
-			    v->default_path_mtu, NIC_MIN_PATH_MTU, port_mtu);
+			    "default_path_mtu_v4 %u is outside %u..%u",
+			    v->default_path_mtu_v4, JG_MIN_PATH_MTU_V4,
+			    port_mtu);
+	if (out_of_range_u32(v->default_path_mtu_v6, JG_MIN_PATH_MTU_V6,
+			     port_mtu))
+		return fail(NIC_STATUS_INVALID_ARGUMENT,
+			    "default_path_mtu_v6 %u is outside %u..%u",
+			    v->default_path_mtu_v6, JG_MIN_PATH_MTU_V6,
+			    port_mtu);
 	*next = *current;
 	if (v->internal_mtu)
 		next->internal_mtu = v->internal_mtu;
@@ -352,8 +361,10 @@ static struct nic_result validate_config(const struct nic_config_request *req,
 		next->delay.quantile = v->quantile;
 	if (v->max_delay_us)
 		next->delay.max_delay_us = v->max_delay_us;
-	if (v->default_path_mtu)
-		next->default_path_mtu = (uint16_t)v->default_path_mtu;
+	if (v->default_path_mtu_v4)
+		next->default_path_mtu_v4 = (uint16_t)v->default_path_mtu_v4;
+	if (v->default_path_mtu_v6)
+		next->default_path_mtu_v6 = (uint16_t)v->default_path_mtu_v6;
 	if (req->set_merge_unknown_flows)
 		next->merge_unknown_flows = v->merge_unknown_flows;
 	return ok();
@@ -369,7 +380,8 @@ static bool same_config(const struct jg_engine_config *a,
 	       a->delay.yield_threshold == b->delay.yield_threshold &&
 	       a->delay.quantile == b->delay.quantile &&
 	       a->delay.max_delay_us == b->delay.max_delay_us &&
-	       a->default_path_mtu == b->default_path_mtu &&
+	       a->default_path_mtu_v4 == b->default_path_mtu_v4 &&
+	       a->default_path_mtu_v6 == b->default_path_mtu_v6 &&
 	       a->merge_unknown_flows == b->merge_unknown_flows;
 }
 
@@ -598,7 +610,8 @@ struct nic_result nic_control_set_path_mtu(const char *cidr, uint32_t mtu)
 	if (prefix.depth == 0)
 		return fail(NIC_STATUS_INVALID_ARGUMENT,
 			    "%s covers every destination; set "
-			    "default_path_mtu with Configure instead",
+			    "default_path_mtu_v4 or _v6 with Configure "
+			    "instead",
 			    cidr);
 	pthread_mutex_lock(&control.lock);
 	port_mtu = control.nic->options->port_mtu;

@@ -47,7 +47,8 @@ struct nic_config_view {
 	double yield_threshold;
 	double quantile;
 	uint32_t max_delay_us;
-	uint32_t default_path_mtu;
+	uint32_t default_path_mtu_v4;
+	uint32_t default_path_mtu_v6;
 	bool merge_unknown_flows;
 	unsigned int internal_prefix_count;
 	char internal_prefixes[NIC_MAX_INTERNAL_PREFIXES][NIC_PREFIX_TEXT_LEN];

@@ -46,7 +46,8 @@ void fill_config(const nic_config_view &view, v1::NicConfig *config)
 	config->mutable_delay()->set_yield_threshold(view.yield_threshold);
 	config->mutable_delay()->set_quantile(view.quantile);
 	config->mutable_delay()->set_max_delay_us(view.max_delay_us);
-	config->set_default_path_mtu(view.default_path_mtu);
+	config->set_default_path_mtu_v4(view.default_path_mtu_v4);
+	config->set_default_path_mtu_v6(view.default_path_mtu_v6);
 	config->set_merge_unknown_flows(view.merge_unknown_flows);
 	for (unsigned int i = 0; i < view.internal_prefix_count; i++)
 		config->add_internal_prefixes()->set_cidr(
@@ -97,7 +98,8 @@ class NicService final : public v1::Nic::Service
 		req.values.yield_threshold = request->delay().yield_threshold();
 		req.values.quantile = request->delay().quantile();
 		req.values.max_delay_us = request->delay().max_delay_us();
-		req.values.default_path_mtu = request->default_path_mtu();
+		req.values.default_path_mtu_v4 = request->default_path_mtu_v4();
+		req.values.default_path_mtu_v6 = request->default_path_mtu_v6();
 		req.values.merge_unknown_flows = request->merge_unknown_flows();
 		req.set_merge_unknown_flows =
 			request->set_merge_unknown_flows();

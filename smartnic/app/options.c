@@ -26,7 +26,8 @@ enum option_id {
 	OPT_GRPC,
 	OPT_INTERNAL_PREFIX,
 	OPT_INTERNAL_MTU,
-	OPT_DEFAULT_PATH_MTU,
+	OPT_DEFAULT_PATH_MTU_V4,
+	OPT_DEFAULT_PATH_MTU_V6,
 	OPT_PATH_MTU,
 	OPT_MAX_FLOWS,
 	OPT_MAX_SEGMENTS,
@@ -100,8 +101,11 @@ static const struct option_spec option_specs[] = {
 	 "the rest passes untouched"},
 	{OPT_INTERNAL_MTU, "internal-mtu", "BYTES",
 	 "largest merged packet, IP length (default 8500)"},
-	{OPT_DEFAULT_PATH_MTU, "default-path-mtu", "BYTES",
-	 "path MTU toward destinations without a rule (default 1500)"},
+	{OPT_DEFAULT_PATH_MTU_V4, "default-path-mtu-v4", "BYTES",
+	 "path MTU toward IPv4 destinations without a rule (default 1500)"},
+	{OPT_DEFAULT_PATH_MTU_V6, "default-path-mtu-v6", "BYTES",
+	 "path MTU toward IPv6 destinations without a rule (default 1280, "
+	 "the IPv6 minimum)"},
 	{OPT_PATH_MTU, "path-mtu", "CIDR=BYTES",
 	 "path MTU for a destination prefix; repeatable"},
 	{OPT_MAX_FLOWS, "max-flows", "N",
@@ -493,10 +497,15 @@ apply(struct nic_options *options, const struct option_spec *spec,
 				    NIC_MAX_PORT_MTU, &number, origin);
 		engine->internal_mtu = (uint32_t)number;
 		break;
-	case OPT_DEFAULT_PATH_MTU:
-		ok = parse_unsigned(name, value, NIC_MIN_PATH_MTU,
+	case OPT_DEFAULT_PATH_MTU_V4:
+		ok = parse_unsigned(name, value, JG_MIN_PATH_MTU_V4,
 				    NIC_MAX_PORT_MTU, &number, origin);
-		engine->default_path_mtu = (uint16_t)number;
+		engine->default_path_mtu_v4 = (uint16_t)number;
+		break;
+	case OPT_DEFAULT_PATH_MTU_V6:
+		ok = parse_unsigned(name, value, JG_MIN_PATH_MTU_V6,
+				    NIC_MAX_PORT_MTU, &number, origin);
+		engine->default_path_mtu_v6 = (uint16_t)number;
 		break;
 	case OPT_PATH_MTU: {
 		char prefix_text[NIC_PREFIX_TEXT_LEN];
@@ -527,7 +536,7 @@ apply(struct nic_options *options, const struct option_spec *spec,
 		if (entry->prefix.depth == 0) {
 			report(origin,
 			       "--path-mtu '%s': a /0 prefix is the default; "
-			       "use --default-path-mtu",
+			       "use --default-path-mtu-v4 or -v6",
 			       value);
 			return NIC_PARSE_ERROR;
 		}
@@ -787,14 +796,16 @@ enum nic_parse_result nic_options_parse(struct nic_options *options, int argc,
 		if (result != NIC_PARSE_OK)
 			return result;
 	}
-	if (options->engine.default_path_mtu > options->port_mtu ||
+	if (options->engine.default_path_mtu_v4 > options->port_mtu ||
+	    options->engine.default_path_mtu_v6 > options->port_mtu ||
 	    options->engine.internal_mtu > options->port_mtu) {
 		fprintf(stderr,
-			"jumbogate-nic: --internal-mtu %u and "
-			"--default-path-mtu %u must not exceed --port-mtu "
-			"%u\n",
+			"jumbogate-nic: --internal-mtu %u, "
+			"--default-path-mtu-v4 %u and --default-path-mtu-v6 %u "
+			"must not exceed --port-mtu %u\n",
 			options->engine.internal_mtu,
-			options->engine.default_path_mtu, options->port_mtu);
+			options->engine.default_path_mtu_v4,
+			options->engine.default_path_mtu_v6, options->port_mtu);
 		return NIC_PARSE_ERROR;
 	}
 	{

@@ -45,7 +45,8 @@ void jg_engine_config_init(struct jg_engine_config *config)
 	config->checksum_mode = JG_CHECKSUM_SOFTWARE;
 	config->verify_unknown_checksums = true;
 	config->merge_unknown_flows = true;
-	config->default_path_mtu = JG_DEFAULT_PATH_MTU;
+	config->default_path_mtu_v4 = JG_DEFAULT_PATH_MTU_V4;
+	config->default_path_mtu_v6 = JG_DEFAULT_PATH_MTU_V6;
 	config->pmtu_max_rules_v4 = 1024;
 	config->pmtu_max_rules_v6 = 1024;
 	config->caravan_dscp = DEFAULT_CARAVAN_DSCP;
@@ -64,9 +65,11 @@ static bool config_valid(const struct jg_engine_config *c)
 	       c->delay.quantile > 0.0 && c->delay.quantile < 1.0 &&
 	       c->delay.yield_threshold >= 0.0 &&
 	       c->delay.rate_threshold_gbps >= 0.0 &&
-	       c->default_path_mtu >= 576 && c->caravan_dscp < 64 &&
-	       c->onload_idle_s > 0 && c->onload_idle_s <= 86400 &&
-	       c->header_pool != NULL && c->name != NULL;
+	       c->default_path_mtu_v4 >= JG_MIN_PATH_MTU_V4 &&
+	       c->default_path_mtu_v6 >= JG_MIN_PATH_MTU_V6 &&
+	       c->caravan_dscp < 64 && c->onload_idle_s > 0 &&
+	       c->onload_idle_s <= 86400 && c->header_pool != NULL &&
+	       c->name != NULL;
 }
 
 static int register_run_meta(void)
@@ -156,7 +159,8 @@ int jg_engine_reconfigure(struct jg_engine *e,
 	next.internal_mtu = config->internal_mtu;
 	next.max_chain_segments = config->max_chain_segments;
 	next.delay = config->delay;
-	next.default_path_mtu = config->default_path_mtu;
+	next.default_path_mtu_v4 = config->default_path_mtu_v4;
+	next.default_path_mtu_v6 = config->default_path_mtu_v6;
 	next.merge_unknown_flows = config->merge_unknown_flows;
 	if (!config_valid(&next))
 		return -EINVAL;

@@ -823,9 +823,13 @@ static bool mergeable_shape(const struct jg_parsed *p)
  * carries, the jumbo host sends large segments and the split path cuts
  * them to the path MTU of the destination on the way out, so both the
  * host and the rack links see one packet per 8500 bytes. Only MSS values
- * a 1500-byte path would give are raised; a peer that announced more
- * knows its path. The checksum is updated incrementally (RFC 1624), which
- * keeps it final and keeps a corrupted segment corrupted.
+ * a 1500-byte path would give are raised (or the family's default path
+ * MTU, where an operator set one larger); a peer that announced more
+ * knows its path. The IPv6 default of 1280 is a cautious guess of the
+ * path, not a sign that a peer announcing 1440 knows better: that peer
+ * is raised too, and split still cuts to the path. The checksum is updated
+ * incrementally (RFC 1624), which keeps it final and keeps a corrupted segment
+ * corrupted.
  *
  * The raise hides from the rack host what the Internet host announced, so
  * the flow keeps it (external_mss): split never cuts the flow's segments
@@ -834,6 +838,9 @@ static bool mergeable_shape(const struct jg_parsed *p)
  * left alone. f is the flow if found already; returns it (or the one
  * made).
  */
+/* The MTU of the Internet's links: the path an Internet host's MSS is for. */
+#define ETHERNET_MTU 1500u
+
 static struct jg_flow *raise_syn_mss(struct jg_engine *e, struct rte_mbuf *m,
 				     const struct jg_parsed *p,
 				     const struct jg_flow_key *key,
@@ -842,6 +849,12 @@ static struct jg_flow *raise_syn_mss(struct jg_engine *e, struct rte_mbuf *m,
 	struct rte_tcp_hdr *th = jg_l4(m, p);
 	uint16_t offset = jg_tcp_mss_option_offset(th, p->l4_len);
 	uint16_t header_overhead = p->ip_version == 4 ? 40 : 60;
+	uint16_t default_path_mtu = p->ip_version == 4
+					    ? e->config.default_path_mtu_v4
+					    : e->config.default_path_mtu_v6;
+	uint16_t largest_raised =
+		(uint16_t)(RTE_MAX(default_path_mtu, ETHERNET_MTU) -
+			   header_overhead);
 	uint16_t old_mss, new_mss, old_word, new_word;
 	uint8_t *value;
 
@@ -850,8 +863,7 @@ static struct jg_flow *raise_syn_mss(struct jg_engine *e, struct rte_mbuf *m,
 	value = (uint8_t *)th + offset;
 	old_mss = (uint16_t)(value[0] << 8 | value[1]);
 	new_mss = (uint16_t)(e->config.internal_mtu - header_overhead);
-	if (old_mss > e->config.default_path_mtu - header_overhead ||
-	    old_mss >= new_mss)
+	if (old_mss > largest_raised || old_mss >= new_mss)
 		return f;
 	if (f == NULL)
 		f = jg_flow_find_or_create(e, key);

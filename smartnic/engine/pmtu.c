@@ -99,7 +99,7 @@ uint16_t jg_pmtu_lookup_v4(const struct jg_engine *e, uint32_t dst_be)
 	}
 	if (rte_lpm_lookup(e->pmtu_v4, rte_be_to_cpu_32(dst_be), &mtu) == 0)
 		return (uint16_t)mtu;
-	return e->config.default_path_mtu;
+	return e->config.default_path_mtu_v4;
 }
 
 uint16_t jg_pmtu_lookup_v6(const struct jg_engine *e, const uint8_t dst[16])
@@ -114,5 +114,5 @@ uint16_t jg_pmtu_lookup_v6(const struct jg_engine *e, const uint8_t dst[16])
 	}
 	if (rte_lpm6_lookup(e->pmtu_v6, dst, &mtu) == 0)
 		return (uint16_t)mtu;
-	return e->config.default_path_mtu;
+	return e->config.default_path_mtu_v6;
 }

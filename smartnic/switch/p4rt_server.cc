@@ -225,7 +225,8 @@ const std::map<
 		   {"guest_jumbo_mtu", P4_MTU_JUMBO},
 		   {"default_mtu", P4_MTU_STANDARD}}}},
 		{"path_mtu_v4", {"set_path_mtu", {{"mtu", P4_MTU_STANDARD}}}},
-		{"path_mtu_v6", {"set_path_mtu", {{"mtu", P4_MTU_STANDARD}}}},
+		{"path_mtu_v6",
+		 {"set_path_mtu", {{"mtu", P4_MTU_IPV6_MINIMUM}}}},
 		{"elephant_config", {"set_elephant_threshold", {{"bytes", 0}}}},
 		{"signal_source", {"signal_from_original_destination", {}}},
 };

@@ -1186,7 +1186,7 @@ void sw_tables_reset(struct sw_pipeline *pipeline)
 	sw_lpm_clear(&tables->path_mtu_v4);
 	sw_lpm_clear(&tables->path_mtu_v6);
 	tables->path_mtu_default_v4 = P4_MTU_STANDARD;
-	tables->path_mtu_default_v6 = P4_MTU_STANDARD;
+	tables->path_mtu_default_v6 = P4_MTU_IPV6_MINIMUM;
 	sw_hash_clear(&tables->merge_flows);
 	sw_ternary_set(&tables->merge_services, NULL, 0);
 	sw_lpm_clear(&tables->routes_v4);

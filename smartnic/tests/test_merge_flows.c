@@ -982,7 +982,8 @@ static void reconfigure_keeps_flows(void)
 
 	/* No merge rule changes: everything stays, held data included. */
 	next = fx.config;
-	next.default_path_mtu = 1400;
+	next.default_path_mtu_v4 = 1400;
+	next.default_path_mtu_v6 = 1400;
 	next.merge_unknown_flows = !fx.config.merge_unknown_flows;
 	next.max_flows =
 		fx.config.max_flows * 2; /* not read: sizes the engine */
@@ -1004,6 +1005,9 @@ static void reconfigure_keeps_flows(void)
 	fixture_drop_outputs(&fx);
 	CHECK_EQ(jg_engine_reconfigure(fx.engine, &next), 0);
 	next.internal_mtu = 100; /* below what an engine accepts */
+	CHECK_EQ(jg_engine_reconfigure(fx.engine, &next), -EINVAL);
+	next.internal_mtu = 4000;
+	next.default_path_mtu_v6 = 1279; /* below the IPv6 minimum */
 	CHECK_EQ(jg_engine_reconfigure(fx.engine, &next), -EINVAL);
 	jg_engine_get_stats(fx.engine, &after);
 	CHECK_EQ(after.flows_now, 1);

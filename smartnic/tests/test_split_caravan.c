@@ -68,6 +68,8 @@ static void split_and_check(struct fixture *fx, uint8_t version,
 	rte_pktmbuf_free_bulk(out, count);
 }
 
+/* With no rule, every size splits to the family's default path MTU: 1500
+ * for IPv4, IPv6's minimum of 1280 for IPv6. */
 static void split_every_size(void)
 {
 	for (int mode = 0; mode < 2; mode++) {
@@ -75,6 +77,7 @@ static void split_every_size(void)
 			struct fixture fx;
 			uint32_t header = (version == 4 ? 20u : 40u) + 20u;
 			uint32_t largest = 65535 - (version == 4 ? 40u : 20u);
+			uint32_t path = version == 4 ? 1500u : 1280u;
 
 			fixture_config(&fx);
 			fx.config.checksum_mode = mode;
@@ -83,15 +86,15 @@ static void split_every_size(void)
 			 * (checking every size to 64 KB twice over would take
 			 * minutes; the stride is prime so all residues of the
 			 * MSS are visited). */
-			for (uint32_t p = 1500 - header - 2;
-			     p < 1500 - header + 3000; p++)
-				split_and_check(&fx, version, p, 1500,
+			for (uint32_t p = path - header - 2;
+			     p < path - header + 3000; p++)
+				split_and_check(&fx, version, p, path,
 						PB_TCP_ACK | PB_TCP_PSH |
 							PB_TCP_CWR);
 			for (uint32_t p = 4500; p <= largest; p += 97)
-				split_and_check(&fx, version, p, 1500,
+				split_and_check(&fx, version, p, path,
 						PB_TCP_ACK | PB_TCP_FIN);
-			split_and_check(&fx, version, largest, 1500,
+			split_and_check(&fx, version, largest, path,
 					PB_TCP_ACK | PB_TCP_PSH);
 			fixture_finish(&fx);
 		}
@@ -106,6 +109,7 @@ static void path_mtu_table(void)
 	struct jg_prefix narrow = {.ip_version = 4, .depth = 24};
 	struct jg_prefix v6 = {.ip_version = 6, .depth = 32};
 	const uint8_t v6_addr[16] = {0x20, 0x01, 0x0d, 0xb8, [15] = 9};
+	const uint8_t v6_unlisted[16] = {0x20, 0x01, 0x0d, 0xb9, [15] = 9};
 
 	fixture_config(&fx);
 	fixture_start(&fx);
@@ -123,6 +127,7 @@ static void path_mtu_table(void)
 	CHECK_EQ(jg_pmtu_lookup_v4(fx.engine, rte_cpu_to_be_32(0x0a000001)),
 		 1500);
 	CHECK_EQ(jg_pmtu_lookup_v6(fx.engine, v6_addr), 1400);
+	CHECK_EQ(jg_pmtu_lookup_v6(fx.engine, v6_unlisted), 1280);
 	CHECK_EQ(jg_pmtu_delete(fx.engine, &narrow), 0);
 	CHECK_EQ(jg_pmtu_delete(fx.engine, &narrow), -ENOENT);
 	CHECK_EQ(jg_pmtu_lookup_v4(fx.engine, rte_cpu_to_be_32(0xc6336401)),

@@ -101,8 +101,17 @@ class Mtus:
     internal: int = 9000
     # What a jumbo-enabled instance may send and receive.
     guest_jumbo: int = 8500
-    # The Internet's path MTU unless a path_mtus entry says otherwise.
+    # The Internet's IPv4 path MTU unless a path_mtus entry (or discovery)
+    # says otherwise, and the MTU of an instance without jumbo.
     default_external: int = 1500
+    # The Internet's IPv6 path MTU likewise: the IPv6 minimum unless the
+    # operator knows the uplinks carry more, since IPv6 routers never
+    # fragment and a guess too large black-holes where ICMPv6 is filtered.
+    default_external_v6: int = 1280
+
+    def default_path_mtu(self, ip_version: int) -> int:
+        """The path MTU of a destination in no path_mtus prefix."""
+        return self.default_external if ip_version == 4 else self.default_external_v6
 
 
 @dataclass(frozen=True)
@@ -475,20 +484,22 @@ def parse_config(data: Any, source: str = "<config>", base: Path | None = None) 
     fleet = r.mapping(top.get("fleet"), "fleet", {"jumbo"})
     fleet_jumbo = r.boolean(fleet.get("jumbo", False), "fleet.jumbo")
 
-    raw_mtu = r.mapping(top.get("mtu"), "mtu", {"internal", "guest_jumbo", "default_external"})
+    raw_mtu = r.mapping(top.get("mtu"), "mtu", {"internal", "guest_jumbo", "default_external", "default_external_v6"})
     defaults = Mtus()
     mtu = Mtus(
         internal=r.mtu(raw_mtu.get("internal", defaults.internal), "mtu.internal"),
         guest_jumbo=r.mtu(raw_mtu.get("guest_jumbo", defaults.guest_jumbo), "mtu.guest_jumbo"),
         default_external=r.mtu(raw_mtu.get("default_external", defaults.default_external), "mtu.default_external"),
+        default_external_v6=r.mtu(raw_mtu.get("default_external_v6", defaults.default_external_v6), "mtu.default_external_v6"),
     )
     if mtu.guest_jumbo > mtu.internal:
         raise r.fail(
             "mtu.guest_jumbo",
             f"{mtu.guest_jumbo} does not fit under mtu.internal {mtu.internal} (the underlay must carry the guest packet plus its encapsulation)",
         )
-    if mtu.default_external > mtu.guest_jumbo:
-        raise r.fail("mtu.default_external", f"{mtu.default_external} is larger than mtu.guest_jumbo {mtu.guest_jumbo}")
+    for name in ("default_external", "default_external_v6"):
+        if getattr(mtu, name) > mtu.guest_jumbo:
+            raise r.fail(f"mtu.{name}", f"{getattr(mtu, name)} is larger than mtu.guest_jumbo {mtu.guest_jumbo}")
 
     raw_switch = r.mapping(
         top["switch"],

@@ -50,7 +50,9 @@ def _flow_pb(flow: FiveTuple) -> nic_pb2.NicFlowRequest:
 
 def nic_config(config: RackConfig) -> nic_pb2.NicConfig:
     """What the rack config says the SmartNIC should run with (zero fields keep the SmartNIC's defaults)."""
-    message = nic_pb2.NicConfig(internal_mtu=config.mtu.guest_jumbo, default_path_mtu=config.mtu.default_external)
+    message = nic_pb2.NicConfig(
+        internal_mtu=config.mtu.guest_jumbo, default_path_mtu_v4=config.mtu.default_external, default_path_mtu_v6=config.mtu.default_external_v6
+    )
     if config.smartnic_internal_prefixes:
         message.internal_prefixes.extend(common_pb2.Prefix(cidr=str(p)) for p in config.smartnic_internal_prefixes)
         message.set_internal_prefixes = True

@@ -29,7 +29,7 @@ def configured(state: PolicyState, address) -> tuple[int, str]:
             best = entry
     if best is not None:
         return best.mtu, "configured"
-    return state.config.mtu.default_external, "default"
+    return state.config.mtu.default_path_mtu(address.version), "default"
 
 
 def path_of(state: PolicyState, address, learned: nic_pb2.LearnedPath | None) -> policy_pb2.Path:

@@ -24,7 +24,7 @@ MANAGED_DEFAULTS = (names.NIC_PORT, names.DEPTH_POLICY, names.FLEET_POLICY, name
 _ROLES = {"external": p4.PortRole.EXTERNAL, "internal": p4.PortRole.INTERNAL, "nic": p4.PortRole.NIC}
 
 # Routes and instances of both families get a catch-all path MTU so that
-# the rack config's default_external MTU, not the program's built-in one, applies.
+# the rack config's defaults, not the program's built-in ones, apply.
 _DEFAULT_PREFIXES = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
 
 
@@ -79,7 +79,7 @@ def desired_entities(state: PolicyState, *, nic_up: bool) -> list[fy.P4Entity]:
         out.append(p4.entries.path_mtu(entry.prefix, entry.mtu))
     for prefix in _DEFAULT_PREFIXES:
         if prefix not in explicit:
-            out.append(p4.entries.path_mtu(prefix, cfg.mtu.default_external))
+            out.append(p4.entries.path_mtu(prefix, cfg.mtu.default_path_mtu(prefix.version)))
     # What path MTU discovery learned, as host entries, so that the switch's
     # oversize decision and the SmartNIC's split size agree; an operator's
     # entry for the very same host wins.

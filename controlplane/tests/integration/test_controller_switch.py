@@ -216,12 +216,13 @@ def test_switch_holds_what_the_rack_config_says(rig):
         ((("instance_addr", ip("10.10.0.20")),), (("enabled", 0),)),
     }
     assert {(m, a) for m, _, a, _, d in rig.table("instances_v6") if not d} == {((("instance_addr", ip("fd00:10::10")),), (("enabled", 1),))}
-    # path_mtus: 198.51.100.0/24 at 1400, and the default external MTU (1500) for everything else.
+    # path_mtus: 198.51.100.0/24 at 1400, and the default external MTUs for
+    # everything else: 1500 for IPv4; IPv6's minimum, 1280, as the rack sets none.
     assert {(m, a) for m, _, a, _, d in rig.table("path_mtu_v4") if not d} == {
         ((("dst_addr", (ip("198.51.100.0"), 24)),), (("mtu", 1400),)),
         ((), (("mtu", 1500),)),
     }
-    assert {(m, a) for m, _, a, _, d in rig.table("path_mtu_v6") if not d} == {((), (("mtu", 1500),))}
+    assert {(m, a) for m, _, a, _, d in rig.table("path_mtu_v6") if not d} == {((), (("mtu", 1280),))}
     # icmp_rate_pps 50: every port with a role gets 50 packets/s and a quarter second of burst.
     meters = {m.index: m.config for m in rig.read_raw(fy.P4MeterEntry("icmp_signal_meter")) if m.config is not None}
     assert set(meters) == set(PORTS)
@@ -781,6 +782,7 @@ RELOADED_VALUES = [
     pytest.param(lambda config: [set_in("fleet.jumbo", False)(config)] + [i.update(jumbo=False) for i in config["instances"]], "fleet_policy", {((), "set_fleet_jumbo", (("default_mtu", 1500), ("enabled", 0), ("guest_jumbo_mtu", 8000)), 0, True)}, id="fleet.jumbo"),
     pytest.param(set_in("mtu.guest_jumbo", 7000), "fleet_policy", {((), "set_fleet_jumbo", (("default_mtu", 1500), ("enabled", 1), ("guest_jumbo_mtu", 7000)), 0, True)}, id="mtu.guest_jumbo"),
     pytest.param(set_in("mtu.default_external", 1400), "fleet_policy", {((), "set_fleet_jumbo", (("default_mtu", 1400), ("enabled", 1), ("guest_jumbo_mtu", 8000)), 0, True)}, id="mtu.default_external"),
+    pytest.param(set_in("mtu.default_external_v6", 1492), "path_mtu_v6", {((), "set_path_mtu", (("mtu", 1492),), 0, False), ((), "set_path_mtu", (("mtu", 1280),), 0, True)}, id="mtu.default_external_v6"),
     pytest.param(set_in("switch.too_deep", "drop"), "depth_policy", {((), "drop_too_deep", (), 0, True)}, id="switch.too_deep"),
     pytest.param(set_in("elephant.threshold_bytes", 50000), "elephant_config", {((), "set_elephant_threshold", (("bytes", 50000),), 0, True)}, id="elephant.threshold_bytes"),
 ]  # fmt: skip
@@ -861,6 +863,7 @@ def test_reloaded_smartnic_values_reach_the_smartnic(nic_rig):
     def change(config):
         config["smartnic"]["internal_prefixes"] = ["10.10.0.0/24", "fd00:10::/64", "10.20.0.0/16"]
         config["mtu"]["guest_jumbo"] = 7000
+        config["mtu"]["default_external_v6"] = 1400
         config["path_mtus"] = [{"prefix": "198.51.100.0/24", "mtu": 1300}]
 
     try:
@@ -869,7 +872,12 @@ def test_reloaded_smartnic_values_reach_the_smartnic(nic_rig):
             def pushed():
                 nic = stub.GetConfig(nic_pb2.GetConfigRequest(), timeout=5)
                 mtus = {e.prefix.cidr: e.mtu for e in stub.ListPathMtus(nic_pb2.ListPathMtusRequest(), timeout=5).entries}
-                return nic.internal_mtu == 7000 and "10.20.0.0/16" in {p.cidr for p in nic.internal_prefixes} and mtus == {"198.51.100.0/24": 1300}
+                return (
+                    nic.internal_mtu == 7000
+                    and nic.default_path_mtu_v6 == 1400
+                    and "10.20.0.0/16" in {p.cidr for p in nic.internal_prefixes}
+                    and mtus == {"198.51.100.0/24": 1300}
+                )
 
             wait_until(pushed, 10, "the SmartNIC to hold the reloaded values")
     finally:

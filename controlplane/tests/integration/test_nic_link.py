@@ -37,7 +37,7 @@ def rack_yaml(tmp: Path, control: str) -> Path:
     path.write_text(
         f"""
 fleet: {{jumbo: true}}
-mtu: {{guest_jumbo: 8000, default_external: 1400}}
+mtu: {{guest_jumbo: 8000, default_external: 1400, default_external_v6: 1300}}
 switch:
   p4runtime: 127.0.0.1:1
   pipeline: {lab.PIPELINE_512}
@@ -141,7 +141,7 @@ def test_link_configures_mirrors_reports_and_repushes(tmp_path):
                 assert link.status.boot_id == first_boot
                 # The rack's MTUs and exactly its path MTUs (the stale one removed).
                 running = await asyncio.to_thread(nic.config)
-                assert (running.internal_mtu, running.default_path_mtu) == (8000, 1400)
+                assert (running.internal_mtu, running.default_path_mtu_v4, running.default_path_mtu_v6) == (8000, 1400, 1300)
                 # The rack's internal prefixes replace the start-up option (10.10.0.0/24 alone).
                 assert [p.cidr for p in running.internal_prefixes] == ["10.10.0.0/24", "fd00:10::/64"]
                 assert await asyncio.to_thread(nic.path_mtus) == {"198.51.100.0/24": 1300, "2001:db8:5::/48": 1280}
@@ -176,7 +176,7 @@ def test_link_configures_mirrors_reports_and_repushes(tmp_path):
                 await eventually(lambda: link.up, "the link to see the restarted SmartNIC")
                 assert link.status.boot_id == await asyncio.to_thread(nic.boot_id) != first_boot
                 running = await asyncio.to_thread(nic.config)
-                assert (running.internal_mtu, running.default_path_mtu) == (8000, 1400)
+                assert (running.internal_mtu, running.default_path_mtu_v4, running.default_path_mtu_v6) == (8000, 1400, 1300)
                 assert await asyncio.to_thread(nic.path_mtus) == {"198.51.100.0/24": 1300, "2001:db8:5::/48": 1280}
                 await eventually(lambda: nic.flows() == {ELEPHANT}, "the onloaded flow re-pushed")
                 assert [e.kind for e in state.events.history].count(EventKind.NIC_UP) == 2

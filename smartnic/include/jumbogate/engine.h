@@ -56,8 +56,15 @@ struct jg_engine;
 #define JG_MAX_INTERNAL_MTU 65535u
 /** Default internal MTU: fits 9000-byte rack links with room for tunnels. */
 #define JG_DEFAULT_INTERNAL_MTU 8500u
-/** Default path MTU toward the Internet when no prefix rule matches. */
-#define JG_DEFAULT_PATH_MTU 1500u
+/** Default path MTUs toward the Internet when no prefix rule matches:
+ *  Ethernet's 1500 for IPv4; for IPv6 its minimum link MTU (RFC 8200),
+ *  since IPv6 routers never fragment and a guess too large is a black
+ *  hole wherever ICMPv6 is filtered. */
+#define JG_DEFAULT_PATH_MTU_V4 1500u
+#define JG_DEFAULT_PATH_MTU_V6 1280u
+/** Smallest path MTU the engine takes for each family. */
+#define JG_MIN_PATH_MTU_V4 576u
+#define JG_MIN_PATH_MTU_V6 1280u
 /** Number of buckets in the merge-delay histogram. */
 #define JG_DELAY_HISTOGRAM_BUCKETS 16u
 /** A flow may hold at most this many disjoint runs (holes between them). */
@@ -123,8 +130,10 @@ struct jg_engine_config {
 	/** Merge flows nobody onloaded explicitly. Default true: the switch
 	 *  steers only eligible traffic to the engine. */
 	bool merge_unknown_flows;
-	/** Path MTU used when no prefix matches. Default 1500. */
-	uint16_t default_path_mtu;
+	/** Path MTUs used when nothing learned and no prefix matches.
+	 *  Defaults 1500 (IPv4) and 1280 (IPv6). */
+	uint16_t default_path_mtu_v4;
+	uint16_t default_path_mtu_v6;
 	/** Path MTUs learned at run time (path MTU discovery), asked before
 	 *  the prefix tables: the MTU of the path to dst (4 or 16 bytes,
 	 *  network order), or 0 when it knows nothing better than them.
@@ -157,8 +166,9 @@ struct jg_engine_config {
 	const char *name;
 	/**
 	 * Raise the MSS option of SYNs and SYN-ACKs entering the rack
-	 * (seen by jg_merge_burst) from at most default_path_mtu - 40
-	 * (IPv4) / - 60 (IPv6) to internal_mtu - 40 / - 60, with the TCP
+	 * (seen by jg_merge_burst) from at most an Ethernet-sized MSS (the
+	 * larger of 1500 and the family's default path MTU, less 40 (IPv4) /
+	 * 60 (IPv6)) to internal_mtu - 40 / - 60, with the TCP
 	 * checksum updated. The jumbo host then sends the Internet peer
 	 * large segments, and jg_split_burst cuts them to the path MTU on
 	 * the way out: without it split has nothing to split. Counted in
@@ -428,10 +438,10 @@ bool jg_packet_summarize(const struct rte_mbuf *m,
  * Change a running engine's merge rules and limits in place, keeping its
  * flows (sequence state, learned MSS, onloads), path MTUs and statistics,
  * which a new engine would start without. Only these fields of `config`
- * are read: internal_mtu, max_chain_segments, delay, default_path_mtu and
- * merge_unknown_flows (the rest size or name the engine: build a new one to
- * change them). A change of internal_mtu, max_chain_segments or the delay
- * model needs nothing held, since held runs were cut to the old rules:
+ * are read: internal_mtu, max_chain_segments, delay, the default path
+ * MTUs and merge_unknown_flows (the rest size or name the engine: build a new
+ * one to change them). A change of internal_mtu, max_chain_segments or the
+ * delay model needs nothing held, since held runs were cut to the old rules:
  * flush first (jg_merge_flush_all), else -EBUSY. Returns 0, or -EINVAL for
  * values jg_engine_create would refuse; on an error nothing changed.
  */

@@ -33,7 +33,8 @@ def test_get_info_names_the_process(stub, nic):
 
 def test_configure_changes_only_the_given_fields(stub):
     before = stub.GetConfig(nic_pb2.GetConfigRequest(), timeout=5)
-    assert before.internal_mtu == 8500 and before.default_path_mtu == 1500 and before.max_flows == 1024
+    assert before.internal_mtu == 8500 and before.max_flows == 1024
+    assert (before.default_path_mtu_v4, before.default_path_mtu_v6) == (1500, 1280)
     after = stub.Configure(
         nic_pb2.NicConfig(internal_mtu=8000, delay=nic_pb2.DelayModel(max_delay_us=200)),
         timeout=5,
@@ -62,7 +63,8 @@ def test_configure_changes_only_the_given_fields(stub):
         (nic_pb2.NicConfig(internal_mtu=9500), "internal_mtu 9500"),
         (nic_pb2.NicConfig(max_flows=3), "max_flows 3"),
         (nic_pb2.NicConfig(max_segments=1), "max_segments 1"),
-        (nic_pb2.NicConfig(default_path_mtu=100), "default_path_mtu 100"),
+        (nic_pb2.NicConfig(default_path_mtu_v4=100), "default_path_mtu_v4 100"),
+        (nic_pb2.NicConfig(default_path_mtu_v6=1279), "default_path_mtu_v6 1279"),
         (nic_pb2.NicConfig(delay=nic_pb2.DelayModel(quantile=1.5)), "delay.quantile"),
         (nic_pb2.NicConfig(delay=nic_pb2.DelayModel(yield_threshold=-0.5)), "delay.yield_threshold"),
         (nic_pb2.NicConfig(delay=nic_pb2.DelayModel(max_delay_us=10001)), "delay.max_delay_us 10001"),
@@ -104,7 +106,7 @@ def test_path_mtus_are_set_listed_and_deleted(stub):
         ("192.0.2.0/24", 100, "mtu 100"),
         ("192.0.2.0/24", 9500, "mtu 9500"),
         ("", 1400, "prefix is empty"),
-        ("0.0.0.0/0", 1400, "set default_path_mtu with Configure instead"),
+        ("0.0.0.0/0", 1400, "set default_path_mtu_v4 or _v6 with Configure instead"),
     ],
 )
 def test_bad_path_mtu_is_refused_and_changes_nothing(stub, cidr, mtu, reason):

@@ -86,9 +86,10 @@ def test_out_of_order_segments_still_merge_into_one_stream(single_port):
     [
         (INSTANCE, "192.0.2.9", 1500, 42000),
         (INSTANCE, "198.51.100.7", 1400, 42001),
-        (INSTANCE_V6, "2001:db8::9", 1500, 42002),
+        # Nothing known of an IPv6 path: IPv6's minimum MTU.
+        (INSTANCE_V6, "2001:db8::9", 1280, 42002),
     ],
-    ids=["default-1500", "prefix-1400", "ipv6"],
+    ids=["default-1500", "prefix-1400", "ipv6-default-1280"],
 )
 def test_outbound_packets_are_split_to_the_path_mtu(single_port, tmp_path, src, dst, path_mtu, sport):
     frame = tcp_packet(src, dst, sport, 443, size=8000, seq=5000)
@@ -109,7 +110,7 @@ def test_outbound_ipv6_tcp_behind_extension_headers_is_split(single_port, tmp_pa
     """A destination-options header (and a hop-by-hop one) in front of TCP:
     the segments are cut to the path MTU and each keeps the headers.
     Classified by the protocol after the chain; passed on whole, the packet
-    would die oversize on a 1500-byte path without a signal."""
+    would die oversize on the path without a signal."""
     from scapy.layers.inet6 import IPv6ExtHdrDestOpt, IPv6ExtHdrHopByHop
 
     frame = bytes(
@@ -122,7 +123,7 @@ def test_outbound_ipv6_tcp_behind_extension_headers_is_split(single_port, tmp_pa
     )
     out = tcp_frames_of(exchange(single_port, [frame]), 42100)
     lengths = [ip_length(p) for p in out]
-    assert len(out) == -(-6000 // (1500 - 40 - 16 - 20)) and max(lengths) == 1500, lengths
+    assert len(out) == -(-6000 // (1280 - 40 - 16 - 20)) and max(lengths) == 1280, lengths
     assert all(IPv6ExtHdrHopByHop in p and IPv6ExtHdrDestOpt in p for p in out)
     assert stream_of(out, 5000) == pattern(0, 6000)
     checksums_valid(tmp_path, [bytes(p) for p in out])
@@ -447,7 +448,7 @@ def test_configure_keeps_the_flows_unless_the_table_size_changes(log_dir):
         unmerged = tcp_frames_of(exchange(wiring, tcp_segments(INTERNET, INSTANCE, 47000, 80, count=6, size=1448, seq=1000)), 47000)
         assert len(unmerged) == 6, "a flow whose instance announced a legacy MSS is not merged"
 
-        stub.Configure(nic_pb2.NicConfig(delay=nic_pb2.DelayModel(max_delay_us=300), default_path_mtu=1400, internal_mtu=8000), timeout=5)
+        stub.Configure(nic_pb2.NicConfig(delay=nic_pb2.DelayModel(max_delay_us=300), default_path_mtu_v4=1400, internal_mtu=8000), timeout=5)
         still = tcp_frames_of(exchange(wiring, tcp_segments(INTERNET, INSTANCE, 47000, 80, count=6, size=1448, seq=1000 + 6 * 1448)), 47000)
         assert len(still) == 6, "Configure forgot the MSS the flow's handshake announced"
         merged = tcp_frames_of(exchange(wiring, tcp_segments(INTERNET, INSTANCE, 47001, 80, count=8, size=1448, seq=1000)), 47001)

@@ -370,17 +370,26 @@ def test_the_controller_carries_learned_paths_to_the_switch_and_the_operator(bor
             unknown = await asyncio.to_thread(jumbogatectl, None, controller, "path", "probe", "198.51.100.1", check=False)
             exact = await asyncio.to_thread(jumbogatectl, None, controller, "path", "probe", "--exact", B4)
             human = await asyncio.to_thread(jumbogatectl, None, controller, "path", "show")
-            return shown, probed, one, unknown, exact, human
+            defaults = [
+                json.loads((await asyncio.to_thread(jumbogatectl, None, controller, "--json", "path", "show", host)).stdout)["paths"]
+                for host in ("198.51.100.1", "2001:db8:ffff::1")
+            ]
+            return shown, probed, one, unknown, exact, human, defaults
         finally:
             await server.stop(grace=0.1)
             task.cancel()
 
-    shown, probed, one, unknown, exact, human = asyncio.run(scenario())
+    shown, probed, one, unknown, exact, human, defaults = asyncio.run(scenario())
     paths = json.loads(shown.stdout)
     assert paths["discovery"] is True
     assert [(p["address"], p["mtu"], p["source"], p["method"], p["on_switch"]) for p in paths["paths"]] == [(B4, WAN_MTU - 4, "learned", "fragments", True)]
     assert f"{B4}: path MTU {WAN_MTU - 4}, found from fragments in one round of" in probed.stdout
     assert [(p["address"], p["mtu"], p["source"]) for p in json.loads(one.stdout)["paths"]] == [("192.0.2.7", 1400, "configured")]
+    # Nothing learned or configured: 1500 for IPv4, IPv6's minimum for IPv6.
+    assert [[(p["address"], p["mtu"], p["source"]) for p in paths] for paths in defaults] == [
+        [("198.51.100.1", 1500, "default")],
+        [("2001:db8:ffff::1", 1280, "default")],
+    ]
     assert unknown.returncode == 3 and "no outbound traffic to 198.51.100.1 seen yet" in unknown.stderr
     assert f"{B4}: path MTU {WAN_MTU}, exact (from sizes, first round trip" in exact.stdout
     assert f"{WAN_MTU}  learned (sizes, exact)" in human.stdout
@@ -457,11 +466,11 @@ def test_bulk_tcp_leaves_in_packets_of_the_learned_path_mtu(borders, tmp_path):
 @pytest.mark.parametrize("discovery", ["off", "on"])
 def test_a_path_that_swallows_icmp_is_no_black_hole_with_discovery(log_dir, discovery):
     """Router 1 sends no ICMP at all, and A's border believes the WAN
-    carries 9000 bytes (--default-path-mtu 9000). Without discovery the
+    carries 9000 bytes (--default-path-mtu-v4 9000). Without discovery the
     9000-byte segments die at router 1 and nothing says so: the transfer
     stalls, as with any classic-PMTUD sender behind such a router. With
     it, the border learned the real path MTU before the first segment."""
-    wan = TwoBorders(log_dir, [*TEST_OPTIONS, "--default-path-mtu", "9000", "--pmtu-discovery", discovery])
+    wan = TwoBorders(log_dir, [*TEST_OPTIONS, "--default-path-mtu-v4", "9000", "--pmtu-discovery", discovery])
     try:
         wan.ns["r1"].exec("ip", "rule", "add", "iif", "lo", "ipproto", "icmp", "blackhole")
         knock(wan.ns["ia"], B4)
