@@ -235,6 +235,7 @@ class Controller:
 
     async def reconcile(self, switch: fy.Switch) -> None:
         schema = switch.p4info
+        version = self.state.version
         desired = translate.desired_entities(self.state, nic_up=self.nic.up)
         encoded = [entity.encode(schema) for entity in desired]
         result = plan(encoded, await read_managed(switch, self.state))
@@ -262,6 +263,7 @@ class Controller:
         # A run counts once its writes are done: whoever sees runs go up
         # also sees every write of that run in the totals.
         totals.unchanged_last = result.unchanged
+        totals.policy_version = version
         totals.runs += 1
 
     # ----- digests and idle timeouts -----
@@ -333,6 +335,7 @@ class Controller:
             digests_refused=self.digests_refused,
             switch_connected=self._switch_ready,
             reconcile=self.reconcile_totals,
+            policy_version=self.state.version,
             admission=policy_pb2.MergeAdmission(
                 flows=len(self.state.flows),
                 max_flows=self.config.elephant.max_flows,
