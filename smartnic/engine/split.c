@@ -21,15 +21,25 @@
 /* RFC 9293: an endpoint that sends no MSS option accepts 536 bytes. */
 #define DEFAULT_TCP_MSS 536u
 
+/* Flows are keyed by their inbound direction, which the merge path sees:
+ * the key of the flow an outbound packet belongs to. */
+static void inbound_key_of(const struct rte_mbuf *m, const struct jg_parsed *p,
+			   struct jg_flow_key *inbound)
+{
+	struct jg_flow_key outbound;
+
+	jg_flow_key_from_packet(m, p, &outbound);
+	jg_flow_key_reverse(&outbound, inbound);
+}
+
 static void learn_internal_mss(struct jg_engine *e, const struct rte_mbuf *m,
 			       const struct jg_parsed *p)
 {
-	struct jg_flow_key outbound, inbound;
+	struct jg_flow_key inbound;
 	struct jg_flow *f;
 	uint16_t mss = jg_tcp_mss_option(jg_l4(m, p), p->l4_len);
 
-	jg_flow_key_from_packet(m, p, &outbound);
-	jg_flow_key_reverse(&outbound, &inbound);
+	inbound_key_of(m, p, &inbound);
 	f = jg_flow_find_or_create(e, &inbound);
 	if (f == NULL)
 		return;
@@ -48,12 +58,11 @@ static void learn_internal_mss(struct jg_engine *e, const struct rte_mbuf *m,
 static uint16_t peer_limit_of(struct jg_engine *e, const struct rte_mbuf *m,
 			      const struct jg_parsed *p)
 {
-	struct jg_flow_key outbound, inbound;
+	struct jg_flow_key inbound;
 	const struct jg_flow *f;
 	uint16_t headers = p->ip_version == 4 ? 40 : 60;
 
-	jg_flow_key_from_packet(m, p, &outbound);
-	jg_flow_key_reverse(&outbound, &inbound);
+	inbound_key_of(m, p, &inbound);
 	f = jg_flow_find(e, &inbound);
 	if (f == NULL || f->external_mss == 0)
 		return 0;

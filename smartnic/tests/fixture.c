@@ -102,6 +102,20 @@ void fixture_drop_outputs(struct fixture *fx)
 	fx->out_count = 0;
 }
 
+uint16_t fixture_split_one(struct fixture *fx, const struct pb_spec *spec,
+			   struct rte_mbuf **out, uint16_t cap)
+{
+	struct pb_spec chained = *spec;
+	struct rte_mbuf *in;
+	uint16_t consumed = 0, count;
+
+	chained.segment_size = 2048;
+	in = pb_build(fixture_pool, &chained);
+	count = jg_split_burst(fx->engine, &in, 1, out, cap, &consumed);
+	CHECK_EQ(consumed, 1);
+	return count;
+}
+
 void fixture_finish(struct fixture *fx)
 {
 	struct jg_stats stats;

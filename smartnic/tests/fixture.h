@@ -49,6 +49,12 @@ void fixture_expect_packet(struct fixture *fx, unsigned int i,
 void fixture_expect_lengths(struct fixture *fx, uint32_t base_seq,
 			    const uint32_t *lengths, unsigned int count);
 
+/* Build `spec` as a chain of 2048-byte segments (as a jumbo RX would give
+ * it), split it with jg_split_burst, check it was taken, and return the
+ * number of packets written to out (at most cap). */
+uint16_t fixture_split_one(struct fixture *fx, const struct pb_spec *spec,
+			   struct rte_mbuf **out, uint16_t cap);
+
 /* The start most merge tests share: test defaults, the engine started, and
  * `base` the defaults of IP version `version`. */
 void fixture_begin(struct fixture *fx, struct pb_spec *base, int version);

@@ -233,9 +233,9 @@ static unsigned int split_outbound(struct fixture *fx,
 				   uint32_t *largest)
 {
 	static uint8_t bytes[16384];
-	struct rte_mbuf *in, *out[64];
+	struct rte_mbuf *out[64];
 	struct pb_spec data = *syn;
-	uint16_t consumed, count;
+	uint16_t count;
 
 	data.tcp_flags = PB_TCP_ACK;
 	data.tcp_options_length = 0;
@@ -247,11 +247,7 @@ static unsigned int split_outbound(struct fixture *fx,
 	data.dst_port = syn->src_port;
 	data.payload = bytes;
 	data.payload_length = payload;
-	data.segment_size = 2048; /* a chain, as a jumbo RX would be */
-	in = pb_build(fixture_pool, &data);
-	count = jg_split_burst(fx->engine, &in, 1, out, RTE_DIM(out),
-			       &consumed);
-	CHECK_EQ(consumed, 1);
+	count = fixture_split_one(fx, &data, out, RTE_DIM(out));
 	*largest = 0;
 	for (uint16_t i = 0; i < count; i++) {
 		struct pb_view v;

@@ -19,8 +19,8 @@ static void split_and_check(struct fixture *fx, uint8_t version,
 {
 	static uint8_t data[PB_MAX_FRAME];
 	struct pb_spec spec;
-	struct rte_mbuf *in, *out[128];
-	uint16_t consumed = 0, count;
+	struct rte_mbuf *out[128];
+	uint16_t count;
 	uint32_t header = (version == 4 ? 20u : 40u) + 20u;
 	uint32_t mss = path_mtu - header, expected, covered = 0;
 	bool ok = true;
@@ -31,11 +31,7 @@ static void split_and_check(struct fixture *fx, uint8_t version,
 	pb_stream_fill(0, 0, data, payload);
 	spec.payload = data;
 	spec.payload_length = payload;
-	spec.segment_size = 2048; /* a chain, as a jumbo RX would be */
-	in = pb_build(fixture_pool, &spec);
-	count = jg_split_burst(fx->engine, &in, 1, out, RTE_DIM(out),
-			       &consumed);
-	CHECK_EQ(consumed, 1);
+	count = fixture_split_one(fx, &spec, out, RTE_DIM(out));
 	expected = payload + header <= path_mtu ? 1 : (payload + mss - 1) / mss;
 	CHECK_EQ(count, expected);
 	for (uint16_t i = 0; i < count; i++) {
