@@ -21,7 +21,7 @@ fi
 if [ ! -f "$build/build.ninja" ]; then
 	meson setup "$build" "$root/smartnic" --buildtype=release
 fi
-ninja -C "$build" bench/jumbogate-bench switch/jumbogate-switch-bench
+ninja -C "$build" bench/jumbogate-bench bench/jumbogate-split-bench switch/jumbogate-switch-bench
 bench="$build/bench/jumbogate-bench"
 
 mkdir -p "$out"
@@ -59,6 +59,15 @@ if [ -x "$root/.venv/bin/python" ]; then
 	python="$root/.venv/bin/python"
 fi
 "$python" "$root/smartnic/bench/report.py" "$results" "$out/perf.png"
+
+# The outbound path: jumbo packets cut to the path MTU, with and without
+# the flows' state (docs/performance.md, "Split").
+echo
+for family in "" --ipv6; do
+	for checksums in "" --offload-checksums; do
+		"$build/bench/jumbogate-split-bench" --repeat "$repeat" $family $checksums
+	done
+done | tee "$out/split.txt"
 
 # The software switch's pipeline on one core, next to a pass-through
 # (docs/switch.md, "Speed").
