@@ -2,9 +2,9 @@
 /*
  * Flow table: two-choice hashing into 8-way buckets of 32-bit signatures;
  * a new flow takes the emptier of its two. A lookup reads at most two
- * 32-byte buckets, then the full key of a
- * slot whose signature matches: the signature is only a filter, so two
- * 5-tuples never share an entry, whatever their hashes.
+ * 32-byte buckets, then the full key of a slot whose signature matches:
+ * the signature is only a filter, so two 5-tuples never share an entry,
+ * whatever their hashes.
  *
  * When both candidate buckets are full, the least recently seen flow of
  * the sixteen is evicted (after releasing what it holds). Flows that an

@@ -816,6 +816,9 @@ static bool mergeable_shape(const struct jg_parsed *p)
 		 (JG_TCP_FLAG_SYN | JG_TCP_FLAG_RST | JG_TCP_FLAG_URG));
 }
 
+/* The MTU of the Internet's links: the path an Internet host's MSS is for. */
+#define ETHERNET_MTU 1500u
+
 /*
  * An Internet host advertises the MSS of its own 1500-byte path. Left
  * alone, the jumbo host in the rack would send it 1448-byte segments and
@@ -827,9 +830,9 @@ static bool mergeable_shape(const struct jg_parsed *p)
  * MTU, where an operator set one larger); a peer that announced more
  * knows its path. The IPv6 default of 1280 is a cautious guess of the
  * path, not a sign that a peer announcing 1440 knows better: that peer
- * is raised too, and split still cuts to the path. The checksum is updated
- * incrementally (RFC 1624), which keeps it final and keeps a corrupted segment
- * corrupted.
+ * is raised too, and split still cuts to the path. The checksum is
+ * updated incrementally (RFC 1624), which keeps it final and keeps a
+ * corrupted segment corrupted.
  *
  * The raise hides from the rack host what the Internet host announced, so
  * the flow keeps it (external_mss): split never cuts the flow's segments
@@ -838,9 +841,6 @@ static bool mergeable_shape(const struct jg_parsed *p)
  * left alone. f is the flow if found already; returns it (or the one
  * made).
  */
-/* The MTU of the Internet's links: the path an Internet host's MSS is for. */
-#define ETHERNET_MTU 1500u
-
 static struct jg_flow *raise_syn_mss(struct jg_engine *e, struct rte_mbuf *m,
 				     const struct jg_parsed *p,
 				     const struct jg_flow_key *key,
