@@ -82,9 +82,10 @@ $(P4_OUT)/depth%/jumbogate.json: $(P4_SRC)
 TOFINO_OUT := build/p4
 p4-tofino:
 	@command -v bf-p4c >/dev/null || { echo "p4-tofino: bf-p4c is not on PATH; see README, 'bf-p4c, the Tofino backend'" >&2; exit 1; }
-	@for chip in tofino tofino2; do for depth in $(PROFILES); do \
-		bash p4src/compile-tofino.sh $$chip $$depth $(TOFINO_OUT)/$$chip-depth$$depth || exit 1; \
-	done; done
+	@failed=""; for chip in tofino tofino2; do for depth in $(PROFILES); do \
+		bash p4src/compile-tofino.sh $$chip $$depth $(TOFINO_OUT)/$$chip-depth$$depth || failed="$$failed $$chip-depth$$depth"; \
+	done; done; \
+	if [ -n "$$failed" ]; then echo "p4-tofino: failed:$$failed (each directory's resources.md says how far it got)" >&2; exit 1; fi
 
 bench:
 	@bash smartnic/bench/run.sh $(TRACE)

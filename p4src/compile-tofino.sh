@@ -33,6 +33,13 @@ if ! (cd "$here" && bf-p4c -g --target "$chip" --arch "$arch" --std p4-16 \
         --p4runtime-files "$outdir/jumbogate.p4info.txtpb" \
         -o "$outdir" tna/jumbogate.p4) >"$log" 2>&1; then
     cat "$log" >&2
+    cp "$log" "$outdir/bf-p4c.log"
+    # Tables placed in more stages than the chip has: the summary (and its
+    # stage map) says where the program stands.
+    if [ -f "$outdir/pipe/logs/table_summary.log" ]; then
+        python3 "$here/tofino_resources.py" "$outdir" "$chip" "$depth" "$(( $(date +%s) - started ))" \
+            >"$outdir/resources.md" && echo "compile-tofino.sh: the tables' placement is in $outdir/resources.md" >&2
+    fi
     echo "compile-tofino.sh: bf-p4c failed for $chip, PARSE_DEPTH_BYTES=$depth" >&2
     exit 1
 fi
@@ -49,13 +56,19 @@ seconds=$(( $(date +%s) - started ))
 #   on either target;
 # * the compiler's own padding states for Tofino's minimum parse depth;
 # * the untyped Mirror() is deprecated, but the typed constructor fails on
-#   Tofino 1 (tna/jumbogate.p4 says more).
+#   Tofino 1 (tna/jumbogate.p4 says more);
+# * abseil's notice that its log is not initialised yet, printed by the
+#   P4Runtime serializer: a line of the library's, not a diagnostic;
+# * the count bf-p4c prints at the end ("0 errors, 17 warnings generated."),
+#   each of which the lines above matched.
 known='\[--Wwarn=unused\] warning: .* is unused'
 known="$known|warning: epoch may be uninitialized"
 known="$known|warning: out parameter 'md' may be uninitialized when 'TnaIngressParser' terminates"
 known="$known|warning: No known conversion to standard P4Info for 'DynHash' extern type"
 known="$known|warning: Parser state min_parse_depth_accept_loop will be unrolled"
 known="$known|Mirror must be specified with the value of the mirror_type"
+known="$known|WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
+known="$known|^[0-9]+ errors?, [0-9]+ warnings? generated\.$"
 if grep -i "warning" "$log" | grep -Ev "$known" | grep -q .; then
     cat "$log" >&2
     echo "compile-tofino.sh: bf-p4c reported warnings for $chip, PARSE_DEPTH_BYTES=$depth" >&2

@@ -25,6 +25,9 @@ STAGE_BUDGET = {"tofino": 10, "tofino2": 18}
 
 
 def table_stages(summary: str) -> tuple[dict[str, int], list[tuple[int, str]]]:
+    # bf-p4c places the tables several times (other PHV allocations, other
+    # heuristics) and logs each attempt: the last is the one compiled.
+    summary = summary[summary.rfind("Table allocation done"):]
     counts = {}
     for gress in ("ingress", "egress"):
         found = re.search(rf"Number of stages for {gress} table allocation: (\d+)", summary)
@@ -49,7 +52,9 @@ def resource_rows(log: str) -> dict[str, dict[str, str]]:
 
 def longest_parser_path(dot: str) -> int:
     """States on the longest path from start in a parser graph (no loops)."""
-    labels = dict(re.findall(r"^(\d+)\[label=([^,\]]+)", dot, re.M))
+    # A state's label is its name, then (quoted, on further lines) what it
+    # selects on.
+    labels = dict(re.findall(r'^(\d+)\[label="?([\w$.]+)', dot, re.M))
     edges = defaultdict(list)
     for src, dst in re.findall(r"^(\d+) -> (\d+)", dot, re.M):
         edges[src].append(dst)
@@ -70,6 +75,10 @@ def longest_parser_path(dot: str) -> int:
     return depth(start, frozenset())
 
 
+def read_or_empty(path: Path) -> str:
+    return path.read_text() if path.is_file() else ""
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 5:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
@@ -77,13 +86,15 @@ def main(argv: list[str]) -> int:
     outdir, chip, profile, seconds = Path(argv[1]), argv[2], argv[3], argv[4]
     logs = outdir / "pipe" / "logs"
     try:
-        metrics = json.loads((logs / "metrics.json").read_text())
-        phv = json.loads((logs / "phv.json").read_text())
         summary = (logs / "table_summary.log").read_text()
-        mau_log = (logs / "mau.resources.log").read_text()
     except OSError as error:
         print(f"tofino_resources.py: {error} (was bf-p4c run with -g?)", file=sys.stderr)
         return 1
+    # A compile that placed its tables but did not fit the chip stops
+    # before these: the stage map is still worth reading.
+    metrics = json.loads(read_or_empty(logs / "metrics.json") or "{}")
+    phv = json.loads(read_or_empty(logs / "phv.json") or '{"resources": []}')
+    mau_log = read_or_empty(logs / "mau.resources.log")
     counts, placed = table_stages(summary)
     used = max(counts.values())
     rows = resource_rows(mau_log)
@@ -97,15 +108,20 @@ def main(argv: list[str]) -> int:
             available[group["bit_width"]] += group["num_containers"]
     occupied = defaultdict(int)
     bits = 0
-    for kind in ("normal", "tagalong"):
-        for entry in metrics["phv"].get(kind, []):
+    # Every kind of container the chip has: normal and tagalong on Tofino 1;
+    # normal, mocha and dark on Tofino 2.
+    for entries in metrics.get("phv", {}).values():
+        for entry in entries:
             occupied[entry["bit_width"]] += entry["containers_occupied"]
             bits += entry["bits_occupied"]
     available_bits = sum(width * count for width, count in available.items())
 
+    parser = metrics.get("parser", {})
     out = [f"# jumbogate on {chip}, parse depth {profile} bytes", ""]
     verdict = "within" if used <= STAGE_BUDGET[chip] else "OVER"
-    out += [f"Compiled by bf-p4c {metrics.get('compiler_version', '?')} in {seconds} s.", "",
+    if used > STAGES[chip]:
+        verdict = f"does not fit the chip, {STAGES[chip]} stages"
+    out += [f"bf-p4c {metrics.get('compiler_version', '?')}, {seconds} s.", "",
             "| resource | used | of |", "|---|---:|---:|",
             f"| stages (ingress) | {counts['ingress']} | {STAGES[chip]} |",
             f"| stages (egress) | {counts['egress']} | {STAGES[chip]} |"]
@@ -119,12 +135,13 @@ def main(argv: list[str]) -> int:
             f"| gateways | {totals.get('Gateway', '?')} | {average.get('Gateway', '?')} of all |",
             f"| meter ALUs (meters, registers) | {totals.get('Meter ALU', '?')} | {average.get('Meter ALU', '?')} of all |",
             f"| stats ALUs (counters) | {totals.get('Stats ALU', '?')} | {average.get('Stats ALU', '?')} of all |",
-            f"| ingress parser TCAM rows | {metrics['parser']['ingress']['tcam_rows']} | |",
-            f"| egress parser TCAM rows | {metrics['parser']['egress']['tcam_rows']} | |"]
+            f"| ingress parser TCAM rows | {parser.get('ingress', {}).get('tcam_rows', '?')} | |",
+            f"| egress parser TCAM rows | {parser.get('egress', {}).get('tcam_rows', '?')} | |"]
     for gress in ("IngressParser", "EgressParser"):
-        graph = outdir / "pipe" / "graphs" / f"{gress}.dot"
-        if graph.is_file():
-            out.append(f"| {gress} longest path (states) | {longest_parser_path(graph.read_text())} | |")
+        # Named after the top level's parser (TnaIngressParser.dot).
+        for graph in sorted((outdir / "pipe" / "graphs").glob(f"*{gress}.dot")):
+            states = longest_parser_path(graph.read_text())
+            out.append(f"| {graph.stem} longest path (states) | {states} | |")
     out += ["", f"Stage budget: at most {STAGE_BUDGET[chip]} of {STAGES[chip]} stages "
             f"(room for an operator's own tables): {verdict} ({used} used).", "",
             "## Stage map", "", "| stage | table |", "|---:|---|"]

@@ -108,10 +108,50 @@ control FlowClassifier(in headers_t hdr, inout local_metadata_t meta) {
     FROM_UDP(from_udp, hdr.udp)
     FROM_UDP(from_inner_udp, hdr.inner_udp)
 
+    // Whether an ICMP error may be sent about the packet (RFC 1812
+    // 4.3.2.7): not about an ICMP error (IPv4 types 3, 4, 5, 11 and 12;
+    // ICMPv6 types below 128), nor to 0.0.0.0, 224.0.0.0/3 (multicast,
+    // reserved, broadcast), :: or ff00::/8 (multicast), nor without IP.
+    // One constant table, the first entry that matches deciding: as tests
+    // on the fields, 16 gateways and tables on Tofino, a few stages' worth
+    // of a budget of 16 per stage.
+    @hidden action allow_signal() {
+        meta.flow.signal_allowed = true;
+    }
+    @hidden action refuse_signal() {
+        meta.flow.signal_allowed = false;
+    }
+    @hidden table signal_policy {
+        key = {
+            // As bits: BMv2 takes no boolean in a ternary entry.
+            (bit<1>)hdr.icmp.isValid(): ternary @name("icmp_valid");
+            (bit<1>)hdr.ipv4.isValid(): ternary @name("ipv4_valid");  // hdr.icmp holds ICMPv6 too
+            hdr.icmp.icmp_type: ternary;
+            meta.flow.ip_version: ternary;
+            meta.flow.src_addr: ternary;  // IPv4 in its low 32 bits
+        }
+        actions = { allow_signal; refuse_signal; }
+        const entries = {
+            (1, 1, 3, _, _): refuse_signal();
+            (1, 1, 4, _, _): refuse_signal();
+            (1, 1, 5, _, _): refuse_signal();
+            (1, 1, 11, _, _): refuse_signal();
+            (1, 1, 12, _, _): refuse_signal();
+            (1, 0, 0 &&& 0x80, _, _): refuse_signal();
+            (_, _, _, 4, 0 &&& 0xffffffff): refuse_signal();
+            (_, _, _, 4, 0xe0000000 &&& 0xe0000000): refuse_signal();
+            (_, _, _, 6, 0): refuse_signal();
+            (_, _, _, 6, 0xff000000000000000000000000000000 &&& 0xff000000000000000000000000000000):
+                refuse_signal();
+            (_, _, _, 4, _): allow_signal();
+            (_, _, _, 6, _): allow_signal();
+        }
+        const default_action = refuse_signal();
+    }
+
     apply {
         meta.flow.is_tcp = false;
         meta.flow.later_fragment = false;
-        meta.flow.signal_allowed = false;
         meta.flow.dont_fragment = false;
         meta.is_geneve = false;
         if (hdr.geneve.isValid()) {
@@ -129,33 +169,7 @@ control FlowClassifier(in headers_t hdr, inout local_metadata_t meta) {
         if (meta.flow.df_bit == 1) {
             meta.flow.dont_fragment = true;
         }
-        // Not a signal to 0.0.0.0, 224.0.0.0/4 and above (multicast,
-        // reserved, broadcast), :: or ff00::/8 (multicast).
-        if (meta.flow.ip_version == 4) {
-            // Not class D (multicast, 0xe) or E (0xf, broadcast among it),
-            // each an equality: Tofino's gateways have no range compare
-            // on a nibble.
-            if (meta.flow.src_v4 != 0 && meta.flow.src_v4[31:28] != 0xe
-                    && meta.flow.src_v4[31:28] != 0xf) {
-                meta.flow.signal_allowed = true;
-            }
-        } else if (meta.flow.ip_version == 6) {
-            // Not unspecified, tested 32 bits at a time (a gateway reads at
-            // most 44 bits), and not multicast (ff00::/8).
-            bool specified = false;
-            if (meta.flow.src_addr[127:96] != 0) {
-                specified = true;
-            } else if (meta.flow.src_addr[95:64] != 0) {
-                specified = true;
-            } else if (meta.flow.src_addr[63:32] != 0) {
-                specified = true;
-            } else if (meta.flow.src_addr[31:0] != 0) {
-                specified = true;
-            }
-            if (specified && meta.flow.src_addr[127:120] != 0xff) {
-                meta.flow.signal_allowed = true;
-            }
-        }
+        signal_policy.apply();
         if (hdr.inner_ipv4.isValid() || hdr.inner_ipv6.isValid()) {
             if (hdr.inner_tcp.isValid()) {
                 from_inner_tcp();
@@ -169,18 +183,6 @@ control FlowClassifier(in headers_t hdr, inout local_metadata_t meta) {
         } else if (hdr.ipv4.isValid()) {
             if (hdr.ipv4.frag_offset != 0) {
                 meta.flow.later_fragment = true;
-            }
-        }
-        // ICMP errors: IPv4 types 3 (unreachable), 4, 5, 11 and 12;
-        // ICMPv6 types below 128.
-        if (hdr.icmp.isValid()) {
-            if (hdr.ipv4.isValid()) {
-                bit<8> t = hdr.icmp.icmp_type;
-                if (t == 3 || t == 4 || t == 5 || t == 11 || t == 12) {
-                    meta.flow.signal_allowed = false;
-                }
-            } else if (hdr.icmp.icmp_type[7:7] == 0) {  // below 128: an ICMPv6 error
-                meta.flow.signal_allowed = false;
             }
         }
     }

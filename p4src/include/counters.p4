@@ -32,23 +32,24 @@ control IngressCounters(in port_t ingress_port,
         if (is_signal || (SIGNAL_COUNTED_AT_REQUEST && meta.signal_kind != SIGNAL_NONE)) {
             icmp_signals.count(signal);
         }
-        if (is_signal) {
-            // The resubmitted copy was already counted on its way in.
-            return;
-        }
-        port_rx.count((bit<32>)ingress_port);
-        bit<32> path = PATH_BYPASS;
-        if (meta.port_role == PORT_ROLE_NIC) {
-            path = PATH_NIC_RETURN;
-        } else if (meta.forward_on_outer) {
-            path = PATH_DEPTH_FORWARDED;
-        } else if (meta.steer_reason != STEER_NONE) {
-            path = PATH_MERGE;
-        }
-        if (meta.drop_reason != DROP_NONE) {
-            drop_reasons.count((bit<32>)meta.drop_reason);
-        } else {
-            paths.count(path);
+        // The resubmitted copy was already counted on its way in.
+        if (!is_signal) {
+            port_rx.count((bit<32>)ingress_port);
+            bit<32> path;
+            if (meta.port_role == PORT_ROLE_NIC) {
+                path = PATH_NIC_RETURN;
+            } else if (meta.forward_on_outer) {
+                path = PATH_DEPTH_FORWARDED;
+            } else if (meta.steer_reason != STEER_NONE) {
+                path = PATH_MERGE;
+            } else {
+                path = PATH_BYPASS;
+            }
+            if (meta.drop_reason != DROP_NONE) {
+                drop_reasons.count((bit<32>)meta.drop_reason);
+            } else {
+                paths.count(path);
+            }
         }
     }
 }

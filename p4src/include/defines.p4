@@ -120,12 +120,13 @@ const steer_reason_t STEER_PATH_PROBE    = 5;
 // (docs/pathmtu.md; jumbogate-nic's --pmtu-port).
 const bit<16> PMTU_PROBE_PORT = 48999;
 
-// A hidden keyless table whose one action sets `field` to `value` (a
-// saturating difference that a condition then tests against zero; see
-// comparisons_t in headers.p4). Hidden: it has no P4Runtime face, the
+// A hidden keyless table whose one action runs the assignments given
+// (saturating differences that conditions then test against zero; see
+// comparisons_t in headers.p4). Several in one action are computed side by
+// side, in one Tofino stage. Hidden: it has no P4Runtime face, the
 // controller never writes it.
-#define DIFFERENCE_STEP(name, field, value) \
-    @hidden action name() { field = value; } \
+#define DIFFERENCE_STEP(name, ...) \
+    @hidden action name() { __VA_ARGS__ } \
     @hidden table name##_table { \
         actions = { name; } \
         const default_action = name(); \

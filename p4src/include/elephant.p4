@@ -24,11 +24,15 @@
 
 
 // wire_bytes: the frame as received, never a length the packet claims (a
-// 60-byte frame claiming 8500 bytes would otherwise count 140 times over).
+// 60-byte frame claiming 8500 bytes would otherwise count 140 times over);
+// 16 bits hold any frame, and the sketch's 32-bit counts widen it.
 // epoch_clock: the switch's time in epochs of about a second (2^20 us,
 // ELEPHANT_EPOCH_LOG2_US), as the top level reads its target's clock.
+// count_packet: the packet is a merge-eligible one on the bypass. Applied
+// for every packet, so that the threshold is read in the first stage on
+// Tofino; only counted packets touch the sketch.
 control ElephantDetector(inout local_metadata_t meta, in bit<16> epoch_clock,
-                         in bit<32> wire_bytes) {
+                         in bit<16> wire_bytes, in bool count_packet) {
     FlowSketch() flow_sketch;
     ReportedFilter() reported_filter;
 
@@ -43,28 +47,21 @@ control ElephantDetector(inout local_metadata_t meta, in bit<16> epoch_clock,
         size = 1;
     }
 
-    bit<16> epoch = 0;
-    bit<32> estimate = 0;
-    DIFFERENCE_STEP(measure_short_of_threshold, meta.cmp.short_of_threshold,
-                    meta.elephant_threshold |-| estimate)
-
     apply {
         elephant_config.apply();
-        if (meta.elephant_threshold != 0) {
-            // The top bit keeps a live epoch from ever equalling the zero
-            // that fresh registers hold.
-            epoch = epoch_clock | 0x8000;
-            flow_sketch.apply(meta, epoch, wire_bytes, estimate);
-            // estimate >= threshold, as a saturating difference (see
-            // comparisons_t).
-            measure_short_of_threshold_table.apply();
-            if (meta.cmp.short_of_threshold == 0) {
-                bool first;
-                reported_filter.apply(meta.flow, epoch, first);
-                if (first) {
-                    meta.report_elephant = true;
-                    meta.elephant_estimate = estimate;
-                }
+        // The top bit keeps a live epoch from ever equalling the zero that
+        // fresh registers hold.
+        bit<16> epoch = epoch_clock | 0x8000;
+        if (count_packet && meta.elephant_threshold != 0) {
+            // The estimate goes straight where the digest reads it (read
+            // only when a report is due): no second copy of 32 bits.
+            bool reached;
+            flow_sketch.apply(meta.flow, epoch, wire_bytes, meta.elephant_threshold,
+                              meta.elephant_estimate, reached);
+            if (reached) {
+                // First report of the flow this epoch: straight into the
+                // flag the top level reads, a stage sooner on Tofino.
+                reported_filter.apply(meta.flow, epoch, meta.report_elephant);
             }
         }
     }

@@ -200,15 +200,17 @@ struct elephant_digest_t {
 
 // Differences that a condition then tests against zero: a Tofino gateway
 // compares one field (at most 44 bits) with a constant, never two fields
-// or an expression. Each is computed by a hidden one-action table
+// or an expression. Each difference is taken by a hidden one-action table
 // (DIFFERENCE_STEP in defines.p4) so that no compiler pass folds it back
-// into the condition.
+// into the condition; over_limit is chosen from such differences.
 struct comparisons_t {
-    bit<16> path_below_limit;    // instance MTU |-| path MTU (MtuEnforcement)
-    bit<16> mtu_excess;          // IP length |-| limit (MtuEnforcement)
-    bit<16> over_path;           // IP length |-| path MTU (Steering)
-    bit<32> short_of_threshold;  // threshold |-| estimate (ElephantDetector)
-    bit<32> count_above;         // a sketch row's count |-| the estimate
+    // JumboPolicy's, for MtuEnforcement, Steering and the elephant sketch.
+    bit<16> over_path;      // IP length |-| path MTU
+    // 0 when the packet fits every MTU that holds for it; if not, and it is
+    // held to them, MtuEnforcement drops it, with or without a signal.
+    // Tested as it is, never through a flag made of it: on Tofino that
+    // would cost a stage before Steering and the elephant sketch.
+    bit<16> over_limit;
 }
 
 struct local_metadata_t {

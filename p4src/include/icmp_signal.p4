@@ -9,7 +9,10 @@
 
 #include "headers.p4"
 
-control MtuEnforcement(in port_t ingress_port, inout local_metadata_t meta) {
+// Applied to every packet, `enforce` saying whether the MTUs hold for it:
+// what needs only the flow (the source meter's cell) is then worked out in
+// the first stages on Tofino, whether or not it is needed.
+control MtuEnforcement(in port_t ingress_port, inout local_metadata_t meta, in bool enforce) {
     // One packet-rate meter per ingress port bounds how many ICMP errors a
     // flood of oversized packets can make the switch send. The controller
     // configures it; an unconfigured BMv2 meter is always green.
@@ -21,63 +24,61 @@ control MtuEnforcement(in port_t ingress_port, inout local_metadata_t meta) {
     PACKET_RATE_METER(ICMP_SOURCE_METER_SIZE) icmp_source_meter;
     HASH_UNIT(source_prefix_hash, 8, crc16)
 
-    bit<16> limit = 0;
-    DIFFERENCE_STEP(measure_path_below_limit, meta.cmp.path_below_limit, limit |-| meta.path_mtu)
-    DIFFERENCE_STEP(measure_mtu_excess, meta.cmp.mtu_excess, meta.flow.ip_len |-| limit)
-
     apply {
-        // Two fields are compared through a saturating difference tested
-        // against zero (comparisons_t says why).
-        limit = meta.instance_mtu;
-        measure_path_below_limit_table.apply();  // > 0: path_mtu < limit
-        if (meta.port_role == PORT_ROLE_INTERNAL && meta.cmp.path_below_limit != 0
-                && !(meta.flow.is_tcp && meta.nic_port_set)) {
-            // Outbound TCP over the path MTU goes to the SmartNIC to be
-            // split (see Steering); everything else must fit the path.
-            limit = meta.path_mtu;
-        }
-        if (meta.port_role == PORT_ROLE_NIC && !meta.instance_known) {
-            // Outbound back from the SmartNIC: nothing more will split it.
-            limit = meta.path_mtu;
-        }
-        measure_mtu_excess_table.apply();  // 0: ip_len <= limit
-        if (meta.cmp.mtu_excess == 0) {
-            return;
-        }
-        if (!meta.flow.dont_fragment) {
-            meta.drop_reason = DROP_MTU_EXCEEDED_NO_DF;
-            return;
-        }
-        if (meta.is_geneve || !meta.flow.signal_allowed) {
-            meta.drop_reason = DROP_MTU_EXCEEDED_NO_SIGNAL;
-            return;
-        }
-        flow_addr_t source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;
+        // Worked out before it is known to be needed: the cell of the
+        // source meter depends on the flow alone, so on Tofino its mask and
+        // hash sit in early stages, off the path of the decision.
+        flow_addr_t source_prefix;
         if (meta.flow.ip_version == 4) {
             source_prefix = meta.flow.src_addr & 128w0xffffff00;
+        } else {
+            source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;
         }
         bit<32> source_cell;
         HASH_INDEX(source_prefix_hash, crc16, source_cell, ICMP_SOURCE_METER_SIZE,
                    { source_prefix });
-        meter_color_t color;
-        METER_EXECUTE(icmp_source_meter, source_cell, color);
-        if (color != METER_COLOR_RED) {
-            METER_EXECUTE(icmp_signal_meter, (bit<32>)ingress_port, color);
+
+        // The MTU an ICMP signal announces: the smaller one that holds.
+        // Written for every packet, read only with a signal: a local copy
+        // would be one more 16-bit field tied to the MTUs' PHV group (16
+        // containers on Tofino, which the MTUs and their differences
+        // nearly fill).
+        if (meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp && meta.nic_port_set)) {
+            meta.signal_mtu = MIN_OF(meta.instance_mtu, meta.path_mtu);
+        } else if (meta.port_role == PORT_ROLE_NIC && !meta.instance_known) {
+            meta.signal_mtu = meta.path_mtu;
+        } else {
+            meta.signal_mtu = meta.instance_mtu;
         }
-        if (color == METER_COLOR_RED) {
-            meta.drop_reason = DROP_ICMP_RATE_LIMITED;
-            return;
-        }
-        meta.drop_reason = DROP_MTU_EXCEEDED;
-        meta.signal_kind = SIGNAL_IPV6_PACKET_TOO_BIG;
-        if (meta.flow.ip_version == 4) {
-            meta.signal_kind = SIGNAL_IPV4_FRAG_NEEDED;
-        }
-        meta.signal_reply_port = ingress_port;
-        meta.signal_mtu = limit;
-        if (SIGNAL_CARRIES_ADDRESSES) {
-            meta.signal_reply_to = meta.flow.src_addr;
-            meta.signal_reply_from = meta.flow.dst_addr;
+        // One chain of else-ifs, no early return: p4c turns a return into
+        // a flag that every later statement tests, a stage each on Tofino.
+        if (!enforce || meta.cmp.over_limit == 0) {
+            // Not held to an MTU (see the top level), or fits it.
+        } else if (!meta.flow.dont_fragment) {
+            meta.drop_reason = DROP_MTU_EXCEEDED_NO_DF;
+        } else if (meta.is_geneve || !meta.flow.signal_allowed) {
+            meta.drop_reason = DROP_MTU_EXCEEDED_NO_SIGNAL;
+        } else {
+            meter_color_t color;
+            METER_EXECUTE(icmp_source_meter, source_cell, color);
+            if (color != METER_COLOR_RED) {
+                METER_EXECUTE(icmp_signal_meter, (bit<32>)ingress_port, color);
+            }
+            if (color == METER_COLOR_RED) {
+                meta.drop_reason = DROP_ICMP_RATE_LIMITED;
+            } else {
+                meta.drop_reason = DROP_MTU_EXCEEDED;
+                if (meta.flow.ip_version == 4) {
+                    meta.signal_kind = SIGNAL_IPV4_FRAG_NEEDED;
+                } else {
+                    meta.signal_kind = SIGNAL_IPV6_PACKET_TOO_BIG;
+                }
+                meta.signal_reply_port = ingress_port;
+                if (SIGNAL_CARRIES_ADDRESSES) {
+                    meta.signal_reply_to = meta.flow.src_addr;
+                    meta.signal_reply_from = meta.flow.dst_addr;
+                }
+            }
         }
     }
 }

@@ -15,6 +15,13 @@
 
 #include "headers.p4"
 
+// Applied to every packet: it only reads tables and fills metadata, and
+// its lookups key on the port's role and the flow alone, so on Tofino they
+// run in the first stages. The packet is measured against each MTU found
+// (a saturating difference, comparisons_t) beside the instance lookup,
+// before the choice, so no stage is spent on measuring after it. (Not in
+// the lookups' own actions: a Tofino subtraction cannot take its second
+// operand from action data.)
 control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
     bit<1> instance_jumbo = 0;
     ipv4_addr_t instance_v4 = 0;
@@ -22,6 +29,8 @@ control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
 
     bit<16> jumbo_mtu = MTU_JUMBO;
     bit<16> standard_mtu = MTU_STANDARD;
+    bit<16> over_jumbo;     // IP length |-| the guest jumbo MTU
+    bit<16> over_standard;  // IP length |-| the default MTU
 
     action set_fleet_jumbo(bit<1> enabled, bit<16> guest_jumbo_mtu, bit<16> default_mtu) {
         meta.fleet_jumbo = enabled;
@@ -41,6 +50,7 @@ control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
     }
     action instance_unknown() {
         meta.instance_known = false;
+        instance_jumbo = 0;
     }
     table instances_v4 {
         key = { instance_v4: exact @name("instance_addr"); }
@@ -55,6 +65,9 @@ control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
         size = 16384;
     }
 
+    // The path MTU of the destination's external route, looked up for
+    // every packet and replaced by "no limit" below where no path limit
+    // applies.
     action set_path_mtu(bit<16> mtu) {
         meta.path_mtu = mtu;
     }
@@ -71,11 +84,12 @@ control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
         size = 1024;
     }
 
+    DIFFERENCE_STEP(measure_against_found_mtus,
+        over_jumbo = meta.flow.ip_len |-| jumbo_mtu;
+        over_standard = meta.flow.ip_len |-| standard_mtu;
+        meta.cmp.over_path = meta.flow.ip_len |-| meta.path_mtu;)
+
     apply {
-        meta.instance_known = false;
-        meta.fleet_jumbo = 0;
-        // No path limit unless the packet leaves through an external route.
-        meta.path_mtu = 0xffff;
         fleet_policy.apply();
 
         // The instance is the destination of inbound traffic and the source
@@ -92,25 +106,56 @@ control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
         }
         if (meta.flow.ip_version == 4) {
             instances_v4.apply();
+            path_mtu_v4.apply();
         } else if (meta.flow.ip_version == 6) {
             instances_v6.apply();
+            path_mtu_v6.apply();
+        } else {
+            meta.instance_known = false;
+            instance_jumbo = 0;
+            meta.path_mtu = 0xffff;
         }
-        meta.instance_mtu = standard_mtu;
-        meta.merge_eligible = false;
+        measure_against_found_mtus_table.apply();
+
+        // The instance's MTU, and the packet's excess over the MTUs that
+        // hold for it (MtuEnforcement acts on it): outbound TCP over the
+        // path MTU goes to the SmartNIC to be split (see Steering), so only
+        // the instance's MTU holds for it; other outbound packets must fit
+        // the path too (the bitwise or of two excesses is 0 when both
+        // are); what comes back from the SmartNIC outbound must fit the
+        // path, as nothing more will split it. Each branch writes every
+        // field it decides, from the differences measured before the
+        // choice: on Tofino, exclusive branches writing a field share a
+        // stage, while a default overwritten later, or a difference taken
+        // after the choice, would take one more.
         if (meta.fleet_jumbo == 1 && instance_jumbo == 1) {
             meta.instance_mtu = jumbo_mtu;
-            if (meta.flow.is_tcp) {
-                meta.merge_eligible = true;
+            meta.merge_eligible = meta.flow.is_tcp;
+            if (meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp && meta.nic_port_set)) {
+                meta.cmp.over_limit = over_jumbo | meta.cmp.over_path;
+            } else if (meta.port_role == PORT_ROLE_NIC && !meta.instance_known) {
+                meta.cmp.over_limit = meta.cmp.over_path;
+            } else {
+                meta.cmp.over_limit = over_jumbo;
+            }
+        } else {
+            meta.instance_mtu = standard_mtu;
+            meta.merge_eligible = false;
+            if (meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp && meta.nic_port_set)) {
+                meta.cmp.over_limit = over_standard | meta.cmp.over_path;
+            } else if (meta.port_role == PORT_ROLE_NIC && !meta.instance_known) {
+                meta.cmp.over_limit = meta.cmp.over_path;
+            } else {
+                meta.cmp.over_limit = over_standard;
             }
         }
-
         if (meta.port_role == PORT_ROLE_INTERNAL
                 || (meta.port_role == PORT_ROLE_NIC && !meta.instance_known)) {
-            if (meta.flow.ip_version == 4) {
-                path_mtu_v4.apply();
-            } else if (meta.flow.ip_version == 6) {
-                path_mtu_v6.apply();
-            }
+            // The packet leaves through an external route: its path MTU
+            // holds.
+        } else {
+            meta.path_mtu = 0xffff;
+            meta.cmp.over_path = 0;
         }
     }
 }

@@ -14,7 +14,8 @@
 
 control Routing(inout headers_t hdr,
                 inout local_metadata_t meta,
-                inout port_t egress_port) {
+                inout port_t egress_port,
+                in bool forward) {
 
     action set_next_hop_group(bit<16> group_id) {
         meta.next_hop_group = group_id;
@@ -80,31 +81,32 @@ control Routing(inout headers_t hdr,
 #endif
     }
 
+    // forward: the packet is neither dropped nor steered, so it is routed
+    // here or dropped with a reason. The route lookups key on the headers
+    // alone and run for every IP packet, so that on Tofino they sit in the
+    // first stages; the next hop, which rewrites the packet, only for one
+    // that is forwarded.
     apply {
-        meta.routed = false;
         if (hdr.ipv4.isValid()) {
-            if (hdr.ipv4.ttl == 0 || hdr.ipv4.ttl == 1) {
-                meta.drop_reason = DROP_TTL_EXPIRED;
-                return;
-            }
             routes_v4.apply();
         } else if (hdr.ipv6.isValid()) {
-            if (hdr.ipv6.hop_limit == 0 || hdr.ipv6.hop_limit == 1) {
-                meta.drop_reason = DROP_HOP_LIMIT_EXPIRED;
-                return;
-            }
             routes_v6.apply();
+        } else {
+            meta.routed = false;
         }
-        if (meta.routed) {
-            // A table with an action selector has no default action on BMv2:
-            // a group id without an entry is a miss.
-            meta.routed = next_hops.apply().hit;
-        }
-        if (!meta.routed) {
+        if (!forward) {
+            // Dropped or steered.
+        } else if (hdr.ipv4.isValid() && (hdr.ipv4.ttl == 0 || hdr.ipv4.ttl == 1)) {
+            meta.drop_reason = DROP_TTL_EXPIRED;
+        } else if (hdr.ipv6.isValid() && (hdr.ipv6.hop_limit == 0 || hdr.ipv6.hop_limit == 1)) {
+            meta.drop_reason = DROP_HOP_LIMIT_EXPIRED;
+        } else if (!meta.routed) {
             meta.drop_reason = DROP_NO_ROUTE;
-            return;
-        }
-        if (hdr.ipv4.isValid()) {
+        } else if (!next_hops.apply().hit) {
+            // A table with an action selector has no default action on
+            // BMv2: a group id without an entry is a miss.
+            meta.drop_reason = DROP_NO_ROUTE;
+        } else if (hdr.ipv4.isValid()) {
             decrement_ipv4_ttl();
         } else {
             hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;

@@ -49,35 +49,41 @@ control NicPort(inout local_metadata_t meta) {
 // it is addressed to, and may be larger than that instance's MTU or than
 // the path MTU the switch believes in.
 control PathProbes(inout local_metadata_t meta) {
+    // Without a SmartNIC to send them to, no probe is special. One chain of
+    // exclusive branches, each writing what it decides: a default
+    // overwritten later would take a stage more on Tofino.
     apply {
-        meta.is_path_probe = false;
-        if (!meta.nic_port_set) {
-            return;
-        }
-        if (meta.port_role == PORT_ROLE_EXTERNAL) {
-            if (meta.flow.later_fragment) {
-                meta.is_path_probe = true;
-            } else if (meta.flow.protocol == IP_PROTO_UDP && meta.flow.dst_port == PMTU_PROBE_PORT) {
-                meta.is_path_probe = true;
-            }
-            if (meta.is_path_probe) {
-                meta.steer_reason = STEER_PATH_PROBE;
-            }
-        } else if (meta.port_role == PORT_ROLE_NIC) {
-            if (meta.flow.protocol == IP_PROTO_UDP && meta.flow.dst_port == PMTU_PROBE_PORT) {
-                if (meta.flow.src_port == PMTU_PROBE_PORT) {
-                    meta.is_path_probe = true;
-                }
-            }
+        if (meta.nic_port_set && meta.port_role == PORT_ROLE_EXTERNAL
+                && (meta.flow.later_fragment
+                    || (meta.flow.protocol == IP_PROTO_UDP && meta.flow.dst_port == PMTU_PROBE_PORT))) {
+            meta.is_path_probe = true;
+            meta.steer_reason = STEER_PATH_PROBE;
+        } else if (meta.nic_port_set && meta.port_role == PORT_ROLE_NIC
+                && meta.flow.protocol == IP_PROTO_UDP && meta.flow.dst_port == PMTU_PROBE_PORT
+                && meta.flow.src_port == PMTU_PROBE_PORT) {
+            meta.is_path_probe = true;
+        } else {
+            meta.is_path_probe = false;
         }
     }
 }
 
-control Steering(inout local_metadata_t meta) {
-    DIFFERENCE_STEP(measure_over_path, meta.cmp.over_path, meta.flow.ip_len |-| meta.path_mtu)
+// Applied to every packet: its two lookups key on the flow alone, so on
+// Tofino they run in the first stages, side by side with the jumbo policy.
+// Only a packet held to its MTU (held_to_mtu: fully parsed, no path probe)
+// that fits it and came from outside or from the rack may be steered:
+// packets back from the SmartNIC (or the CPU) are never steered again.
+// The decision reads the facts themselves, not a flag made of them, which
+// on Tofino would cost a stage.
+control Steering(inout local_metadata_t meta, in bool held_to_mtu) {
+    // Whether the lookups hit, set by the entries' actions; what they
+    // stand for is decided below. (Not `.apply().hit`: on Tofino each
+    // branch on a hit is a table of its own, and every stage holds 16.)
+    bool listed_flow;
+    bool listed_service;
 
     action steer_merge_flow() {
-        meta.steer_reason = STEER_MERGE_FLOW;
+        listed_flow = true;
     }
     table merge_flows {
         key = {
@@ -95,7 +101,7 @@ control Steering(inout local_metadata_t meta) {
     }
 
     action steer_merge_service() {
-        meta.steer_reason = STEER_MERGE_SERVICE;
+        listed_service = true;
     }
     table merge_services {
         key = {
@@ -109,28 +115,27 @@ control Steering(inout local_metadata_t meta) {
     }
 
     apply {
-        meta.steer_reason = STEER_NONE;
-        if (!meta.nic_port_set || !meta.flow.is_tcp) {
-            return;
-        }
-        // ip_len > path_mtu, as a saturating difference (see MtuEnforcement).
-        measure_over_path_table.apply();
-        if (meta.port_role == PORT_ROLE_INTERNAL && meta.cmp.over_path != 0) {
-            meta.steer_reason = STEER_OUTBOUND_SPLIT;
-            return;
-        }
-        if (!meta.merge_eligible) {
-            return;
-        }
-        if (merge_flows.apply().hit) {
-            return;
-        }
-        if (meta.port_role == PORT_ROLE_EXTERNAL) {
-            if (merge_services.apply().hit) {
-                return;
+        listed_flow = false;
+        listed_service = false;
+        if (meta.flow.is_tcp) {
+            merge_flows.apply();
+            if (meta.port_role == PORT_ROLE_EXTERNAL) {
+                merge_services.apply();
             }
         }
-        if ((meta.flow.tcp_flags & TCP_FLAG_SYN) != 0) {
+        if (!held_to_mtu || meta.cmp.over_limit != 0 || meta.port_role == PORT_ROLE_NIC
+                || !meta.nic_port_set || !meta.flow.is_tcp) {
+            // Routed.
+        } else if (meta.port_role == PORT_ROLE_INTERNAL && meta.cmp.over_path != 0) {
+            // ip_len > path_mtu, as JumboPolicy measured it.
+            meta.steer_reason = STEER_OUTBOUND_SPLIT;
+        } else if (!meta.merge_eligible) {
+            // Routed.
+        } else if (listed_flow) {
+            meta.steer_reason = STEER_MERGE_FLOW;
+        } else if (listed_service) {
+            meta.steer_reason = STEER_MERGE_SERVICE;
+        } else if ((meta.flow.tcp_flags & TCP_FLAG_SYN) != 0) {
             meta.steer_reason = STEER_HANDSHAKE;
         }
     }

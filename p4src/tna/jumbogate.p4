@@ -42,8 +42,6 @@ struct tna_ingress_metadata_t {
     // takes fields, not constants.
     bit<8>           signal_packet_kind;
     bit<6>           signal_pad;
-    // What the elephant sketch counts for this packet (see TnaIngress).
-    bit<32>          wire_bytes;
 }
 
 parser TnaIngressParser(packet_in packet,
@@ -55,7 +53,6 @@ parser TnaIngressParser(packet_in packet,
         md.signal_session = 0;
         md.signal_packet_kind = 0;
         md.signal_pad = 0;
-        md.wire_bytes = 0;
         packet.extract(ig_intr_md);
         // Per-port metadata the program does not use.
         packet.advance(PORT_METADATA_SIZE);
@@ -91,67 +88,82 @@ control TnaIngress(inout headers_t hdr,
         md.jg.steer_reason = STEER_NONE;
         md.jg.forward_on_outer = false;
         md.jg.report_elephant = false;
+        // The MTU policy holds for the packet (see MtuEnforcement).
+        bool held_to_mtu = false;
 
+        // What needs only the port and the headers, for every packet, side
+        // by side in the first stages: the port's role, the parser's
+        // verdict, the flow, where the SmartNIC is. A packet a later test
+        // drops has only filled metadata nobody reads.
         port_roles.apply(ig_intr_md.ingress_port, md.jg);
-        if (md.jg.port_role == PORT_ROLE_UNASSIGNED) {
-            md.jg.drop_reason = DROP_PORT_ROLE_UNASSIGNED;
-        } else {
-            // Tofino's ingress does not know the frame's length (it may
-            // start before the frame has arrived), so the check that the
-            // IP length fits the frame cannot run here: the frame length
-            // passed is the largest there is.
-            parse_verdict.apply(hdr, md.jg,
-                ig_prsr_md.parser_err != PARSER_ERROR_OK,
-                (ig_prsr_md.parser_err & PARSER_ERROR_PARTIAL_HDR) != 0,
-                32w0xffffffff);
-        }
-        if (md.jg.drop_reason == DROP_NONE) {
-            flow_classifier.apply(hdr, md.jg);
-            if (md.jg.parsing.depth_exceeded) {
-                depth_policy.apply(md.jg);
-            }
-        }
-
-        if (md.jg.drop_reason == DROP_NONE && !md.jg.forward_on_outer
+        // Tofino's ingress does not know the frame's length (it may start
+        // before the frame has arrived), so the check that the IP length
+        // fits the frame cannot run here: the frame length passed is the
+        // largest there is.
+        parse_verdict.apply(hdr, md.jg,
+            ig_prsr_md.parser_err != PARSER_ERROR_OK,
+            (ig_prsr_md.parser_err & PARSER_ERROR_PARTIAL_HDR) != 0,
+            32w0xffffffff);
+        flow_classifier.apply(hdr, md.jg);
+        nic_port.apply(md.jg);
+        jumbo_policy.apply(hdr, md.jg);
+        // The three in this order, each reading what the parser and the
+        // first lookups found, not what the one before it decided: a packet
+        // too deep to parse fully never reaches the MTU policy (DepthPolicy
+        // drops it or routes it on its outer headers), nor does one from an
+        // unassigned port, which is dropped whatever else is wrong with it.
+        // On Tofino each decision read after another's write costs a stage.
+        //
+        // The MTU policy holds for fully parsed traffic from outside, from
+        // the rack and back from the SmartNIC, path probes aside (the
+        // v1model top level says why).
+        if (md.jg.drop_reason == DROP_NONE && !md.jg.parsing.depth_exceeded
                 && (md.jg.port_role == PORT_ROLE_EXTERNAL
                     || md.jg.port_role == PORT_ROLE_INTERNAL
                     || md.jg.port_role == PORT_ROLE_NIC)) {
-            nic_port.apply(md.jg);
             path_probes.apply(md.jg);
             if (!md.jg.is_path_probe) {
-                jumbo_policy.apply(hdr, md.jg);
-                mtu_enforcement.apply(ig_intr_md.ingress_port, md.jg);
-            }
-            if (md.jg.drop_reason == DROP_NONE && md.jg.port_role != PORT_ROLE_NIC
-                    && !md.jg.is_path_probe) {
-                steering.apply(md.jg);
-                if (md.jg.steer_reason == STEER_NONE && md.jg.merge_eligible) {
-                    // Bytes by the IP length (the frame's length is not known
-                    // here; see above). Tofino's timestamp counts
-                    // nanoseconds: 2^10 of them stand for a microsecond
-                    // (epochs of 1.07 s instead of 1.05 s), and the epoch
-                    // is a slice of it, not a shift, which the PHV
-                    // allocator could not place beside the sketch's fields.
-                    // One operation per statement: a stateful ALU adds a
-                    // field, not an expression.
-                    md.wire_bytes = (bit<32>)md.jg.flow.ip_len + 14;
-                    if (hdr.vlan.isValid()) {
-                        md.wire_bytes = md.wire_bytes + 4;
-                    }
-                    elephant_detector.apply(md.jg,
-                        ig_prsr_md.global_tstamp[ELEPHANT_EPOCH_LOG2_US + 25:ELEPHANT_EPOCH_LOG2_US + 10],
-                        md.wire_bytes);
-                }
+                held_to_mtu = true;
             }
         }
+        if (md.jg.drop_reason == DROP_NONE && md.jg.parsing.depth_exceeded) {
+            depth_policy.apply(md.jg);
+        }
+        if (md.jg.port_role == PORT_ROLE_UNASSIGNED) {
+            md.jg.drop_reason = DROP_PORT_ROLE_UNASSIGNED;
+        }
+        // Steering and the elephant sketch before MtuEnforcement: they do
+        // not depend on it (all read what JumboPolicy found), and on Tofino
+        // 1 tables keep their program order unless the compiler proves they
+        // need not, so the ICMP meters' stages would otherwise come first.
+        steering.apply(md.jg, held_to_mtu);
+        // Bytes by the IP length: the frame's length is not known here (see
+        // above), and adding the Ethernet header's 14 or 18 bytes would tie
+        // the IP length, by one more ALU operation, to the PHV group that
+        // already holds every MTU and difference measured from it (a group
+        // has 16 containers of a size on Tofino). So the sketch counts up
+        // to 1% less than on v1model. Tofino's timestamp counts
+        // nanoseconds: 2^10 of them stand for a microsecond (epochs of
+        // 1.07 s instead of 1.05 s), and the epoch is a slice of it, not a
+        // shift, which the PHV allocator could not place beside the
+        // sketch's fields.
+        elephant_detector.apply(md.jg,
+            ig_prsr_md.global_tstamp[ELEPHANT_EPOCH_LOG2_US + 25:ELEPHANT_EPOCH_LOG2_US + 10],
+            md.jg.flow.ip_len,
+            // A merge-eligible packet that Steering could have steered (see
+            // there) and left on the bypass. Only MtuEnforcement drops a
+            // packet held to its MTU, and only one that does not fit it
+            // (over_limit, known stages before the ICMP meters settle the
+            // reason on Tofino).
+            held_to_mtu && md.jg.cmp.over_limit == 0 && md.jg.port_role != PORT_ROLE_NIC
+                && md.jg.steer_reason == STEER_NONE && md.jg.merge_eligible);
+        mtu_enforcement.apply(ig_intr_md.ingress_port, md.jg, held_to_mtu);
 
-        if (md.jg.drop_reason == DROP_NONE) {
-            if (md.jg.steer_reason != STEER_NONE) {
-                ig_tm_md.ucast_egress_port = md.jg.nic_port;
-            } else {
-                routing.apply(hdr, md.jg, ig_tm_md.ucast_egress_port);
-            }
+        if (md.jg.drop_reason == DROP_NONE && md.jg.steer_reason != STEER_NONE) {
+            ig_tm_md.ucast_egress_port = md.jg.nic_port;
         }
+        routing.apply(hdr, md.jg, ig_tm_md.ucast_egress_port,
+            md.jg.drop_reason == DROP_NONE && md.jg.steer_reason == STEER_NONE);
 
         if (md.jg.report_elephant) {
             ig_dprsr_md.digest_type = DIGEST_TYPE_ELEPHANT;

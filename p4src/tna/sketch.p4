@@ -25,39 +25,57 @@ struct sketch_cell_t {
     RegisterAction<sketch_cell_t, bit<SKETCH_INDEX_BITS>, bit<32>>(sketch_##row) count_##row = { \
         void apply(inout sketch_cell_t cell, out bit<32> count) { \
             if (cell.epoch == (bit<32>)epoch) { \
-                cell.bytes = cell.bytes + packet_bytes; \
+                cell.bytes = cell.bytes + (bit<32>)packet_bytes; \
             } else { \
-                cell.bytes = packet_bytes; \
+                cell.bytes = (bit<32>)packet_bytes; \
             } \
             cell.epoch = (bit<32>)epoch; \
             count = cell.bytes; \
         } \
     };
 
-control FlowSketch(inout local_metadata_t meta, in bit<16> epoch,
-                   in bit<32> packet_bytes, out bit<32> estimate) {
+// The three rows count side by side, in one stage. What follows is shaped
+// by Tofino's gateways, which compare a field with a constant only: the
+// rows' shortfalls from the threshold as saturating differences, beside
+// the smaller of two counts (the ALU's min), in one action and stage; in
+// the next, "reached" (every row at the threshold, so their smallest is)
+// and the smallest count, side by side.
+control FlowSketch(in flow_t flow, in bit<16> epoch, in bit<16> packet_bytes,
+                   in bit<32> threshold, out bit<32> estimate, out bool reached) {
     SKETCH_ROW(row0, SALT_ROW0)
     SKETCH_ROW(row1, SALT_ROW1)
     SKETCH_ROW(row2, SALT_ROW2)
-    bit<32> count1 = 0;
-    bit<32> count2 = 0;
-    DIFFERENCE_STEP(measure_count1_above, meta.cmp.count_above, count1 |-| estimate)
-    DIFFERENCE_STEP(measure_count2_above, meta.cmp.count_above, count2 |-| estimate)
+    // No initial values: each is written before it is read, and a field
+    // with none lives only from its write to its last read, so the PHV
+    // allocator can give its container to another field for the stages
+    // before and after.
+    bit<32> count0;
+    bit<32> count1;
+    bit<32> count2;
+    bit<32> short0;  // threshold |-| count0: 0 when count0 reached it
+    bit<32> short1;
+    bit<32> short2;
+    bit<32> smaller_of_0_1;
+    DIFFERENCE_STEP(measure_counts,
+        short0 = threshold |-| count0;
+        short1 = threshold |-| count1;
+        short2 = threshold |-| count2;
+        smaller_of_0_1 = min(count0, count1);)
 
     apply {
-        bit<32> count0 = count_row0.execute(row0_hash.get(FLOW_HASH_FIELDS(SALT_ROW0, meta.flow)));
-        count1 = count_row1.execute(row1_hash.get(FLOW_HASH_FIELDS(SALT_ROW1, meta.flow)));
-        count2 = count_row2.execute(row2_hash.get(FLOW_HASH_FIELDS(SALT_ROW2, meta.flow)));
-        // The smallest count; "count <= estimate" as a saturating
-        // difference that is zero (gateways compare with constants only).
-        estimate = count0;
-        measure_count1_above_table.apply();
-        if (meta.cmp.count_above == 0) {
-            estimate = count1;
-        }
-        measure_count2_above_table.apply();
-        if (meta.cmp.count_above == 0) {
-            estimate = count2;
+        count0 = count_row0.execute(row0_hash.get(FLOW_HASH_FIELDS(SALT_ROW0, flow)));
+        count1 = count_row1.execute(row1_hash.get(FLOW_HASH_FIELDS(SALT_ROW1, flow)));
+        count2 = count_row2.execute(row2_hash.get(FLOW_HASH_FIELDS(SALT_ROW2, flow)));
+        measure_counts_table.apply();
+        estimate = min(smaller_of_0_1, count2);
+        // Nested: a gateway reads at most 4 bytes and 12 bits of PHV.
+        reached = false;
+        if (short0 == 0) {
+            if (short1 == 0) {
+                if (short2 == 0) {
+                    reached = true;
+                }
+            }
         }
     }
 }

@@ -38,6 +38,11 @@ const meter_color_t METER_COLOR_RED = 3;
     ActionSelector(members, name##_hash, SelectorMode_t.FAIR) name
 #define IDLE_TIMEOUT idle_timeout = true
 
+// The smaller of two fields: the action ALU's min instruction, one
+// operation, where a comparison of two fields would need a difference, a
+// gateway and a stage more.
+#define MIN_OF(a, b) min(a, b)
+
 // Tofino's parser has no varbit extraction that can be sized from a field
 // it has just read, so IPv4 options are read as 4-byte words, one state per
 // word count; TCP options stay payload (tna/parser.p4): no field, nothing

@@ -108,63 +108,78 @@ control V1ModelIngress(inout headers_t hdr,
         meta.steer_reason = STEER_NONE;
         meta.forward_on_outer = false;
         meta.report_elephant = false;
+        // The MTU policy holds for the packet (see MtuEnforcement).
+        bool held_to_mtu = false;
 
+        // What needs only the port and the headers, for every packet (on
+        // Tofino side by side in the first stages; tna/jumbogate.p4 has the
+        // same order): the port's role, the parser's verdict, the flow,
+        // where the SmartNIC is. A packet a later test drops has only
+        // filled metadata nobody reads.
         port_roles.apply(standard_metadata.ingress_port, meta);
-        if (meta.port_role == PORT_ROLE_UNASSIGNED) {
-            meta.drop_reason = DROP_PORT_ROLE_UNASSIGNED;
-        } else {
-            parse_verdict.apply(hdr, meta,
-                standard_metadata.parser_error != error.NoError,
-                standard_metadata.parser_error == error.PacketTooShort,
-                standard_metadata.packet_length);
-        }
-        if (meta.drop_reason == DROP_NONE) {
-            flow_classifier.apply(hdr, meta);
-            if (meta.parsing.depth_exceeded) {
-                depth_policy.apply(meta);
-            }
-        }
-
-        // Policy for fully parsed traffic from outside, from the rack and
-        // back from the SmartNIC: what the SmartNIC merged or could not
-        // split is held to the same MTUs, so nothing leaves oversize to die
-        // without a signal. Steering only for traffic from outside or from
-        // the rack: packets back from the SmartNIC (or the CPU) are never
-        // steered again.
-        if (meta.drop_reason == DROP_NONE && !meta.forward_on_outer
+        parse_verdict.apply(hdr, meta,
+            standard_metadata.parser_error != error.NoError,
+            standard_metadata.parser_error == error.PacketTooShort,
+            standard_metadata.packet_length);
+        flow_classifier.apply(hdr, meta);
+        nic_port.apply(meta);
+        jumbo_policy.apply(hdr, meta);
+        // The three in this order, each reading what the parser and the
+        // first lookups found, not what the one before it decided: a packet
+        // too deep to parse fully never reaches the MTU policy (DepthPolicy
+        // drops it or routes it on its outer headers), nor does one from an
+        // unassigned port, which is dropped whatever else is wrong with it.
+        // On Tofino each decision read after another's write costs a stage.
+        //
+        // The MTU policy holds for fully parsed traffic from outside, from
+        // the rack and back from the SmartNIC, path probes aside: what the
+        // SmartNIC merged or could not split is held to the same MTUs, so
+        // nothing leaves oversize to die without a signal.
+        if (meta.drop_reason == DROP_NONE && !meta.parsing.depth_exceeded
                 && (meta.port_role == PORT_ROLE_EXTERNAL
                     || meta.port_role == PORT_ROLE_INTERNAL
                     || meta.port_role == PORT_ROLE_NIC)) {
-            nic_port.apply(meta);
             path_probes.apply(meta);
             if (!meta.is_path_probe) {
-                jumbo_policy.apply(hdr, meta);
-                mtu_enforcement.apply(standard_metadata.ingress_port, meta);
-            }
-            if (meta.drop_reason == DROP_NONE && meta.port_role != PORT_ROLE_NIC
-                    && !meta.is_path_probe) {
-                steering.apply(meta);
-                if (meta.steer_reason == STEER_NONE && meta.merge_eligible) {
-                    // BMv2's timestamp counts microseconds.
-                    elephant_detector.apply(meta,
-                        (bit<16>)(standard_metadata.ingress_global_timestamp >> ELEPHANT_EPOCH_LOG2_US),
-                        standard_metadata.packet_length);
-                }
+                held_to_mtu = true;
             }
         }
+        if (meta.drop_reason == DROP_NONE && meta.parsing.depth_exceeded) {
+            depth_policy.apply(meta);
+        }
+        if (meta.port_role == PORT_ROLE_UNASSIGNED) {
+            meta.drop_reason = DROP_PORT_ROLE_UNASSIGNED;
+        }
+        // Steering and the elephant sketch before MtuEnforcement: they do
+        // not depend on it (all read what JumboPolicy found), and on Tofino
+        // 1 tables keep their program order unless the compiler proves they
+        // need not, so the ICMP meters' stages would otherwise come first.
+        steering.apply(meta, held_to_mtu);
+        // BMv2's timestamp counts microseconds.
+        elephant_detector.apply(meta,
+            (bit<16>)(standard_metadata.ingress_global_timestamp >> ELEPHANT_EPOCH_LOG2_US),
+            (bit<16>)standard_metadata.packet_length,
+            // A merge-eligible packet that Steering could have steered (see
+            // there) and left on the bypass. Only MtuEnforcement drops a
+            // packet held to its MTU, and only one that does not fit it
+            // (over_limit, known stages before the ICMP meters settle the
+            // reason on Tofino).
+            held_to_mtu && meta.cmp.over_limit == 0 && meta.port_role != PORT_ROLE_NIC
+                && meta.steer_reason == STEER_NONE && meta.merge_eligible);
+        mtu_enforcement.apply(standard_metadata.ingress_port, meta, held_to_mtu);
 
-        if (meta.drop_reason == DROP_NONE) {
-            if (meta.steer_reason != STEER_NONE) {
-                standard_metadata.egress_spec = meta.nic_port;
-            } else {
-                // BMv2 ends the ingress pipeline at a lookup that lands on an
-                // empty ECMP group (no action, no next node, nothing after it
-                // runs): the packet would leave by port 0, uncounted. Marked
-                // to drop first, it is at least dropped (still uncounted).
-                mark_to_drop(standard_metadata);
-                routing.apply(hdr, meta, standard_metadata.egress_spec);
-            }
+        bool forward = meta.drop_reason == DROP_NONE && meta.steer_reason == STEER_NONE;
+        if (meta.drop_reason == DROP_NONE && meta.steer_reason != STEER_NONE) {
+            standard_metadata.egress_spec = meta.nic_port;
         }
+        if (forward) {
+            // BMv2 ends the ingress pipeline at a lookup that lands on an
+            // empty ECMP group (no action, no next node, nothing after it
+            // runs): the packet would leave by port 0, uncounted. Marked to
+            // drop first, it is at least dropped (still uncounted).
+            mark_to_drop(standard_metadata);
+        }
+        routing.apply(hdr, meta, standard_metadata.egress_spec, forward);
 
         if (meta.report_elephant) {
             digest<elephant_digest_t>(1, {

@@ -7,8 +7,10 @@
 #include "../include/headers.p4"
 #include "../include/flow_hash.p4"
 
-control FlowSketch(inout local_metadata_t meta, in bit<16> epoch,
-                   in bit<32> packet_bytes, out bit<32> estimate) {
+// estimate: the flow's bytes this epoch (the smallest of its counters);
+// reached: the estimate is at least the threshold.
+control FlowSketch(in flow_t flow, in bit<16> epoch, in bit<16> packet_bytes,
+                   in bit<32> threshold, out bit<32> estimate, out bool reached) {
     register<bit<32>>(SKETCH_COLUMNS) sketch_row0_bytes;
     register<bit<16>>(SKETCH_COLUMNS) sketch_row0_epoch;
     register<bit<32>>(SKETCH_COLUMNS) sketch_row1_bytes;
@@ -22,9 +24,9 @@ control FlowSketch(inout local_metadata_t meta, in bit<16> epoch,
         bit<32> index0;
         bit<32> index1;
         bit<32> index2;
-        hash(index0, HashAlgorithm.crc32, 32w0, FLOW_HASH_FIELDS(SALT_ROW0, meta.flow), (bit<32>)SKETCH_COLUMNS);
-        hash(index1, HashAlgorithm.crc32, 32w0, FLOW_HASH_FIELDS(SALT_ROW1, meta.flow), (bit<32>)SKETCH_COLUMNS);
-        hash(index2, HashAlgorithm.crc32, 32w0, FLOW_HASH_FIELDS(SALT_ROW2, meta.flow), (bit<32>)SKETCH_COLUMNS);
+        hash(index0, HashAlgorithm.crc32, 32w0, FLOW_HASH_FIELDS(SALT_ROW0, flow), (bit<32>)SKETCH_COLUMNS);
+        hash(index1, HashAlgorithm.crc32, 32w0, FLOW_HASH_FIELDS(SALT_ROW1, flow), (bit<32>)SKETCH_COLUMNS);
+        hash(index2, HashAlgorithm.crc32, 32w0, FLOW_HASH_FIELDS(SALT_ROW2, flow), (bit<32>)SKETCH_COLUMNS);
         bit<32> count0;
         bit<32> count1;
         bit<32> count2;
@@ -38,9 +40,9 @@ control FlowSketch(inout local_metadata_t meta, in bit<16> epoch,
         sketch_row2_bytes.read(count2, index2);
         sketch_row2_epoch.read(stamp2, index2);
         // A counter stamped with an older epoch starts again from zero.
-        count0 = (stamp0 == epoch ? count0 : 0) + packet_bytes;
-        count1 = (stamp1 == epoch ? count1 : 0) + packet_bytes;
-        count2 = (stamp2 == epoch ? count2 : 0) + packet_bytes;
+        count0 = (stamp0 == epoch ? count0 : 0) + (bit<32>)packet_bytes;
+        count1 = (stamp1 == epoch ? count1 : 0) + (bit<32>)packet_bytes;
+        count2 = (stamp2 == epoch ? count2 : 0) + (bit<32>)packet_bytes;
         sketch_row0_bytes.write(index0, count0);
         sketch_row0_epoch.write(index0, epoch);
         sketch_row1_bytes.write(index1, count1);
@@ -53,6 +55,7 @@ control FlowSketch(inout local_metadata_t meta, in bit<16> epoch,
 
     apply {
         count_flow(estimate);
+        reached = estimate >= threshold;
     }
 }
 

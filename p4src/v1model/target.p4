@@ -21,6 +21,9 @@ const meter_color_t METER_COLOR_RED = 2;
 #define HASH_INDEX(name, algo, out, size, ...) \
     hash(out, HashAlgorithm.algo, 32w0, __VA_ARGS__, (bit<32>)(size))
 
+// The smaller of two fields.
+#define MIN_OF(a, b) ((a) < (b) ? (a) : (b))
+
 // BMv2 knows the frame's length in ingress (ParseVerdict checks the IP
 // length against it).
 const bool FRAME_LENGTH_IN_INGRESS = true;
