@@ -77,7 +77,7 @@ control ParseVerdict(in headers_t hdr,
         meta.flow.dst_v4 = ip.dst_addr; \
         meta.flow.protocol = ip.protocol; \
         meta.flow.ip_len = ip.total_len; \
-        meta.flow.df_bit = ip.flag_dont_fragment; \
+        meta.flow.dont_fragment = ip.flag_dont_fragment; \
     }
 #define FROM_IPV6(name, ip) action name() { \
         meta.flow.ip_version = 6; \
@@ -85,13 +85,13 @@ control ParseVerdict(in headers_t hdr,
         meta.flow.dst_addr = ip.dst_addr; \
         meta.flow.protocol = ip.next_header; \
         meta.flow.ip_len = ip.payload_len + IPV6_BYTES; \
-        meta.flow.df_bit = 1;  /* IPv6 routers never fragment */ \
+        meta.flow.dont_fragment = 1;  /* IPv6 routers never fragment */ \
     }
 #define FROM_TCP(name, tcp) action name() { \
         meta.flow.src_port = tcp.src_port; \
         meta.flow.dst_port = tcp.dst_port; \
         meta.flow.tcp_flags = tcp.flags; \
-        meta.flow.is_tcp = true; \
+        meta.flow.is_tcp = 1; \
     }
 #define FROM_UDP(name, udp) action name() { \
         meta.flow.src_port = udp.src_port; \
@@ -149,41 +149,122 @@ control FlowClassifier(in headers_t hdr, inout local_metadata_t meta) {
         const default_action = refuse_signal();
     }
 
+    // Which IP header the flow is read from: the inner one when there is
+    // one, IPv4 before IPv6. Every combination of the four that names a
+    // header is listed, so this is the chain of if statements it replaces
+    // (four tables and their gateways on Tofino, in the first stage, which
+    // holds 16). Exact, not ternary: BMv2 takes no boolean in a ternary
+    // entry.
+    @hidden table network_header {
+        key = {
+            hdr.inner_ipv4.isValid(): exact @name("inner_ipv4_valid");
+            hdr.inner_ipv6.isValid(): exact @name("inner_ipv6_valid");
+            hdr.ipv4.isValid(): exact @name("ipv4_valid");
+            hdr.ipv6.isValid(): exact @name("ipv6_valid");
+        }
+        actions = { from_inner_ipv4; from_inner_ipv6; from_ipv4; from_ipv6; NoAction; }
+        const entries = {
+            (true, false, false, false): from_inner_ipv4();
+            (true, false, false, true): from_inner_ipv4();
+            (true, false, true, false): from_inner_ipv4();
+            (true, false, true, true): from_inner_ipv4();
+            (true, true, false, false): from_inner_ipv4();
+            (true, true, false, true): from_inner_ipv4();
+            (true, true, true, false): from_inner_ipv4();
+            (true, true, true, true): from_inner_ipv4();
+            (false, true, false, false): from_inner_ipv6();
+            (false, true, false, true): from_inner_ipv6();
+            (false, true, true, false): from_inner_ipv6();
+            (false, true, true, true): from_inner_ipv6();
+            (false, false, true, false): from_ipv4();
+            (false, false, true, true): from_ipv4();
+            (false, false, false, true): from_ipv6();
+        }
+        const default_action = NoAction();
+    }
+
+    // Which TCP or UDP header the flow's ports come from: the inner one
+    // when there is an inner IP header (none if it carries neither), the
+    // outer one otherwise, TCP before UDP. Listed the same way as
+    // network_header: every combination of the six that names a header.
+    @hidden table transport_header {
+        key = {
+            hdr.inner_ipv4.isValid(): exact @name("inner_ipv4_valid");
+            hdr.inner_ipv6.isValid(): exact @name("inner_ipv6_valid");
+            hdr.inner_tcp.isValid(): exact @name("inner_tcp_valid");
+            hdr.inner_udp.isValid(): exact @name("inner_udp_valid");
+            hdr.tcp.isValid(): exact @name("tcp_valid");
+            hdr.udp.isValid(): exact @name("udp_valid");
+        }
+        actions = { from_inner_tcp; from_inner_udp; from_tcp; from_udp; NoAction; }
+        const entries = {
+            (true,  true,  true,  true,  true,  true): from_inner_tcp();
+            (true,  true,  true,  true,  true,  false): from_inner_tcp();
+            (true,  true,  true,  true,  false, true): from_inner_tcp();
+            (true,  true,  true,  true,  false, false): from_inner_tcp();
+            (true,  true,  true,  false, true,  true): from_inner_tcp();
+            (true,  true,  true,  false, true,  false): from_inner_tcp();
+            (true,  true,  true,  false, false, true): from_inner_tcp();
+            (true,  true,  true,  false, false, false): from_inner_tcp();
+            (true,  true,  false, true,  true,  true): from_inner_udp();
+            (true,  true,  false, true,  true,  false): from_inner_udp();
+            (true,  true,  false, true,  false, true): from_inner_udp();
+            (true,  true,  false, true,  false, false): from_inner_udp();
+            (true,  false, true,  true,  true,  true): from_inner_tcp();
+            (true,  false, true,  true,  true,  false): from_inner_tcp();
+            (true,  false, true,  true,  false, true): from_inner_tcp();
+            (true,  false, true,  true,  false, false): from_inner_tcp();
+            (true,  false, true,  false, true,  true): from_inner_tcp();
+            (true,  false, true,  false, true,  false): from_inner_tcp();
+            (true,  false, true,  false, false, true): from_inner_tcp();
+            (true,  false, true,  false, false, false): from_inner_tcp();
+            (true,  false, false, true,  true,  true): from_inner_udp();
+            (true,  false, false, true,  true,  false): from_inner_udp();
+            (true,  false, false, true,  false, true): from_inner_udp();
+            (true,  false, false, true,  false, false): from_inner_udp();
+            (false, true,  true,  true,  true,  true): from_inner_tcp();
+            (false, true,  true,  true,  true,  false): from_inner_tcp();
+            (false, true,  true,  true,  false, true): from_inner_tcp();
+            (false, true,  true,  true,  false, false): from_inner_tcp();
+            (false, true,  true,  false, true,  true): from_inner_tcp();
+            (false, true,  true,  false, true,  false): from_inner_tcp();
+            (false, true,  true,  false, false, true): from_inner_tcp();
+            (false, true,  true,  false, false, false): from_inner_tcp();
+            (false, true,  false, true,  true,  true): from_inner_udp();
+            (false, true,  false, true,  true,  false): from_inner_udp();
+            (false, true,  false, true,  false, true): from_inner_udp();
+            (false, true,  false, true,  false, false): from_inner_udp();
+            (false, false, true,  true,  true,  true): from_tcp();
+            (false, false, true,  true,  true,  false): from_tcp();
+            (false, false, true,  true,  false, true): from_udp();
+            (false, false, true,  false, true,  true): from_tcp();
+            (false, false, true,  false, true,  false): from_tcp();
+            (false, false, true,  false, false, true): from_udp();
+            (false, false, false, true,  true,  true): from_tcp();
+            (false, false, false, true,  true,  false): from_tcp();
+            (false, false, false, true,  false, true): from_udp();
+            (false, false, false, false, true,  true): from_tcp();
+            (false, false, false, false, true,  false): from_tcp();
+            (false, false, false, false, false, true): from_udp();
+        }
+        const default_action = NoAction();
+    }
+
     apply {
-        meta.flow.is_tcp = false;
+        meta.flow.is_tcp = 0;
         meta.flow.later_fragment = false;
-        meta.flow.dont_fragment = false;
+        meta.flow.dont_fragment = 0;
         meta.is_geneve = false;
         if (hdr.geneve.isValid()) {
             meta.is_geneve = true;
         }
-        if (hdr.inner_ipv4.isValid()) {
-            from_inner_ipv4();
-        } else if (hdr.inner_ipv6.isValid()) {
-            from_inner_ipv6();
-        } else if (hdr.ipv4.isValid()) {
-            from_ipv4();
-        } else if (hdr.ipv6.isValid()) {
-            from_ipv6();
-        }
-        if (meta.flow.df_bit == 1) {
-            meta.flow.dont_fragment = true;
-        }
+        network_header.apply();
         signal_policy.apply();
-        if (hdr.inner_ipv4.isValid() || hdr.inner_ipv6.isValid()) {
-            if (hdr.inner_tcp.isValid()) {
-                from_inner_tcp();
-            } else if (hdr.inner_udp.isValid()) {
-                from_inner_udp();
-            }
-        } else if (hdr.tcp.isValid()) {
-            from_tcp();
-        } else if (hdr.udp.isValid()) {
-            from_udp();
-        } else if (hdr.ipv4.isValid()) {
-            if (hdr.ipv4.frag_offset != 0) {
-                meta.flow.later_fragment = true;
-            }
+        transport_header.apply();
+        if (!hdr.inner_ipv4.isValid() && !hdr.inner_ipv6.isValid()
+                && !hdr.tcp.isValid() && !hdr.udp.isValid()
+                && hdr.ipv4.isValid() && hdr.ipv4.frag_offset != 0) {
+            meta.flow.later_fragment = true;
         }
     }
 }

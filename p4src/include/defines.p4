@@ -70,6 +70,12 @@ const bit<16> MTU_IPV6_MINIMUM = 1280;
 // SmartNIC that merges and splits. CPU: the switch's CPU port (its number
 // comes from the switch's --cpu-port). Packets from NIC and CPU ports are
 // routed as they are, never steered.
+// A yes/no fact that a constant decision table keys on (JumboPolicy's
+// limits, Steering's decision): BMv2 takes no boolean in a ternary entry,
+// and on Tofino a boolean cast to a bit for a key is a copy, made in a
+// stage before the table.
+typedef bit<1> flag_t;
+
 typedef bit<3> port_role_t;
 const port_role_t PORT_ROLE_UNASSIGNED = 0;
 const port_role_t PORT_ROLE_EXTERNAL   = 1;

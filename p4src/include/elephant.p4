@@ -31,13 +31,23 @@
 // count_packet: the packet is a merge-eligible one on the bypass. Applied
 // for every packet, so that the threshold is read in the first stage on
 // Tofino; only counted packets touch the sketch.
+// report: raised (ELEPHANT_REPORTED) for a flow to report; its type is the
+// target's (elephant_report_t), as is sending the digest.
 control ElephantDetector(inout local_metadata_t meta, in bit<16> epoch_clock,
-                         in bit<16> wire_bytes, in bool count_packet) {
+                         in bit<16> wire_bytes, in bool count_packet,
+                         inout elephant_report_t report) {
     FlowSketch() flow_sketch;
     ReportedFilter() reported_filter;
 
+    bit<16> epoch;
+
     action set_elephant_threshold(bit<32> bytes) {
         meta.elephant_threshold = bytes;
+        // The top bit keeps a live epoch from ever equalling the zero that
+        // fresh registers hold. Worked out here, in the first stages on
+        // Tofino: as a statement of its own it is a table that the
+        // compiler may place late, and the sketch waits for it.
+        epoch = epoch_clock | 0x8000;
     }
     // Threshold 0 (the default) turns detection off.
     table elephant_config {
@@ -49,21 +59,19 @@ control ElephantDetector(inout local_metadata_t meta, in bit<16> epoch_clock,
 
     apply {
         elephant_config.apply();
-        // The top bit keeps a live epoch from ever equalling the zero that
-        // fresh registers hold.
-        bit<16> epoch = epoch_clock | 0x8000;
-        if (count_packet && meta.elephant_threshold != 0) {
-            // The estimate goes straight where the digest reads it (read
-            // only when a report is due): no second copy of 32 bits.
-            bool reached;
-            flow_sketch.apply(meta.flow, epoch, wire_bytes, meta.elephant_threshold,
-                              meta.elephant_estimate, reached);
-            if (reached) {
-                // First report of the flow this epoch: straight into the
-                // flag the top level reads, a stage sooner on Tofino.
-                reported_filter.apply(meta.flow, epoch, meta.report_elephant);
-            }
-        }
+        // Whether the packet is counted (count_packet, and a threshold
+        // other than 0) is for the sketch to test: on Tofino it is the
+        // rows' own key, as a test around them would hold them back until
+        // the ICMP meters' stages are done. The estimate goes straight
+        // where the digest reads it (read only when a report is due): no
+        // second copy of 32 bits. The verdict (has the flow reached the
+        // threshold?) is the target's own: the filter tests it, and on
+        // Tofino a flag made of it would cost a stage.
+        sketch_verdict_t verdict;
+        flow_sketch.apply(meta.flow, epoch, wire_bytes, meta.elephant_threshold,
+                          count_packet, meta.elephant_estimate, verdict);
+        // The first report of the flow this epoch.
+        reported_filter.apply(meta.flow, epoch, verdict, report);
     }
 }
 

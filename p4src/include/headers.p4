@@ -165,10 +165,9 @@ struct flow_t {
     bit<16>     src_port;
     bit<16>     dst_port;
     bit<16>     ip_len;      // whole IP packet, header included
-    bit<1>      df_bit;         // DF as the header has it (1 for IPv6)
-    bool        dont_fragment;  // DF for IPv4; always true for IPv6
+    flag_t      dont_fragment;  // DF for IPv4; always 1 for IPv6
     bit<8>      tcp_flags;
-    bool        is_tcp;
+    flag_t      is_tcp;
     // An IPv4 fragment other than the first: it shows no L4 header.
     bool        later_fragment;
     // An ICMP error may be sent about this packet: it is not itself an ICMP
@@ -240,24 +239,24 @@ struct local_metadata_t {
     bool              forward_on_outer;
     // Jumbo policy.
     bit<1>            fleet_jumbo;
-    bool              instance_known;
+    flag_t            instance_known;
     bit<16>           instance_mtu;
     bit<16>           path_mtu;
     // Steering.
-    bool              merge_eligible;
+    flag_t            merge_eligible;
     steer_reason_t    steer_reason;
+    // Steering's: a merge-eligible packet it could have steered and left on
+    // the bypass, which the elephant sketch counts.
+    bool              elephant_candidate;
     port_t            nic_port;
-    bool              nic_port_set;
-    // A path MTU probe or reply, or what may be a probe's fragment
-    // (PathProbes in steering.p4): exempt from the MTU policy.
-    bool              is_path_probe;
+    flag_t            nic_port_set;
     // Routing.
     bit<16>           next_hop_group;
     bool              routed;
-    // Elephant detection: a report is due (the top level sends the digest,
-    // as each target sends digests its own way).
+    // Elephant detection: the controller's threshold, and the estimate a
+    // report's digest carries (each target raises and sends reports its own
+    // way: elephant_report_t).
     bit<32>           elephant_threshold;
-    bool              report_elephant;
     bit<32>           elephant_estimate;
 }
 

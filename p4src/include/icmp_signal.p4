@@ -12,7 +12,7 @@
 // Applied to every packet, `enforce` saying whether the MTUs hold for it:
 // what needs only the flow (the source meter's cell) is then worked out in
 // the first stages on Tofino, whether or not it is needed.
-control MtuEnforcement(in port_t ingress_port, inout local_metadata_t meta, in bool enforce) {
+control MtuEnforcement(in port_t ingress_port, inout local_metadata_t meta, in flag_t enforce) {
     // One packet-rate meter per ingress port bounds how many ICMP errors a
     // flood of oversized packets can make the switch send. The controller
     // configures it; an unconfigured BMv2 meter is always green.
@@ -24,16 +24,30 @@ control MtuEnforcement(in port_t ingress_port, inout local_metadata_t meta, in b
     PACKET_RATE_METER(ICMP_SOURCE_METER_SIZE) icmp_source_meter;
     HASH_UNIT(source_prefix_hash, 8, crc16)
 
+    // The source prefix a sender's budget covers: a /24 for IPv4 (in the
+    // address's low 32 bits), a /48 for IPv6. A constant table rather than
+    // an if statement: one table on Tofino, not one per branch.
+    flow_addr_t source_prefix;
+    @hidden action source_prefix_v4() {
+        source_prefix = meta.flow.src_addr & 128w0xffffff00;
+    }
+    @hidden action source_prefix_v6() {
+        source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;
+    }
+    @hidden table source_prefix_length {
+        key = { meta.flow.ip_version: exact @name("ip_version"); }
+        actions = { source_prefix_v4; source_prefix_v6; }
+        const entries = {
+            4: source_prefix_v4();
+        }
+        const default_action = source_prefix_v6();
+    }
+
     apply {
         // Worked out before it is known to be needed: the cell of the
         // source meter depends on the flow alone, so on Tofino its mask and
         // hash sit in early stages, off the path of the decision.
-        flow_addr_t source_prefix;
-        if (meta.flow.ip_version == 4) {
-            source_prefix = meta.flow.src_addr & 128w0xffffff00;
-        } else {
-            source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;
-        }
+        source_prefix_length.apply();
         bit<32> source_cell;
         HASH_INDEX(source_prefix_hash, crc16, source_cell, ICMP_SOURCE_METER_SIZE,
                    { source_prefix });
@@ -43,18 +57,18 @@ control MtuEnforcement(in port_t ingress_port, inout local_metadata_t meta, in b
         // would be one more 16-bit field tied to the MTUs' PHV group (16
         // containers on Tofino, which the MTUs and their differences
         // nearly fill).
-        if (meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp && meta.nic_port_set)) {
+        if (meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1)) {
             meta.signal_mtu = MIN_OF(meta.instance_mtu, meta.path_mtu);
-        } else if (meta.port_role == PORT_ROLE_NIC && !meta.instance_known) {
+        } else if (meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0) {
             meta.signal_mtu = meta.path_mtu;
         } else {
             meta.signal_mtu = meta.instance_mtu;
         }
         // One chain of else-ifs, no early return: p4c turns a return into
         // a flag that every later statement tests, a stage each on Tofino.
-        if (!enforce || meta.cmp.over_limit == 0) {
+        if (enforce == 0 || meta.cmp.over_limit == 0) {
             // Not held to an MTU (see the top level), or fits it.
-        } else if (!meta.flow.dont_fragment) {
+        } else if (meta.flow.dont_fragment == 0) {
             meta.drop_reason = DROP_MTU_EXCEEDED_NO_DF;
         } else if (meta.is_geneve || !meta.flow.signal_allowed) {
             meta.drop_reason = DROP_MTU_EXCEEDED_NO_SIGNAL;

@@ -45,11 +45,11 @@ control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
     }
 
     action set_instance_jumbo(bit<1> enabled) {
-        meta.instance_known = true;
+        meta.instance_known = 1;
         instance_jumbo = enabled;
     }
     action instance_unknown() {
-        meta.instance_known = false;
+        meta.instance_known = 0;
         instance_jumbo = 0;
     }
     table instances_v4 {
@@ -89,21 +89,105 @@ control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
         over_standard = meta.flow.ip_len |-| standard_mtu;
         meta.cmp.over_path = meta.flow.ip_len |-| meta.path_mtu;)
 
+    // The instance's MTU, and the packet's excess over the MTUs that hold
+    // for it (MtuEnforcement acts on it), for the four cases below and the
+    // instance's two MTUs (the guest jumbo MTU only when the fleet flag and
+    // the instance's flag are on). Each action picks the excess from the
+    // differences measured before the choice: a Tofino action cannot
+    // choose a source by its data, so each case is an action of its own.
+    //  * held_to_both: outbound and not split by the SmartNIC (not TCP, or
+    //    no SmartNIC): the instance's MTU and the path's both hold (the
+    //    bitwise or of two excesses is 0 when both are).
+    //  * held_to_instance_keep_path: outbound TCP with a SmartNIC: over the
+    //    path MTU it goes to be split (see Steering), so only the
+    //    instance's MTU holds; the path MTU stays for Steering to test.
+    //  * held_to_path: back from the SmartNIC, not to an instance (a split
+    //    packet): its path MTU holds, as nothing more will split it.
+    //  * held_to_instance: inbound: no path MTU applies.
+#define LIMIT_ACTIONS(mtu, over, eligible) \
+    @hidden action held_to_both_##mtu() { \
+        meta.instance_mtu = mtu; \
+        meta.merge_eligible = eligible; \
+        meta.cmp.over_limit = over | meta.cmp.over_path; \
+    } \
+    @hidden action held_to_instance_keep_path_##mtu() { \
+        meta.instance_mtu = mtu; \
+        meta.merge_eligible = eligible; \
+        meta.cmp.over_limit = over; \
+    } \
+    @hidden action held_to_path_##mtu() { \
+        meta.instance_mtu = mtu; \
+        meta.merge_eligible = eligible; \
+        meta.cmp.over_limit = meta.cmp.over_path; \
+    } \
+    @hidden action held_to_instance_##mtu() { \
+        meta.instance_mtu = mtu; \
+        meta.merge_eligible = eligible; \
+        meta.cmp.over_limit = over; \
+        meta.path_mtu = 0xffff; \
+        meta.cmp.over_path = 0; \
+    }
+    LIMIT_ACTIONS(jumbo_mtu, over_jumbo, meta.flow.is_tcp)
+    LIMIT_ACTIONS(standard_mtu, over_standard, 0)
+#undef LIMIT_ACTIONS
+
+    // One constant table, the first entry that matches deciding: as if
+    // statements, nine gateways and tables on Tofino, where a stage holds
+    // 16.
+    @hidden table limits {
+        key = {
+            meta.fleet_jumbo: ternary @name("fleet_jumbo");
+            instance_jumbo: ternary @name("instance_jumbo");
+            meta.port_role: ternary @name("port_role");
+            meta.flow.is_tcp: ternary @name("is_tcp");
+            meta.nic_port_set: ternary @name("nic_port_set");
+            meta.instance_known: ternary @name("instance_known");
+        }
+        actions = {
+            held_to_both_jumbo_mtu; held_to_instance_keep_path_jumbo_mtu;
+            held_to_path_jumbo_mtu; held_to_instance_jumbo_mtu;
+            held_to_both_standard_mtu; held_to_instance_keep_path_standard_mtu;
+            held_to_path_standard_mtu; held_to_instance_standard_mtu;
+        }
+        const entries = {
+            (1, 1, PORT_ROLE_INTERNAL, 1, 1, _): held_to_instance_keep_path_jumbo_mtu();
+            (1, 1, PORT_ROLE_INTERNAL, _, _, _): held_to_both_jumbo_mtu();
+            (1, 1, PORT_ROLE_NIC, _, _, 0): held_to_path_jumbo_mtu();
+            (1, 1, _, _, _, _): held_to_instance_jumbo_mtu();
+            (_, _, PORT_ROLE_INTERNAL, 1, 1, _): held_to_instance_keep_path_standard_mtu();
+            (_, _, PORT_ROLE_INTERNAL, _, _, _): held_to_both_standard_mtu();
+            (_, _, PORT_ROLE_NIC, _, _, 0): held_to_path_standard_mtu();
+        }
+        const default_action = held_to_instance_standard_mtu();
+    }
+
+    // The instance is the destination of inbound traffic and the source of
+    // outbound traffic. Back from the SmartNIC a packet may be either: it
+    // is inbound when its destination is an instance (a merged packet);
+    // otherwise it is outbound (a split one) and its path MTU applies. A
+    // constant table rather than an if statement: one table on Tofino, not
+    // one per branch.
+    @hidden action instance_is_destination() {
+        instance_v4 = meta.flow.dst_v4;
+        instance_v6 = meta.flow.dst_addr;
+    }
+    @hidden action instance_is_source() {
+        instance_v4 = meta.flow.src_v4;
+        instance_v6 = meta.flow.src_addr;
+    }
+    @hidden table instance_side {
+        key = { meta.port_role: exact @name("port_role"); }
+        actions = { instance_is_destination; instance_is_source; }
+        const entries = {
+            PORT_ROLE_EXTERNAL: instance_is_destination();
+            PORT_ROLE_NIC: instance_is_destination();
+        }
+        const default_action = instance_is_source();
+    }
+
     apply {
         fleet_policy.apply();
-
-        // The instance is the destination of inbound traffic and the source
-        // of outbound traffic. Back from the SmartNIC a packet may be
-        // either: it is inbound when its destination is an instance (a
-        // merged packet); otherwise it is outbound (a split one) and its
-        // path MTU applies.
-        if (meta.port_role == PORT_ROLE_EXTERNAL || meta.port_role == PORT_ROLE_NIC) {
-            instance_v4 = meta.flow.dst_v4;
-            instance_v6 = meta.flow.dst_addr;
-        } else {
-            instance_v4 = meta.flow.src_v4;
-            instance_v6 = meta.flow.src_addr;
-        }
+        instance_side.apply();
         if (meta.flow.ip_version == 4) {
             instances_v4.apply();
             path_mtu_v4.apply();
@@ -111,52 +195,13 @@ control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
             instances_v6.apply();
             path_mtu_v6.apply();
         } else {
-            meta.instance_known = false;
+            meta.instance_known = 0;
             instance_jumbo = 0;
             meta.path_mtu = 0xffff;
         }
         measure_against_found_mtus_table.apply();
 
-        // The instance's MTU, and the packet's excess over the MTUs that
-        // hold for it (MtuEnforcement acts on it): outbound TCP over the
-        // path MTU goes to the SmartNIC to be split (see Steering), so only
-        // the instance's MTU holds for it; other outbound packets must fit
-        // the path too (the bitwise or of two excesses is 0 when both
-        // are); what comes back from the SmartNIC outbound must fit the
-        // path, as nothing more will split it. Each branch writes every
-        // field it decides, from the differences measured before the
-        // choice: on Tofino, exclusive branches writing a field share a
-        // stage, while a default overwritten later, or a difference taken
-        // after the choice, would take one more.
-        if (meta.fleet_jumbo == 1 && instance_jumbo == 1) {
-            meta.instance_mtu = jumbo_mtu;
-            meta.merge_eligible = meta.flow.is_tcp;
-            if (meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp && meta.nic_port_set)) {
-                meta.cmp.over_limit = over_jumbo | meta.cmp.over_path;
-            } else if (meta.port_role == PORT_ROLE_NIC && !meta.instance_known) {
-                meta.cmp.over_limit = meta.cmp.over_path;
-            } else {
-                meta.cmp.over_limit = over_jumbo;
-            }
-        } else {
-            meta.instance_mtu = standard_mtu;
-            meta.merge_eligible = false;
-            if (meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp && meta.nic_port_set)) {
-                meta.cmp.over_limit = over_standard | meta.cmp.over_path;
-            } else if (meta.port_role == PORT_ROLE_NIC && !meta.instance_known) {
-                meta.cmp.over_limit = meta.cmp.over_path;
-            } else {
-                meta.cmp.over_limit = over_standard;
-            }
-        }
-        if (meta.port_role == PORT_ROLE_INTERNAL
-                || (meta.port_role == PORT_ROLE_NIC && !meta.instance_known)) {
-            // The packet leaves through an external route: its path MTU
-            // holds.
-        } else {
-            meta.path_mtu = 0xffff;
-            meta.cmp.over_path = 0;
-        }
+        limits.apply();
     }
 }
 

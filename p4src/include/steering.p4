@@ -24,10 +24,10 @@
 control NicPort(inout local_metadata_t meta) {
     action set_nic_port(port_t port) {
         meta.nic_port = port;
-        meta.nic_port_set = true;
+        meta.nic_port_set = 1;
     }
     action no_nic_port() {
-        meta.nic_port_set = false;
+        meta.nic_port_set = 0;
     }
     table nic_port {
         key = {}
@@ -47,23 +47,25 @@ control NicPort(inout local_metadata_t meta) {
 // replies (UDP between two PMTU_PROBE_PORTs) are routed as they are. Both
 // skip the MTU policy: a probe tests the path, it is not for the instance
 // it is addressed to, and may be larger than that instance's MTU or than
-// the path MTU the switch believes in.
-control PathProbes(inout local_metadata_t meta) {
+// the path MTU the switch believes in. Applied to a packet the MTU policy
+// would hold, it sets held_to_mtu unless the packet is a probe: itself,
+// not through a flag the caller then tests, which on Tofino is a stage
+// more before every decision that reads it.
+control PathProbes(inout local_metadata_t meta, inout flag_t held_to_mtu) {
     // Without a SmartNIC to send them to, no probe is special. One chain of
     // exclusive branches, each writing what it decides: a default
     // overwritten later would take a stage more on Tofino.
     apply {
-        if (meta.nic_port_set && meta.port_role == PORT_ROLE_EXTERNAL
+        if (meta.nic_port_set == 1 && meta.port_role == PORT_ROLE_EXTERNAL
                 && (meta.flow.later_fragment
                     || (meta.flow.protocol == IP_PROTO_UDP && meta.flow.dst_port == PMTU_PROBE_PORT))) {
-            meta.is_path_probe = true;
             meta.steer_reason = STEER_PATH_PROBE;
-        } else if (meta.nic_port_set && meta.port_role == PORT_ROLE_NIC
+        } else if (meta.nic_port_set == 1 && meta.port_role == PORT_ROLE_NIC
                 && meta.flow.protocol == IP_PROTO_UDP && meta.flow.dst_port == PMTU_PROBE_PORT
                 && meta.flow.src_port == PMTU_PROBE_PORT) {
-            meta.is_path_probe = true;
+            // The SmartNIC's own probe or reply: routed as it is.
         } else {
-            meta.is_path_probe = false;
+            held_to_mtu = 1;
         }
     }
 }
@@ -73,18 +75,20 @@ control PathProbes(inout local_metadata_t meta) {
 // Only a packet held to its MTU (held_to_mtu: fully parsed, no path probe)
 // that fits it and came from outside or from the rack may be steered:
 // packets back from the SmartNIC (or the CPU) are never steered again.
-// The decision reads the facts themselves, not a flag made of them, which
-// on Tofino would cost a stage.
-control Steering(inout local_metadata_t meta, in bool held_to_mtu) {
+// Steering also marks what the elephant sketch counts: a merge-eligible
+// packet it could have steered and left on the bypass
+// (meta.elephant_candidate).
+control Steering(inout local_metadata_t meta, in flag_t held_to_mtu) {
     // Whether the lookups hit, set by the entries' actions; what they
     // stand for is decided below. (Not `.apply().hit`: on Tofino each
     // branch on a hit is a table of its own, and every stage holds 16.)
-    bool listed_flow;
-    bool listed_service;
+    flag_t listed_flow;
+    flag_t listed_service;
 
     action steer_merge_flow() {
-        listed_flow = true;
+        listed_flow = 1;
     }
+    TOFINO_STAGE(3)
     table merge_flows {
         key = {
             meta.flow.ip_version: exact @name("ip_version");
@@ -101,8 +105,9 @@ control Steering(inout local_metadata_t meta, in bool held_to_mtu) {
     }
 
     action steer_merge_service() {
-        listed_service = true;
+        listed_service = 1;
     }
+    TOFINO_STAGE(3)
     table merge_services {
         key = {
             meta.flow.ip_version: exact @name("ip_version");
@@ -114,30 +119,73 @@ control Steering(inout local_metadata_t meta, in bool held_to_mtu) {
         size = 1024;
     }
 
+    @hidden action steer(steer_reason_t reason) {
+        meta.steer_reason = reason;
+        meta.elephant_candidate = false;
+    }
+    @hidden action leave_on_bypass() {
+        meta.elephant_candidate = true;
+    }
+    @hidden action route() {
+        meta.elephant_candidate = false;
+    }
+    // The decision, as one constant table, the first entry that matches
+    // deciding (as if statements, about ten gateways and tables on Tofino,
+    // where a stage holds 16). In words, for a packet held to its MTU
+    // (which makes its role external, internal or the SmartNIC's) that fits
+    // it (over_limit 0), not back from the SmartNIC, with a SmartNIC to
+    // steer to, and TCP:
+    //  1. outbound over its path MTU (over_path, as JumboPolicy measured
+    //     it): to the SmartNIC to be split;
+    //  2. merge-eligible (JumboPolicy: TCP to or from a jumbo instance) and
+    //     in merge_flows, or from outside and in merge_services, or a
+    //     handshake packet (SYN or SYN-ACK, so the SmartNIC learns each
+    //     side's MSS): to the SmartNIC to be merged;
+    //  3. otherwise routed; an elephant candidate if merge-eligible, also
+    //     when no SmartNIC is set.
+    @hidden table decision {
+        key = {
+            held_to_mtu: ternary @name("held_to_mtu");
+            meta.cmp.over_limit: ternary @name("over_limit");
+            meta.port_role: ternary @name("port_role");
+            meta.nic_port_set: ternary @name("nic_port_set");
+            meta.flow.is_tcp: ternary @name("is_tcp");
+            meta.cmp.over_path: ternary @name("over_path");
+            meta.merge_eligible: ternary @name("merge_eligible");
+            listed_flow: ternary @name("listed_flow");
+            listed_service: ternary @name("listed_service");
+            meta.flow.tcp_flags: ternary @name("tcp_flags");
+        }
+        actions = { steer; leave_on_bypass; route; }
+        const entries = {
+            (1, 0, PORT_ROLE_EXTERNAL, 1, 1, _, 1, 1, _, _): steer(STEER_MERGE_FLOW);
+            (1, 0, PORT_ROLE_EXTERNAL, 1, 1, _, 1, _, 1, _): steer(STEER_MERGE_SERVICE);
+            (1, 0, PORT_ROLE_EXTERNAL, 1, 1, _, 1, _, _, TCP_FLAG_SYN &&& TCP_FLAG_SYN):
+                steer(STEER_HANDSHAKE);
+            (1, 0, PORT_ROLE_EXTERNAL, _, _, _, 1, _, _, _): leave_on_bypass();
+            // From the rack, merge_services does not apply (listed_service
+            // is never set).
+            (1, 0, PORT_ROLE_INTERNAL, 1, 1, 0, 1, 1, _, _): steer(STEER_MERGE_FLOW);
+            (1, 0, PORT_ROLE_INTERNAL, 1, 1, 0, 1, _, _, TCP_FLAG_SYN &&& TCP_FLAG_SYN):
+                steer(STEER_HANDSHAKE);
+            (1, 0, PORT_ROLE_INTERNAL, 1, 1, 0, 1, _, _, _): leave_on_bypass();
+            (1, 0, PORT_ROLE_INTERNAL, 1, 1, 0, _, _, _, _): route();
+            (1, 0, PORT_ROLE_INTERNAL, 1, 1, _, _, _, _, _): steer(STEER_OUTBOUND_SPLIT);
+            (1, 0, PORT_ROLE_INTERNAL, _, _, _, 1, _, _, _): leave_on_bypass();
+        }
+        const default_action = route();
+    }
+
     apply {
-        listed_flow = false;
-        listed_service = false;
-        if (meta.flow.is_tcp) {
+        listed_flow = 0;
+        listed_service = 0;
+        if (meta.flow.is_tcp == 1) {
             merge_flows.apply();
             if (meta.port_role == PORT_ROLE_EXTERNAL) {
                 merge_services.apply();
             }
         }
-        if (!held_to_mtu || meta.cmp.over_limit != 0 || meta.port_role == PORT_ROLE_NIC
-                || !meta.nic_port_set || !meta.flow.is_tcp) {
-            // Routed.
-        } else if (meta.port_role == PORT_ROLE_INTERNAL && meta.cmp.over_path != 0) {
-            // ip_len > path_mtu, as JumboPolicy measured it.
-            meta.steer_reason = STEER_OUTBOUND_SPLIT;
-        } else if (!meta.merge_eligible) {
-            // Routed.
-        } else if (listed_flow) {
-            meta.steer_reason = STEER_MERGE_FLOW;
-        } else if (listed_service) {
-            meta.steer_reason = STEER_MERGE_SERVICE;
-        } else if ((meta.flow.tcp_flags & TCP_FLAG_SYN) != 0) {
-            meta.steer_reason = STEER_HANDSHAKE;
-        }
+        decision.apply();
     }
 }
 

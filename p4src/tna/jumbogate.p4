@@ -27,8 +27,6 @@
 #include "../include/routing.p4"
 #include "../include/counters.p4"
 
-const DigestType_t DIGEST_TYPE_ELEPHANT = 1;
-
 // Metadata starts at zero, as on v1model: the shared controls rely on it
 // (a field a packet's path never sets reads as 0), and Tofino's PHV holds
 // whatever the previous packet left unless told to clear it.
@@ -87,9 +85,8 @@ control TnaIngress(inout headers_t hdr,
         md.jg.signal_kind = SIGNAL_NONE;
         md.jg.steer_reason = STEER_NONE;
         md.jg.forward_on_outer = false;
-        md.jg.report_elephant = false;
         // The MTU policy holds for the packet (see MtuEnforcement).
-        bool held_to_mtu = false;
+        flag_t held_to_mtu = 0;
 
         // What needs only the port and the headers, for every packet, side
         // by side in the first stages: the port's role, the parser's
@@ -121,10 +118,7 @@ control TnaIngress(inout headers_t hdr,
                 && (md.jg.port_role == PORT_ROLE_EXTERNAL
                     || md.jg.port_role == PORT_ROLE_INTERNAL
                     || md.jg.port_role == PORT_ROLE_NIC)) {
-            path_probes.apply(md.jg);
-            if (!md.jg.is_path_probe) {
-                held_to_mtu = true;
-            }
+            path_probes.apply(md.jg, held_to_mtu);
         }
         if (md.jg.drop_reason == DROP_NONE && md.jg.parsing.depth_exceeded) {
             depth_policy.apply(md.jg);
@@ -150,13 +144,9 @@ control TnaIngress(inout headers_t hdr,
         elephant_detector.apply(md.jg,
             ig_prsr_md.global_tstamp[ELEPHANT_EPOCH_LOG2_US + 25:ELEPHANT_EPOCH_LOG2_US + 10],
             md.jg.flow.ip_len,
-            // A merge-eligible packet that Steering could have steered (see
-            // there) and left on the bypass. Only MtuEnforcement drops a
-            // packet held to its MTU, and only one that does not fit it
-            // (over_limit, known stages before the ICMP meters settle the
-            // reason on Tofino).
-            held_to_mtu && md.jg.cmp.over_limit == 0 && md.jg.port_role != PORT_ROLE_NIC
-                && md.jg.steer_reason == STEER_NONE && md.jg.merge_eligible);
+            // A merge-eligible packet that Steering could have steered and
+            // left on the bypass (see there).
+            md.jg.elephant_candidate, ig_dprsr_md.digest_type);
         mtu_enforcement.apply(ig_intr_md.ingress_port, md.jg, held_to_mtu);
 
         if (md.jg.drop_reason == DROP_NONE && md.jg.steer_reason != STEER_NONE) {
@@ -165,9 +155,6 @@ control TnaIngress(inout headers_t hdr,
         routing.apply(hdr, md.jg, ig_tm_md.ucast_egress_port,
             md.jg.drop_reason == DROP_NONE && md.jg.steer_reason == STEER_NONE);
 
-        if (md.jg.report_elephant) {
-            ig_dprsr_md.digest_type = DIGEST_TYPE_ELEPHANT;
-        }
         counters.apply(ig_intr_md.ingress_port, md.jg, false);
         if (md.jg.drop_reason != DROP_NONE) {
             ig_dprsr_md.drop_ctl = 1;

@@ -79,6 +79,10 @@ struct tna_egress_metadata_t {
     // 8200 8.1), as fields: Tofino's deparser checksum takes no constants.
     bit<32> signal_upper_len;
     bit<8>  signal_next_header;
+    // The signal's IPv4 total length or IPv6 payload length. It depends on
+    // the quote's length, which the parser knows from the state it ends
+    // in: set there as a constant, no egress table decides it.
+    bit<16> signal_ip_len;
 }
 
 parser TnaEgressParser(packet_in packet,
@@ -88,6 +92,7 @@ parser TnaEgressParser(packet_in packet,
     state start {
         meta.signal_upper_len = 0;
         meta.signal_next_header = 0;
+        meta.signal_ip_len = 0;
         packet.extract(eg_intr_md);
         transition select(packet.lookahead<bit<8>>()) {
             PACKET_KIND_SIGNAL: parse_signal;
@@ -117,23 +122,31 @@ parser TnaEgressParser(packet_in packet,
     }
     // Untagged frames have 4 more quoted bytes, at the quote's end.
     state quote_ipv4_untagged {
+        meta.signal_ip_len = IPV4_MIN_BYTES + ICMP_BYTES + SIGNAL_QUOTE_BYTES;
         packet.extract(hdr.quote_ipv4);
         packet.extract(hdr.quote_ipv4_rest);
         packet.extract(hdr.quote_untagged_word);
         transition accept;
     }
     state quote_ipv4 {
+        meta.signal_ip_len = IPV4_MIN_BYTES + ICMP_BYTES + SIGNAL_QUOTE_BYTES - 4;
         packet.extract(hdr.quote_ipv4);
         packet.extract(hdr.quote_ipv4_rest);
         transition accept;
     }
     state quote_ipv6_untagged {
+        meta.signal_ip_len = ICMP_BYTES + SIGNAL_QUOTE_BYTES;
+        meta.signal_upper_len = (bit<32>)(ICMP_BYTES + SIGNAL_QUOTE_BYTES);
+        meta.signal_next_header = IP_PROTO_ICMPV6;
         packet.extract(hdr.quote_ipv6);
         packet.extract(hdr.quote_ipv6_rest);
         packet.extract(hdr.quote_untagged_word);
         transition accept;
     }
     state quote_ipv6 {
+        meta.signal_ip_len = ICMP_BYTES + SIGNAL_QUOTE_BYTES - 4;
+        meta.signal_upper_len = (bit<32>)(ICMP_BYTES + SIGNAL_QUOTE_BYTES - 4);
+        meta.signal_next_header = IP_PROTO_ICMPV6;
         packet.extract(hdr.quote_ipv6);
         packet.extract(hdr.quote_ipv6_rest);
         transition accept;
@@ -141,9 +154,13 @@ parser TnaEgressParser(packet_in packet,
 }
 
 // Mirrors SignalBuilder of v1model/signal.p4 (same table, same actions).
+// Egress shares each stage's 16 tables with ingress, so it builds the
+// signal in few: the lengths come from the parser, and each branch below
+// is one table.
 control SignalBuilder(inout tna_egress_headers_t hdr, inout tna_egress_metadata_t meta) {
-    ipv4_addr_t source_v4 = 0;
-    ipv6_addr_t source_v6 = 0;
+    // Written by either action of signal_source.
+    ipv4_addr_t source_v4;
+    ipv6_addr_t source_v6;
 
     action set_signal_source(ipv4_addr_t ipv4, ipv6_addr_t ipv6) {
         source_v4 = ipv4;
@@ -165,11 +182,6 @@ control SignalBuilder(inout tna_egress_headers_t hdr, inout tna_egress_metadata_
         mac_addr_t original_dst = hdr.ethernet.dst_addr;
         hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
         hdr.ethernet.src_addr = original_dst;
-        bit<16> quote_bytes = SIGNAL_QUOTE_BYTES;
-        if (hdr.vlan.isValid()) {
-            quote_bytes = SIGNAL_QUOTE_BYTES - 4;
-        }
-
         hdr.signal_icmp.setValid();
         hdr.signal_icmp.checksum = 0;  // computed in the deparser
         hdr.signal_icmp.rest = (bit<32>)hdr.signal.signal_mtu;
@@ -181,7 +193,7 @@ control SignalBuilder(inout tna_egress_headers_t hdr, inout tna_egress_metadata_
             hdr.signal_ipv4.ihl = 5;
             hdr.signal_ipv4.dscp = 0;
             hdr.signal_ipv4.ecn = 0;
-            hdr.signal_ipv4.total_len = IPV4_MIN_BYTES + ICMP_BYTES + quote_bytes;
+            hdr.signal_ipv4.total_len = meta.signal_ip_len;
             hdr.signal_ipv4.identification = 0;
             hdr.signal_ipv4.flag_reserved = 0;
             hdr.signal_ipv4.flag_dont_fragment = 0;
@@ -199,9 +211,7 @@ control SignalBuilder(inout tna_egress_headers_t hdr, inout tna_egress_metadata_
             hdr.signal_ipv6.version = 6;
             hdr.signal_ipv6.traffic_class = 0;
             hdr.signal_ipv6.flow_label = 0;
-            hdr.signal_ipv6.payload_len = ICMP_BYTES + quote_bytes;
-            meta.signal_upper_len = (bit<32>)(ICMP_BYTES + quote_bytes);
-            meta.signal_next_header = IP_PROTO_ICMPV6;
+            hdr.signal_ipv6.payload_len = meta.signal_ip_len;
             hdr.signal_ipv6.next_header = IP_PROTO_ICMPV6;
             hdr.signal_ipv6.hop_limit = SIGNAL_TTL;
             hdr.signal_ipv6.src_addr = source_v6;

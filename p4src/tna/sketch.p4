@@ -18,8 +18,10 @@ struct sketch_cell_t {
 }
 
 // One row: add the packet to this epoch's count (a cell from an older
-// epoch starts again from zero) and return the new count.
-#define SKETCH_ROW(row, salt) \
+// epoch starts again from zero) and put the new count in `count_field`
+// (0 when the packet is not counted); `on_count` and `on_pass` run beside
+// it, when it counts and when not.
+#define SKETCH_ROW(row, salt, count_field, on_count, on_pass) \
     Register<sketch_cell_t, bit<SKETCH_INDEX_BITS>>(SKETCH_COLUMNS) sketch_##row; \
     Hash<bit<SKETCH_INDEX_BITS>>(HashAlgorithm_t.CRC32) row##_hash; \
     RegisterAction<sketch_cell_t, bit<SKETCH_INDEX_BITS>, bit<32>>(sketch_##row) count_##row = { \
@@ -32,19 +34,50 @@ struct sketch_cell_t {
             cell.epoch = (bit<32>)epoch; \
             count = cell.bytes; \
         } \
-    };
+    }; \
+    @hidden action count_in_##row() { \
+        count_field = count_##row.execute(row##_hash.get(FLOW_HASH_FIELDS(salt, flow))); \
+        on_count \
+    } \
+    @hidden action pass_##row() { \
+        count_field = 0; \
+        on_pass \
+    } \
+    @hidden table row##_counter { \
+        key = { \
+            count_packet: exact @name("count_packet"); \
+            threshold: ternary @name("threshold"); \
+        } \
+        actions = { count_in_##row; pass_##row; } \
+        const entries = { \
+            (true, 0 &&& 0xffffffff): pass_##row(); \
+            (true, _): count_in_##row(); \
+        } \
+        const default_action = pass_##row(); \
+    }
+
+// What the rows say about the threshold: each row's shortfall from it (0
+// when that row reached it). Not a "reached" flag: the Bloom filter's
+// gateways test the shortfalls themselves, so the filter runs in the stage
+// after them, where a flag made of them would cost one more.
+struct sketch_verdict_t {
+    flag_t  counted;  // the rows counted the packet
+    bit<32> short0;   // threshold |-| count0
+    bit<32> short1;
+    bit<32> short2;
+}
 
 // The three rows count side by side, in one stage. What follows is shaped
 // by Tofino's gateways, which compare a field with a constant only: the
 // rows' shortfalls from the threshold as saturating differences, beside
 // the smaller of two counts (the ALU's min), in one action and stage; in
-// the next, "reached" (every row at the threshold, so their smallest is)
-// and the smallest count, side by side.
+// the next, the smallest count beside the Bloom filter.
+// The rows count when count_packet is set and the threshold is not 0
+// (detection off): their key, not a gateway around them (see
+// ElephantDetector).
 control FlowSketch(in flow_t flow, in bit<16> epoch, in bit<16> packet_bytes,
-                   in bit<32> threshold, out bit<32> estimate, out bool reached) {
-    SKETCH_ROW(row0, SALT_ROW0)
-    SKETCH_ROW(row1, SALT_ROW1)
-    SKETCH_ROW(row2, SALT_ROW2)
+                   in bit<32> threshold, in bool count_packet,
+                   out bit<32> estimate, out sketch_verdict_t verdict) {
     // No initial values: each is written before it is read, and a field
     // with none lives only from its write to its last read, so the PHV
     // allocator can give its container to another field for the stages
@@ -52,31 +85,24 @@ control FlowSketch(in flow_t flow, in bit<16> epoch, in bit<16> packet_bytes,
     bit<32> count0;
     bit<32> count1;
     bit<32> count2;
-    bit<32> short0;  // threshold |-| count0: 0 when count0 reached it
-    bit<32> short1;
-    bit<32> short2;
+    // Only the first row says whether it counted: fields written by
+    // several tables of one stage would be written one stage after another.
+    SKETCH_ROW(row0, SALT_ROW0, count0, verdict.counted = 1;, verdict.counted = 0;)
+    SKETCH_ROW(row1, SALT_ROW1, count1, , )
+    SKETCH_ROW(row2, SALT_ROW2, count2, , )
     bit<32> smaller_of_0_1;
     DIFFERENCE_STEP(measure_counts,
-        short0 = threshold |-| count0;
-        short1 = threshold |-| count1;
-        short2 = threshold |-| count2;
+        verdict.short0 = threshold |-| count0;
+        verdict.short1 = threshold |-| count1;
+        verdict.short2 = threshold |-| count2;
         smaller_of_0_1 = min(count0, count1);)
 
     apply {
-        count0 = count_row0.execute(row0_hash.get(FLOW_HASH_FIELDS(SALT_ROW0, flow)));
-        count1 = count_row1.execute(row1_hash.get(FLOW_HASH_FIELDS(SALT_ROW1, flow)));
-        count2 = count_row2.execute(row2_hash.get(FLOW_HASH_FIELDS(SALT_ROW2, flow)));
+        row0_counter.apply();
+        row1_counter.apply();
+        row2_counter.apply();
         measure_counts_table.apply();
         estimate = min(smaller_of_0_1, count2);
-        // Nested: a gateway reads at most 4 bytes and 12 bits of PHV.
-        reached = false;
-        if (short0 == 0) {
-            if (short1 == 0) {
-                if (short2 == 0) {
-                    reached = true;
-                }
-            }
-        }
     }
 }
 
@@ -95,16 +121,26 @@ control FlowSketch(in flow_t flow, in bit<16> epoch, in bit<16> packet_bytes,
         } \
     };
 
-control ReportedFilter(in flow_t flow, in bit<16> epoch, out bool first) {
+// report: raised when the flow reached the threshold (every row did, so their
+// smallest count does) and this is its first report this epoch. The tests
+// are nested: a gateway reads at most 4 bytes and 12 bits of PHV, and
+// nested gateways share a stage with the Bloom cells they guard.
+control ReportedFilter(in flow_t flow, in bit<16> epoch, in sketch_verdict_t verdict,
+                       inout elephant_report_t report) {
     BLOOM_CELL(bloom0, SALT_BLOOM0)
     BLOOM_CELL(bloom1, SALT_BLOOM1)
 
     apply {
-        bit<1> fresh0 = stamp_bloom0.execute(bloom0_hash.get(FLOW_HASH_FIELDS(SALT_BLOOM0, flow)));
-        bit<1> fresh1 = stamp_bloom1.execute(bloom1_hash.get(FLOW_HASH_FIELDS(SALT_BLOOM1, flow)));
-        first = false;
-        if (fresh0 == 1 || fresh1 == 1) {
-            first = true;
+        if (verdict.counted == 1 && verdict.short0 == 0) {
+            if (verdict.short1 == 0) {
+                if (verdict.short2 == 0) {
+                    bit<1> fresh0 = stamp_bloom0.execute(bloom0_hash.get(FLOW_HASH_FIELDS(SALT_BLOOM0, flow)));
+                    bit<1> fresh1 = stamp_bloom1.execute(bloom1_hash.get(FLOW_HASH_FIELDS(SALT_BLOOM1, flow)));
+                    if (fresh0 == 1 || fresh1 == 1) {
+                        report = ELEPHANT_REPORTED;
+                    }
+                }
+            }
         }
     }
 }

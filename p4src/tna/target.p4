@@ -72,6 +72,19 @@ const bool SIGNAL_COUNTED_AT_REQUEST = true;
 // against it there.
 const bool FRAME_LENGTH_IN_INGRESS = false;
 
+// Pins a table to a stage. bf-p4c places tables greedily, as early as their
+// inputs allow: big tables that are read late (the merge lists, the
+// routes) would take the first stages' memory from the lookups that every
+// later decision waits for. docs/dataplane.md has the stage map.
+#define TOFINO_STAGE(n) @stage(n)
+
+// What the elephant detector raises for a flow to report: the ingress
+// deparser's digest type itself, written where the Bloom filter decides. A
+// flag turned into the type afterwards would take one more stage.
+const DigestType_t DIGEST_TYPE_ELEPHANT = 1;
+typedef bit<3> elephant_report_t;
+#define ELEPHANT_REPORTED DIGEST_TYPE_ELEPHANT
+
 // The signal's addresses come from the quote in egress (tna/signal.p4), not
 // from metadata: 256 PHV bits saved.
 const bool SIGNAL_CARRIES_ADDRESSES = false;

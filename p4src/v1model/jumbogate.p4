@@ -107,9 +107,9 @@ control V1ModelIngress(inout headers_t hdr,
         meta.signal_kind = SIGNAL_NONE;
         meta.steer_reason = STEER_NONE;
         meta.forward_on_outer = false;
-        meta.report_elephant = false;
+        elephant_report_t report_elephant = false;
         // The MTU policy holds for the packet (see MtuEnforcement).
-        bool held_to_mtu = false;
+        flag_t held_to_mtu = 0;
 
         // What needs only the port and the headers, for every packet (on
         // Tofino side by side in the first stages; tna/jumbogate.p4 has the
@@ -139,10 +139,7 @@ control V1ModelIngress(inout headers_t hdr,
                 && (meta.port_role == PORT_ROLE_EXTERNAL
                     || meta.port_role == PORT_ROLE_INTERNAL
                     || meta.port_role == PORT_ROLE_NIC)) {
-            path_probes.apply(meta);
-            if (!meta.is_path_probe) {
-                held_to_mtu = true;
-            }
+            path_probes.apply(meta, held_to_mtu);
         }
         if (meta.drop_reason == DROP_NONE && meta.parsing.depth_exceeded) {
             depth_policy.apply(meta);
@@ -159,13 +156,9 @@ control V1ModelIngress(inout headers_t hdr,
         elephant_detector.apply(meta,
             (bit<16>)(standard_metadata.ingress_global_timestamp >> ELEPHANT_EPOCH_LOG2_US),
             (bit<16>)standard_metadata.packet_length,
-            // A merge-eligible packet that Steering could have steered (see
-            // there) and left on the bypass. Only MtuEnforcement drops a
-            // packet held to its MTU, and only one that does not fit it
-            // (over_limit, known stages before the ICMP meters settle the
-            // reason on Tofino).
-            held_to_mtu && meta.cmp.over_limit == 0 && meta.port_role != PORT_ROLE_NIC
-                && meta.steer_reason == STEER_NONE && meta.merge_eligible);
+            // A merge-eligible packet that Steering could have steered and
+            // left on the bypass (see there).
+            meta.elephant_candidate, report_elephant);
         mtu_enforcement.apply(standard_metadata.ingress_port, meta, held_to_mtu);
 
         bool forward = meta.drop_reason == DROP_NONE && meta.steer_reason == STEER_NONE;
@@ -181,7 +174,7 @@ control V1ModelIngress(inout headers_t hdr,
         }
         routing.apply(hdr, meta, standard_metadata.egress_spec, forward);
 
-        if (meta.report_elephant) {
+        if (report_elephant) {
             digest<elephant_digest_t>(1, {
                 meta.flow.ip_version,
                 meta.flow.src_addr,

@@ -7,10 +7,17 @@
 #include "../include/headers.p4"
 #include "../include/flow_hash.p4"
 
-// estimate: the flow's bytes this epoch (the smallest of its counters);
-// reached: the estimate is at least the threshold.
+// What the sketch tells the filter: whether the estimate reached the
+// threshold.
+struct sketch_verdict_t {
+    bool reached;
+}
+
+// count: the packet is to be counted (with a threshold of 0, none is).
+// estimate: the flow's bytes this epoch (the smallest of its counters).
 control FlowSketch(in flow_t flow, in bit<16> epoch, in bit<16> packet_bytes,
-                   in bit<32> threshold, out bit<32> estimate, out bool reached) {
+                   in bit<32> threshold, in bool count,
+                   out bit<32> estimate, out sketch_verdict_t verdict) {
     register<bit<32>>(SKETCH_COLUMNS) sketch_row0_bytes;
     register<bit<16>>(SKETCH_COLUMNS) sketch_row0_epoch;
     register<bit<32>>(SKETCH_COLUMNS) sketch_row1_bytes;
@@ -54,12 +61,20 @@ control FlowSketch(in flow_t flow, in bit<16> epoch, in bit<16> packet_bytes,
     }
 
     apply {
-        count_flow(estimate);
-        reached = estimate >= threshold;
+        if (count && threshold != 0) {
+            count_flow(estimate);
+            verdict.reached = estimate >= threshold;
+        } else {
+            estimate = 0;
+            verdict.reached = false;
+        }
     }
 }
 
-control ReportedFilter(in flow_t flow, in bit<16> epoch, out bool first) {
+// report: raised when the flow reached the threshold and was not reported yet
+// this epoch.
+control ReportedFilter(in flow_t flow, in bit<16> epoch, in sketch_verdict_t verdict,
+                       inout elephant_report_t report) {
     register<bit<16>>(BLOOM_BITS) reported_bloom_epoch;
 
     // Marks the flow as reported in this epoch; `unmarked` tells whether it
@@ -79,7 +94,9 @@ control ReportedFilter(in flow_t flow, in bit<16> epoch, out bool first) {
     }
 
     apply {
-        mark_reported(first);
+        if (verdict.reached) {
+            mark_reported(report);
+        }
     }
 }
 

@@ -28,6 +28,15 @@ const meter_color_t METER_COLOR_RED = 2;
 // length against it).
 const bool FRAME_LENGTH_IN_INGRESS = true;
 
+// Where a table sits in Tofino's pipeline (see tna/target.p4); nothing on
+// v1model.
+#define TOFINO_STAGE(n)
+
+// What the elephant detector raises for a flow to report: a flag, for
+// which the top level sends the digest.
+typedef bool elephant_report_t;
+#define ELEPHANT_REPORTED true
+
 // The resubmitted pass keeps the offending packet's addresses in metadata
 // (FIELD_LIST_ICMP_SIGNAL) for SignalBuilder.
 const bool SIGNAL_CARRIES_ADDRESSES = true;
