@@ -25,12 +25,14 @@ control Routing(inout headers_t hdr,
         meta.routed = false;
     }
 
+    TOFINO_STAGE(6)
     table routes_v4 {
         key = { hdr.ipv4.dst_addr: lpm @name("dst_addr"); }
         actions = { set_next_hop_group; @defaultonly no_route; }
         const default_action = no_route();
         size = 4096;
     }
+    TOFINO_STAGE(6)
     table routes_v6 {
         key = { hdr.ipv6.dst_addr: lpm @name("dst_addr"); }
         actions = { set_next_hop_group; @defaultonly no_route; }
