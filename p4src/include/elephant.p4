@@ -59,10 +59,10 @@ control ElephantDetector(inout local_metadata_t meta, in bit<16> epoch_clock,
 
     apply {
         elephant_config.apply();
-        // Whether the packet is counted (count_packet, and a threshold
-        // other than 0) is for the sketch to test: on Tofino it is the
-        // rows' own key, as a test around them would hold them back until
-        // the ICMP meters' stages are done. The estimate goes straight
+        // Whether the packet is counted (count_packet, and on v1model a
+        // threshold other than 0) is for the sketch to test: on Tofino it
+        // is the rows' own key, as a test around them would hold them back
+        // until the ICMP meters' stages are done. The estimate goes straight
         // where the digest reads it (read only when a report is due): no
         // second copy of 32 bits. The verdict (has the flow reached the
         // threshold?) is the target's own: the filter tests it, and on
@@ -70,8 +70,11 @@ control ElephantDetector(inout local_metadata_t meta, in bit<16> epoch_clock,
         sketch_verdict_t verdict;
         flow_sketch.apply(meta.flow, epoch, wire_bytes, meta.elephant_threshold,
                           count_packet, meta.elephant_estimate, verdict);
-        // The first report of the flow this epoch.
-        reported_filter.apply(meta.flow, epoch, verdict, report);
+        // The first report of the flow this epoch; with a threshold of 0
+        // (detection off), none.
+        if (meta.elephant_threshold != 0) {
+            reported_filter.apply(meta.flow, epoch, verdict, report);
+        }
     }
 }
 

@@ -85,6 +85,13 @@ control TnaIngress(inout headers_t hdr,
         md.jg.signal_kind = SIGNAL_NONE;
         md.jg.steer_reason = STEER_NONE;
         md.jg.forward_on_outer = false;
+        // The signal mirror header's fields, for every packet, though read
+        // only when the packet is mirrored: set here, in the first stage,
+        // they leave the request for a signal at the end a single write
+        // (mirror_type), one table and stage.
+        md.signal_packet_kind = PACKET_KIND_SIGNAL;
+        md.signal_pad = 0;
+        md.signal_session = SIGNAL_SESSION(ig_intr_md.ingress_port);
         // The MTU policy holds for the packet (see MtuEnforcement).
         flag_t held_to_mtu = 0;
 
@@ -164,9 +171,6 @@ control TnaIngress(inout headers_t hdr,
             // mirrored copy, truncated by the session, becomes the ICMP
             // error in egress (signal.p4).
             ig_dprsr_md.mirror_type = MIRROR_TYPE_SIGNAL;
-            md.signal_packet_kind = PACKET_KIND_SIGNAL;
-            md.signal_pad = 0;
-            md.signal_session = SIGNAL_SESSION(ig_intr_md.ingress_port);
         }
     }
 }

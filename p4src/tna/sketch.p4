@@ -44,14 +44,10 @@ struct sketch_cell_t {
         on_pass \
     } \
     @hidden table row##_counter { \
-        key = { \
-            count_packet: exact @name("count_packet"); \
-            threshold: ternary @name("threshold"); \
-        } \
+        key = { count_packet: exact @name("count_packet"); } \
         actions = { count_in_##row; pass_##row; } \
         const entries = { \
-            (true, 0 &&& 0xffffffff): pass_##row(); \
-            (true, _): count_in_##row(); \
+            true: count_in_##row(); \
         } \
         const default_action = pass_##row(); \
     }
@@ -67,14 +63,15 @@ struct sketch_verdict_t {
     bit<32> short2;
 }
 
-// The three rows count side by side, in one stage. What follows is shaped
-// by Tofino's gateways, which compare a field with a constant only: the
-// rows' shortfalls from the threshold as saturating differences, beside
-// the smaller of two counts (the ALU's min), in one action and stage; in
-// the next, the smallest count beside the Bloom filter.
-// The rows count when count_packet is set and the threshold is not 0
-// (detection off): their key, not a gateway around them (see
-// ElephantDetector).
+// The three rows count side by side, in one stage, when count_packet is
+// set: their key, not a gateway around them (see ElephantDetector). Also
+// with a threshold of 0 (detection off): a test of the threshold in their
+// key would make each a ternary table, in TCAM beside the routes;
+// ElephantDetector then asks the filter for no report. What follows is
+// shaped by Tofino's gateways, which compare a field with a constant only:
+// the rows' shortfalls from the threshold as saturating differences,
+// beside the smaller of two counts (the ALU's min), in one action and
+// stage; in the next, the smallest count beside the Bloom filter.
 control FlowSketch(in flow_t flow, in bit<16> epoch, in bit<16> packet_bytes,
                    in bit<32> threshold, in bool count_packet,
                    out bit<32> estimate, out sketch_verdict_t verdict) {
