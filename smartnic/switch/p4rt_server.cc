@@ -1270,16 +1270,22 @@ class Server final : public p4v1::P4Runtime::Service
 			}
 			for (unsigned int i = 0; i < n; i++) {
 				auto *mbuf = static_cast<rte_mbuf *>(mbufs[i]);
-				if (primary != nullptr) {
+				// rte_pktmbuf_read copies only a segmented
+				// packet: for a contiguous one it answers a
+				// pointer into the mbuf and leaves `copy` as
+				// it was.
+				uint32_t length = rte_pktmbuf_pkt_len(mbuf);
+				std::string copy(length, '\0');
+				const void *bytes =
+					primary == nullptr
+						? nullptr
+						: rte_pktmbuf_read(mbuf, 0,
+								   length,
+								   copy.data());
+				if (bytes != nullptr) {
 					p4v1::StreamMessageResponse message;
-					std::string payload(
-						rte_pktmbuf_pkt_len(mbuf),
-						'\0');
-					rte_pktmbuf_read(mbuf, 0,
-							 payload.size(),
-							 payload.data());
 					message.mutable_packet()->set_payload(
-						payload);
+						bytes, length);
 					std::lock_guard<std::mutex> lock(mu_);
 					if (primary_of("") == primary)
 						primary->send(message);

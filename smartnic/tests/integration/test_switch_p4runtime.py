@@ -13,6 +13,7 @@ import time
 import grpc
 import pytest
 from finsy.proto import p4r
+from nic_harness import PacketPort
 from switch_harness import Client, OnePortSwitch, p4info
 
 OK, INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED = 0, 3, 5, 6, 7
@@ -61,6 +62,31 @@ def port_role(port: int, role: int) -> p4r.Entity:
 
 def route_v4(prefix: bytes, length: int, group: int = 1) -> p4r.Entity:
     return entry("routes_v4", [lpm("routes_v4", prefix, length)], "set_next_hop_group", {"group_id": group.to_bytes(2, "big")})
+
+
+ECMP_SELECTOR = next(p.preamble.id for p in INFO.action_profiles if p.preamble.alias == "ecmp_selector")
+CPU_PORT = 510  # jumbogate-switch's default --cpu-port
+
+
+def next_hop_member(member_id: int, port: int, src_mac: bytes = bytes(6), dst_mac: bytes = bytes(6)) -> p4r.Entity:
+    action = entry("next_hops", [], "set_next_hop", {"port": port.to_bytes(2, "big"), "src_mac": src_mac, "dst_mac": dst_mac}).table_entry.action.action
+    return p4r.Entity(action_profile_member=p4r.ActionProfileMember(action_profile_id=ECMP_SELECTOR, member_id=member_id, action=action))
+
+
+def ecmp_group(group_id: int, weights: dict[int, int]) -> p4r.Entity:
+    group = p4r.ActionProfileGroup(action_profile_id=ECMP_SELECTOR, group_id=group_id)
+    for member_id, weight in weights.items():
+        group.members.add(member_id=member_id, weight=weight)
+    return p4r.Entity(action_profile_group=group)
+
+
+def next_hops_entry(group: int, member_id: int | None = None, group_id: int | None = None) -> p4r.Entity:
+    e = entry("next_hops", [exact("next_hops", "group_id", group.to_bytes(2, "big"))])
+    if member_id is not None:
+        e.table_entry.action.action_profile_member_id = member_id
+    else:
+        e.table_entry.action.action_profile_group_id = group_id
+    return e
 
 
 def all_table_entries(client: Client) -> list[p4r.TableEntry]:
@@ -336,3 +362,56 @@ def test_a_primary_that_stops_reading_holds_up_no_one(log_dir):
         for client in clients:
             client.close()
         wiring.close()
+
+
+def udp_frame(size: int, ttl: int = 64) -> bytes:
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+
+    head = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IP(src="198.51.100.7", dst="10.9.0.1", ttl=ttl) / UDP(sport=4000, dport=5000)
+    return bytes(head / bytes((i * 7 + 3) % 256 for i in range(size - len(head))))
+
+
+def route_to(client: Client, port: int) -> None:
+    """Port 0 external, 10.9.0.0/16 routed to `port` by a next hop that keeps the frame's MACs."""
+    frame = udp_frame(64)
+    codes = client.write(
+        [
+            update(p4r.Update.INSERT, port_role(0, 1)),
+            update(p4r.Update.INSERT, next_hop_member(1, port, src_mac=frame[6:12], dst_mac=frame[0:6])),
+            update(p4r.Update.INSERT, next_hops_entry(1, member_id=1)),
+            update(p4r.Update.INSERT, route_v4(bytes([10, 9, 0, 0]), 16, group=1)),
+        ]
+    )
+    assert codes == [OK] * 4
+
+
+def forwarded(frame: bytes) -> bytes:
+    """The frame as routing leaves it: the TTL one less, the IPv4 checksum again."""
+    from scapy.layers.inet import IP
+    from scapy.layers.l2 import Ether
+
+    packet = Ether(frame)
+    packet[IP].ttl -= 1
+    del packet[IP].chksum
+    return bytes(packet)
+
+
+def test_a_packet_in_carries_the_frame_byte_for_byte(switch, primary):
+    """Every packet-in used to carry zeros: rte_pktmbuf_read answers a pointer into a contiguous mbuf and
+    copies nothing, and the server sent the untouched buffer (issue 34)."""
+    route_to(primary, CPU_PORT)
+    port = PacketPort(switch.ns, switch.peer)
+    try:
+        for size in (80, 1000):
+            frame = udp_frame(size)
+            port.send([frame])
+            deadline = time.monotonic() + 5
+            while True:
+                message = primary.next_response(timeout=max(0.01, deadline - time.monotonic()))
+                if message.HasField("packet"):
+                    break
+            assert len(message.packet.payload) == size
+            assert message.packet.payload == forwarded(frame)
+    finally:
+        port.close()
