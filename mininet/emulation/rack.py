@@ -23,13 +23,15 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 from mininet.node import Host, Switch
 
+from jumbogate import lab
+
 from . import cleanup, plan, procs
 from .switches import Bmv2Switch, QuietBridge, SoftSwitch, missing_switch, resolve_target
 from .tls import RackTls
 
 RACK_CONFIG = procs.REPO / "mininet" / "rack.yaml"
 PIPELINE = procs.REPO / "p4src" / "compiled" / "depth512"
-NIC_BINARY = procs.REPO / "build" / "smartnic" / "app" / "jumbogate-nic"
+NIC_BINARY = lab.NIC
 VENV_BIN = procs.REPO / ".venv" / "bin"
 CONTROLLER = VENV_BIN / "jumbogate-controller"
 JUMBOGATECTL = VENV_BIN / "jumbogatectl"
@@ -86,7 +88,7 @@ def missing_prerequisites(parts: Parts = Parts(), target: str | None = None) -> 
     if parts.controller and not (PIPELINE / "jumbogate.json").exists():
         missing.append(f"no compiled P4 program in {PIPELINE.relative_to(procs.REPO)} (run 'make p4')")
     if parts.nic and not NIC_BINARY.exists():
-        missing.append(f"no {NIC_BINARY.relative_to(procs.REPO)} (run 'make smartnic')")
+        missing.append(f"no {NIC_BINARY} (run 'make smartnic')")
     if parts.controller and not CONTROLLER.exists():
         missing.append("no .venv/bin/jumbogate-controller (run 'make setup')")
     for tool in ("ethtool", "iperf3", "tcpdump"):

@@ -14,10 +14,12 @@ import subprocess
 
 from mininet.node import Switch
 
+from jumbogate import lab
+
 from . import procs
 
 GRPC_START_TIMEOUT_S = 30.0
-SOFT_SWITCH = procs.REPO / "build" / "smartnic" / "switch" / "jumbogate-switch"
+SOFT_SWITCH = lab.SOFT_SWITCH
 # The targets `SWITCH=` takes, and what each needs.
 TARGETS = {
     "soft": "jumbogate-switch (build/smartnic/switch, made by 'make setup')",
@@ -43,7 +45,7 @@ def missing_switch(target: str) -> str | None:
     if target == "bmv2" and shutil.which("simple_switch_grpc") is None:
         return "SWITCH=bmv2 needs simple_switch_grpc on PATH (see README, 'Getting p4c and BMv2'); SWITCH=soft needs nothing more"
     if target == "soft" and not SOFT_SWITCH.exists():
-        return f"SWITCH=soft needs {SOFT_SWITCH.relative_to(procs.REPO)} (run 'make setup')"
+        return f"SWITCH=soft needs {SOFT_SWITCH} (run 'make setup')"
     return None
 
 

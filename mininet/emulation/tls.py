@@ -2,9 +2,11 @@
 
 The CA and certificates are made afresh at every start in build/emulation/pki
 (jumbogate.pki; good for a day). The switch and the SmartNIC serve mutual TLS
-with their own certificates; the controller presents its certificate to
-both and serves the operator API and metrics over mutual TLS; jumbogatectl
-connects as `admin` (tls.roles.admin) or `viewer` (tls.roles.read_only).
+with their own certificates and take calls from the controller's only
+(--tls-allow controller); the controller presents its certificate to both
+and serves the operator API and metrics over mutual TLS; jumbogatectl
+connects as `admin` (tls.roles.admin) or `viewer` (tls.roles.read_only),
+neither of which the switch or the SmartNIC answers.
 """
 
 from __future__ import annotations
@@ -30,11 +32,11 @@ class RackTls:
     def make(cls) -> RackTls:
         loopback = plan.P4RUNTIME_ADDRESS.rpartition(":")[0]
         holders = {"controller": [loopback], "switch": [loopback], "smartnic": [plan.MGMT_NIC.ip4], ADMIN: [], VIEWER: []}
-        return cls(make_pki(PKI_DIR, holders))
+        return cls(make_pki(PKI_DIR, holders, clients={"controller", ADMIN, VIEWER}))
 
     def server(self, holder: str) -> ServerTls:
         identity = self.pki[holder]
-        return ServerTls(identity.cert, identity.key, self.pki.ca)
+        return ServerTls(identity.cert, identity.key, self.pki.ca, allow=("controller",))
 
     def config_section(self) -> dict:
         """rack.yaml's tls section for the controller."""

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import grpc
 import pytest
 from emulation import cleanup, plan, procs
 from emulation.rack import JUMBOGATECTL, Parts, Rack
@@ -74,6 +75,26 @@ def test_a_second_make_run_leaves_the_running_rack_alone():
     assert not cleanup.find_leftovers(), cleanup.find_leftovers().describe()
 
 
+def refused_to_the_dashboard(rack, holder: str) -> dict[str, grpc.StatusCode]:
+    """What the switch and the SmartNIC answer a certificate from the rack's CA that is not the controller's."""
+    from finsy.proto import p4r, p4r_grpc
+
+    from jumbogate.v1 import nic_pb2, nic_pb2_grpc
+
+    answers = {}
+    for part, address, call in (
+        ("switch", plan.P4RUNTIME_ADDRESS, lambda ch: p4r_grpc.P4RuntimeStub(ch).Capabilities(p4r.CapabilitiesRequest(), timeout=5)),
+        ("smartnic", plan.NIC_CONTROL_ADDRESS, lambda ch: nic_pb2_grpc.NicStub(ch).Configure(nic_pb2.NicConfig(), timeout=5)),
+    ):
+        with grpc.secure_channel(address, rack.tls.credentials(holder)) as channel:
+            try:
+                call(channel)
+                answers[part] = grpc.StatusCode.OK
+            except grpc.RpcError as err:
+                answers[part] = err.code()
+    return answers
+
+
 def test_the_rack_runs_with_mutual_tls_on_every_control_channel():
     """`make run TLS=1`: the switch, the SmartNIC and the controller come up with the throwaway CA's
     certificates, the border forwards (the controller programmed the switch over TLS), the SmartNIC is
@@ -92,4 +113,6 @@ def test_the_rack_runs_with_mutual_tls_on_every_control_channel():
             [str(JUMBOGATECTL), "--controller", plan.CONTROLLER_ADDRESS, "--timeout", "2", "fleet", "show"], capture_output=True, timeout=30
         )
         assert plaintext.returncode == 4
+        if rack.target == "soft":
+            assert refused_to_the_dashboard(rack, VIEWER) == {"switch": grpc.StatusCode.PERMISSION_DENIED, "smartnic": grpc.StatusCode.PERMISSION_DENIED}
     assert not cleanup.find_leftovers(), cleanup.find_leftovers().describe()

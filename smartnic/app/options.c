@@ -45,6 +45,7 @@ enum option_id {
 	OPT_TLS_CERT,
 	OPT_TLS_KEY,
 	OPT_TLS_CLIENT_CA,
+	OPT_TLS_ALLOW,
 	OPT_INSECURE,
 	OPT_PMTU_DISCOVERY,
 	OPT_PMTU_PORT,
@@ -149,6 +150,10 @@ static const struct option_spec option_specs[] = {
 	{OPT_TLS_KEY, "tls-key", "FILE", "the private key of --tls-cert (PEM)"},
 	{OPT_TLS_CLIENT_CA, "tls-client-ca", "FILE",
 	 "the CA client certificates must chain to (PEM)"},
+	{OPT_TLS_ALLOW, "tls-allow", "NAME",
+	 "a client identity allowed to call: a DNS subject alternative name "
+	 "of its certificate (repeat, at most 16; mutual TLS needs at least "
+	 "one: the CA signs more than the controllers)"},
 	{OPT_INSECURE, "insecure", NULL,
 	 "allow a plaintext control API on an address other than loopback "
 	 "(anyone who reaches it may reconfigure the SmartNIC; warned at "
@@ -468,6 +473,7 @@ apply(struct nic_options *options, const struct option_spec *spec,
 	case OPT_TLS_CERT:
 	case OPT_TLS_KEY:
 	case OPT_TLS_CLIENT_CA:
+	case OPT_TLS_ALLOW:
 	case OPT_INSECURE:
 		if (!jg_tls_option(&options->tls, name,
 				   spec->argument ? value : NULL, error,

@@ -11,7 +11,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
+
+#include <grpc/grpc_security_constants.h>
+#include <grpcpp/security/auth_metadata_processor.h>
 
 namespace
 {
@@ -94,8 +98,53 @@ bool check_tcp_address(const std::string &address, bool *loopback,
 	return usable;
 }
 
+// Runs before every call, on the connection's verified client certificate:
+// the call goes on only if one of the certificate's DNS subject alternative
+// names is allowed. Only DNS SANs count (gRPC's peer_dns property): the
+// generic SAN property mixes URI, e-mail and IP SANs, and a common name is
+// whatever the requester wrote into it.
+class AllowedIdentities : public grpc::AuthMetadataProcessor
+{
+      public:
+	AllowedIdentities(std::set<std::string> allowed, std::string program)
+	    : allowed_(std::move(allowed)), program_(std::move(program))
+	{
+	}
+
+	// A set lookup: no need for a thread of its own.
+	bool IsBlocking() const override
+	{
+		return false;
+	}
+
+	grpc::Status Process(const InputMetadata &, grpc::AuthContext *context,
+			     OutputMetadata *, OutputMetadata *) override
+	{
+		std::string seen;
+		for (const auto &name :
+		     context->FindPropertyValues(GRPC_PEER_DNS_PROPERTY_NAME)) {
+			std::string dns(name.data(), name.size());
+			if (allowed_.count(dns))
+				return grpc::Status::OK;
+			if (seen.size() < 200)
+				seen += (seen.empty() ? "" : ", ") + dns;
+		}
+		return grpc::Status(
+			grpc::StatusCode::PERMISSION_DENIED,
+			program_ + ": the client certificate's DNS names (" +
+				(seen.empty() ? std::string("none") : seen) +
+				") are not among the identities allowed to "
+				"call (--tls-allow)");
+	}
+
+      private:
+	const std::set<std::string> allowed_;
+	const std::string program_;
+};
+
 std::shared_ptr<grpc::ServerCredentials>
-mutual_tls(const struct jg_tls_options &tls, std::string *error)
+mutual_tls(const char *program, const struct jg_tls_options &tls,
+	   std::string *error)
 {
 	grpc::SslServerCredentialsOptions options(
 		GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
@@ -108,7 +157,13 @@ mutual_tls(const struct jg_tls_options &tls, std::string *error)
 		return nullptr;
 	}
 	options.pem_key_cert_pairs.push_back(pair);
-	return grpc::SslServerCredentials(options);
+	auto credentials = grpc::SslServerCredentials(options);
+	std::set<std::string> allowed;
+	for (unsigned int i = 0; i < tls.allow_count; i++)
+		allowed.insert(tls.allow[i]);
+	credentials->SetAuthMetadataProcessor(
+		std::make_shared<AllowedIdentities>(allowed, program));
+	return credentials;
 }
 
 } // namespace
@@ -131,7 +186,7 @@ bool jg_grpc_listen(grpc::ServerBuilder &builder, const char *program,
 	    !check_tcp_address(address, &loopback, error))
 		return false;
 	if (jg_tls_enabled(&tls)) {
-		credentials = mutual_tls(tls, error);
+		credentials = mutual_tls(program, tls, error);
 		if (!credentials)
 			return false;
 	} else if (!loopback && !tls.insecure) {

@@ -16,7 +16,9 @@
 // Adds `address` (HOST:PORT or unix:PATH) to the builder as its listening
 // port. HOST:PORT must resolve and be free. With TLS options the port takes
 // mutual TLS only (a client without a certificate from the client CA is
-// refused in the handshake); without them it is plaintext, which is refused
+// refused in the handshake, and every call of a client whose certificate
+// has no --tls-allow name as a DNS SAN gets PERMISSION_DENIED); without
+// them it is plaintext, which is refused
 // on an address other than loopback unless tls.insecure, and then warned
 // about on stderr as `program`. *bound_port receives the port gRPC bound
 // (0 if it could not); it stays untouched for unix:PATH. Returns false with

@@ -20,7 +20,29 @@ bool jg_tls_option_known(const char *name)
 {
 	struct jg_tls_options scratch;
 
-	return strcmp(name, "insecure") == 0 || slot(&scratch, name) != NULL;
+	return strcmp(name, "insecure") == 0 ||
+	       strcmp(name, "tls-allow") == 0 || slot(&scratch, name) != NULL;
+}
+
+static bool add_allowed(struct jg_tls_options *tls, const char *value,
+			char *error, size_t error_len)
+{
+	if (value[0] == '\0' || strlen(value) >= JG_TLS_NAME_LEN) {
+		snprintf(error, error_len,
+			 "--tls-allow: the name is empty or longer than %d "
+			 "bytes",
+			 JG_TLS_NAME_LEN - 1);
+		return false;
+	}
+	if (tls->allow_count >= JG_TLS_ALLOW_MAX) {
+		snprintf(error, error_len,
+			 "--tls-allow: at most %d identities (a few "
+			 "controllers and tools, not a directory)",
+			 JG_TLS_ALLOW_MAX);
+		return false;
+	}
+	strcpy(tls->allow[tls->allow_count++], value);
+	return true;
 }
 
 bool jg_tls_option(struct jg_tls_options *tls, const char *name,
@@ -32,6 +54,8 @@ bool jg_tls_option(struct jg_tls_options *tls, const char *name,
 		tls->insecure = true;
 		return true;
 	}
+	if (strcmp(name, "tls-allow") == 0 && value)
+		return add_allowed(tls, value, error, error_len);
 	if (!to || !value) {
 		snprintf(error, error_len, "--%s is not a TLS option", name);
 		return false;
@@ -61,6 +85,12 @@ bool jg_tls_options_check(const struct jg_tls_options *tls, char *error,
 
 	for (size_t i = 0; i < 3; i++)
 		given += files[i].path[0] != '\0';
+	if (given == 0 && tls->allow_count > 0) {
+		snprintf(error, error_len,
+			 "--tls-allow needs mutual TLS: give --tls-cert, "
+			 "--tls-key and --tls-client-ca too");
+		return false;
+	}
 	if (given == 0)
 		return true;
 	if (given != 3) {
@@ -81,6 +111,15 @@ bool jg_tls_options_check(const struct jg_tls_options *tls, char *error,
 				 files[i].option, files[i].path);
 			return false;
 		}
+	}
+	/* The CA signs more than the callers of this API (dashboards, the
+	 * other parts of the border): name who may call. */
+	if (tls->allow_count == 0) {
+		snprintf(error, error_len,
+			 "mutual TLS needs at least one --tls-allow NAME: a "
+			 "certificate from the client CA is not by itself a "
+			 "grant (name the controllers' DNS SANs)");
+		return false;
 	}
 	return true;
 }

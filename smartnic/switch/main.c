@@ -199,6 +199,7 @@ static int parse_options(struct options *options, int argc, char **argv)
 		{"tls-cert", required_argument, NULL, 'T'},
 		{"tls-key", required_argument, NULL, 'T'},
 		{"tls-client-ca", required_argument, NULL, 'T'},
+		{"tls-allow", required_argument, NULL, 'T'},
 		{"insecure", no_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'v'},

@@ -19,11 +19,10 @@ from pathlib import Path
 
 import finsy as fy
 import finsy.p4client
-import prometheus_client
 from finsy.grpcutil import GRPCArg, GRPCOptions
 from finsy.proto import p4r
 
-from . import metrics, p4, translate
+from . import metrics, metrics_server, p4, translate
 from .config import ConfigError, RackConfig, config_changes, load_config
 from .nic import RECONNECT_OPTIONS, NicLink
 from .p4 import names
@@ -160,15 +159,13 @@ class Controller:
         address = self.config.controller_metrics
         if address is None:
             return None
-        host, _, port = address.rpartition(":")
         registry = metrics.registry_for(self.metrics_snapshot, asyncio.get_running_loop())
         tls = self.config.tls
-        files = {"certfile": str(tls.cert), "keyfile": str(tls.key), "client_cafile": str(tls.ca), "client_auth_required": True} if tls else {}
         try:
-            http, _thread = prometheus_client.start_http_server(int(port), host.strip("[]"), registry=registry, **files)
+            http = metrics_server.start(address, registry, tls)
         except OSError as err:
-            raise OSError(f"cannot serve metrics on {address}: {err.strerror}") from None
-        LOG.info("metrics on %s://%s/metrics%s", "https" if tls else "http", address, " (client certificates from tls.ca)" if tls else "")
+            raise OSError(f"cannot serve metrics on {address}: {err.strerror or err}") from None
+        LOG.info("metrics on %s://%s/metrics%s", "https" if tls else "http", address, " (client certificates named in tls.roles)" if tls else "")
         return http
 
     async def metrics_snapshot(self) -> metrics.Snapshot:

@@ -177,14 +177,23 @@ class Process:
 
 @dataclass(frozen=True)
 class ServerTls:
-    """A switch's mutual TLS: its certificate and key, and the CA its clients' certificates chain to."""
+    """A server's mutual TLS: its certificate and key, the CA its clients' certificates chain to, and who may call.
+
+    `allow`: the DNS names a client certificate must carry one of
+    (jumbogate-switch's and jumbogate-nic's --tls-allow). BMv2 has no such
+    check: any certificate from the CA may call it.
+    """
 
     cert: Path
     key: Path
     client_ca: Path
+    allow: tuple[str, ...] = ("controller",)
 
     def soft_args(self) -> list[str]:
-        return ["--tls-cert", str(self.cert), "--tls-key", str(self.key), "--tls-client-ca", str(self.client_ca)]
+        args = ["--tls-cert", str(self.cert), "--tls-key", str(self.key), "--tls-client-ca", str(self.client_ca)]
+        for name in self.allow:
+            args += ["--tls-allow", name]
+        return args
 
     def bmv2_args(self) -> list[str]:
         return [
@@ -245,7 +254,11 @@ class Bmv2:
             self.process.stop()
 
 
-SOFT_SWITCH = BUILD / "smartnic" / "switch" / "jumbogate-switch"
+# The programs as make setup builds them; JUMBOGATE_SWITCH and JUMBOGATE_NIC
+# point the tests at another build (the sanitized one, say), as the SmartNIC
+# harnesses take them.
+SOFT_SWITCH = Path(os.environ.get("JUMBOGATE_SWITCH", BUILD / "smartnic" / "switch" / "jumbogate-switch"))
+NIC = Path(os.environ.get("JUMBOGATE_NIC", BUILD / "smartnic" / "app" / "jumbogate-nic"))
 SWITCH_TARGETS = ("soft", "bmv2")
 
 

@@ -429,7 +429,7 @@ ELEPHANT_PORT = 7000
 
 
 def start_nic(rig: Rig, veths: list[lab.VethPair]) -> lab.Process:
-    binary = lab.BUILD / "smartnic" / "app" / "jumbogate-nic"
+    binary = lab.NIC
     assert binary.exists(), "jumbogate-nic is not built: run 'make setup'"
     rig.nic_generation = getattr(rig, "nic_generation", 0) + 1
     nic = lab.start_dpdk_service(

@@ -26,7 +26,7 @@ from jumbogate.v1 import nic_pb2, nic_pb2_grpc
 
 pytestmark = [pytest.mark.timeout(180)]
 
-NIC_BINARY = lab.BUILD / "smartnic" / "app" / "jumbogate-nic"
+NIC_BINARY = lab.NIC
 ELEPHANT = FiveTuple.parse("203.0.113.7", "10.10.0.10", 6, 40000, 5201)
 SECOND = FiveTuple.parse("2001:db8::7", "fd00:10::10", 6, 40001, 443)
 STALE_PREFIX = "192.0.2.0/24"

@@ -5,13 +5,16 @@ mutual TLS, jumbogate-nic serving its control API over mutual TLS, and the
 controller with a `tls` section, all with certificates from a throwaway CA
 (jumbogate.pki). The clients are the real jumbogatectl and plain gRPC,
 finsy and HTTPS clients: with the right certificate, with none, with one
-from another CA, and with names the roles do not list.
+from another CA, with names the roles do not list, with a listed name in
+the wrong place (a URI or e-mail SAN, the common name), and with a server's
+certificate used to connect.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import ssl
 import subprocess
 import urllib.error
@@ -23,6 +26,7 @@ import grpc
 import pytest
 import yaml
 from finsy.p4client import P4ClientError
+from finsy.proto import p4r, p4r_grpc
 from test_controller_switch import PORTS, VENV_BIN, rack_config, wait_until
 
 from jumbogate import lab
@@ -31,11 +35,22 @@ from jumbogate.v1 import nic_pb2, nic_pb2_grpc
 
 pytestmark = [pytest.mark.timeout(300)]
 TARGETS = [pytest.param("soft", id="soft"), pytest.param("bmv2", id="bmv2", marks=pytest.mark.bmv2)]
-NIC = lab.BUILD / "smartnic" / "app" / "jumbogate-nic"
+NIC = lab.NIC
 SOFT_SWITCH = lab.SOFT_SWITCH
-# Holders of the rig's certificates: the three servers (on loopback) and
-# operator clients the roles name (and one they do not).
-HOLDERS = {"controller": ["127.0.0.1"], "switch": ["127.0.0.1"], "smartnic": ["127.0.0.1"], "ops": [], "viewer": [], "stranger": []}
+# Holders of the rig's certificates: the three servers (on loopback),
+# operator clients the roles name (and one they do not), and two that spell
+# an allowed name everywhere but in a DNS subject alternative name.
+HOLDERS = {
+    "controller": ["127.0.0.1"],
+    "switch": ["127.0.0.1"],
+    "smartnic": ["127.0.0.1"],
+    "ops": [],
+    "viewer": [],
+    "stranger": [],
+    "not-the-controller": ["uri:controller", "email:controller", "cn:controller"],
+    "not-ops": ["uri:ops", "email:ops", "cn:ops"],
+}
+CLIENTS = {"controller", "ops", "viewer", "stranger", "not-the-controller", "not-ops"}
 ROLES = {"admin": ["ops"], "read_only": ["viewer"]}
 EXIT_UNREACHABLE, EXIT_DENIED = 4, 6
 
@@ -49,9 +64,10 @@ def start_null_nic(tmp: Path, address: str, options: list[str], name: str = "nic
 class TlsRig:
     def __init__(self, tmp: Path, veths: list[lab.VethPair], target: str):
         self.tmp = tmp
-        self.pki = make_pki(tmp / "pki", HOLDERS)
-        self.other = make_pki(tmp / "other-ca", {"ops": []}, ca_name="another CA")
-        switch_tls = lab.ServerTls(self.pki["switch"].cert, self.pki["switch"].key, self.pki.ca)
+        self.target = target
+        self.pki = make_pki(tmp / "pki", HOLDERS, clients=CLIENTS)
+        self.other = make_pki(tmp / "other-ca", {"ops": [], "controller": []}, clients={"ops", "controller"}, ca_name="another CA")
+        switch_tls = lab.ServerTls(self.pki["switch"].cert, self.pki["switch"].key, self.pki.ca, allow=("controller",))
         self.switch = lab.make_switch(target, {n: veths[n - 1].a for n in PORTS}, tmp / f"{target}.log", tls=switch_tls)
         self.switch.grpc_address = f"127.0.0.1:{lab.free_tcp_port()}"
         self.api = f"127.0.0.1:{lab.free_tcp_port()}"
@@ -69,7 +85,8 @@ class TlsRig:
     def start(self) -> None:
         self.switch.start()
         smartnic = self.pki["smartnic"]
-        self.nic = start_null_nic(self.tmp, self.nic_address, ["--tls-cert", smartnic.cert, "--tls-key", smartnic.key, "--tls-client-ca", self.pki.ca])
+        tls = ["--tls-cert", smartnic.cert, "--tls-key", smartnic.key, "--tls-client-ca", self.pki.ca, "--tls-allow", "controller"]
+        self.nic = start_null_nic(self.tmp, self.nic_address, tls)
         self.controller = lab.Process([VENV_BIN / "jumbogate-controller", "--config", self.config_path], self.tmp / "controller.log").start()
         lab.wait_for_tcp(self.api, 20, process=self.controller.popen)
 
@@ -157,6 +174,39 @@ def credentials(ca: Path, identity) -> grpc.ChannelCredentials:
     return grpc.ssl_channel_credentials(ca.read_bytes(), identity.key.read_bytes(), identity.cert.read_bytes())
 
 
+def test_a_listed_name_anywhere_but_a_dns_san_has_no_role(rig):
+    impostor = rig.ctl("fleet", "show", holder="not-ops")
+    assert impostor.returncode == EXIT_DENIED, impostor.stderr
+    assert "has no role" in impostor.stderr and "not-ops" in impostor.stderr
+
+
+def nic_configure(address: str, credentials: grpc.ChannelCredentials) -> grpc.StatusCode:
+    with grpc.secure_channel(address, credentials) as channel:
+        try:
+            nic_pb2_grpc.NicStub(channel).Configure(nic_pb2.NicConfig(), timeout=3)
+            return grpc.StatusCode.OK
+        except grpc.RpcError as err:
+            return err.code()
+
+
+def test_the_smartnic_answers_only_the_identities_it_allows(rig):
+    """A certificate from the CA is not a grant: the dashboard's, an operator's, or one that spells
+    'controller' in a URI, an e-mail address or its common name can call nothing, not even a read."""
+    for holder in ("viewer", "ops", "not-the-controller"):
+        creds = credentials(rig.pki.ca, rig.pki[holder])
+        assert nic_stats(rig.nic_address, creds) == grpc.StatusCode.PERMISSION_DENIED, holder
+        assert nic_configure(rig.nic_address, creds) == grpc.StatusCode.PERMISSION_DENIED, holder
+    with grpc.secure_channel(rig.nic_address, credentials(rig.pki.ca, rig.pki["viewer"])) as channel:
+        with pytest.raises(grpc.RpcError) as denied:
+            nic_pb2_grpc.NicStub(channel).GetStats(nic_pb2.GetNicStatsRequest(), timeout=3)
+    assert "viewer" in denied.value.details() and "--tls-allow" in denied.value.details()
+
+
+def test_a_servers_certificate_cannot_be_used_to_call(rig):
+    """Leaf certificates carry the usage of their holder: the switch's (serverAuth only) fails the handshake as a client."""
+    assert nic_stats(rig.nic_address, credentials(rig.pki.ca, rig.pki["switch"])) == grpc.StatusCode.UNAVAILABLE
+
+
 def test_the_smartnic_takes_only_clients_with_a_certificate_from_its_ca(rig):
     assert nic_stats(rig.nic_address, credentials(rig.pki.ca, rig.pki["controller"])) == grpc.StatusCode.OK
     assert nic_stats(rig.nic_address, None) == grpc.StatusCode.UNAVAILABLE
@@ -179,22 +229,58 @@ def switch_answers(rig, tls: fy.GRPCCredentialsTLS | None) -> bool:
 
 
 def test_the_switch_takes_only_p4runtime_clients_with_a_certificate_from_its_ca(rig):
-    ops = rig.pki["ops"]
-    assert switch_answers(rig, fy.GRPCCredentialsTLS(cacert=rig.pki.ca, cert=ops.cert, private_key=ops.key))
+    controller = rig.pki["controller"]
+    assert switch_answers(rig, fy.GRPCCredentialsTLS(cacert=rig.pki.ca, cert=controller.cert, private_key=controller.key))
     assert not switch_answers(rig, None)
-    foreign = rig.other["ops"]
+    foreign = rig.other["controller"]
     assert not switch_answers(rig, fy.GRPCCredentialsTLS(cacert=rig.pki.ca, cert=foreign.cert, private_key=foreign.key))
 
 
-def test_metrics_are_served_over_https_to_client_certificates_only(rig):
-    url = f"https://{rig.metrics}/metrics"
+def p4runtime_call(address: str, creds: grpc.ChannelCredentials) -> grpc.RpcError | None:
+    """One Capabilities call and one Write (the calls a dashboard would try first); the first refusal, or None."""
+    with grpc.secure_channel(address, creds) as channel:
+        stub = p4r_grpc.P4RuntimeStub(channel)
+        try:
+            stub.Capabilities(p4r.CapabilitiesRequest(), timeout=3)
+            stub.Write(p4r.WriteRequest(device_id=1, election_id=p4r.Uint128(high=1 << 63)), timeout=3)
+        except grpc.RpcError as err:
+            return err
+    return None
+
+
+def test_the_switch_answers_only_the_identities_it_allows(rig):
+    """jumbogate-switch checks who calls (--tls-allow); BMv2 has no such check, which this records."""
+    for holder in ("viewer", "ops", "not-the-controller"):
+        refused = p4runtime_call(rig.switch.grpc_address, credentials(rig.pki.ca, rig.pki[holder]))
+        if rig.target == "bmv2":
+            assert refused is None or refused.code() != grpc.StatusCode.UNAVAILABLE, holder
+            continue
+        assert refused is not None and refused.code() == grpc.StatusCode.PERMISSION_DENIED, (holder, refused)
+        assert holder in refused.details() or "controller" in refused.details()
+
+
+def scrape_as(rig, holder: str) -> bytes:
     context = ssl.create_default_context(cafile=str(rig.pki.ca))
-    context.load_cert_chain(str(rig.pki["viewer"].cert), str(rig.pki["viewer"].key))
-    with urllib.request.urlopen(url, context=context, timeout=5) as answer:
-        assert answer.status == 200 and b"jumbogate_" in answer.read()
+    context.load_cert_chain(str(rig.pki[holder].cert), str(rig.pki[holder].key))
+    with urllib.request.urlopen(f"https://{rig.metrics}/metrics", context=context, timeout=5) as answer:
+        assert answer.status == 200
+        return answer.read()
+
+
+def test_metrics_are_served_over_https_to_client_certificates_only(rig):
+    assert b"jumbogate_" in scrape_as(rig, "viewer")
     anonymous = ssl.create_default_context(cafile=str(rig.pki.ca))
     with pytest.raises((urllib.error.URLError, ssl.SSLError, ConnectionError)):
-        urllib.request.urlopen(url, context=anonymous, timeout=5).read()
+        urllib.request.urlopen(f"https://{rig.metrics}/metrics", context=anonymous, timeout=5).read()
+
+
+def test_metrics_refuse_a_certificate_from_the_ca_without_a_role(rig):
+    for holder in ("stranger", "not-ops"):
+        with pytest.raises((urllib.error.URLError, ssl.SSLError, ConnectionError, OSError)):
+            scrape_as(rig, holder)
+    text = scrape_as(rig, "ops").decode()
+    refused = re.search(r'^jumbogate_metrics_connections_refused_total\{reason="no_role"\} (\S+)$', text, re.M)
+    assert refused and float(refused.group(1)) >= 2, text[:2000]
 
 
 # ----- plaintext where it must not be -----
@@ -259,6 +345,20 @@ def test_tls_options_go_together(tmp_path):
     half = subprocess.run([NIC, "--no-huge", "--no-pci", "--", "--tls-cert", "/nonexistent.pem"], capture_output=True, text=True, timeout=60)
     assert half.returncode != 0
     assert "--tls-cert, --tls-key and --tls-client-ca go together" in half.stderr, half.stderr
+
+
+@pytest.mark.parametrize("program", [NIC, SOFT_SWITCH], ids=["nic", "switch"])
+def test_mutual_tls_names_who_may_call(tmp_path, program):
+    pki = make_pki(tmp_path / "pki", {"server": ["127.0.0.1"]}, clients=set())
+    files = ["--tls-cert", str(pki["server"].cert), "--tls-key", str(pki["server"].key), "--tls-client-ca", str(pki.ca)]
+    ports = ["--port", "1=net_null0"] if program == SOFT_SWITCH else []
+    eal = [program, "--no-huge", "-m", "256", "--no-pci", "--file-prefix", f"jgtls-allow-{tmp_path.name}", "--vdev=net_null0", "-l", "0", "--"]
+    unnamed = subprocess.run([*eal, *ports, *files], capture_output=True, text=True, timeout=60)
+    assert unnamed.returncode != 0
+    assert "mutual TLS needs at least one --tls-allow NAME" in unnamed.stderr, unnamed.stderr
+    plaintext = subprocess.run([*eal, *ports, "--tls-allow", "controller"], capture_output=True, text=True, timeout=60)
+    assert plaintext.returncode != 0
+    assert "--tls-allow needs mutual TLS" in plaintext.stderr, plaintext.stderr
 
 
 def test_the_controller_refuses_a_plaintext_api_on_a_non_loopback_address_unless_insecure(tmp_path):
