@@ -27,6 +27,16 @@ Mininet namespaces only.
                      1500-byte instance from spoofed sources (issue: each made
                      an ICMP error to a victim, and ~100 pps silenced every
                      signal on the port)
+  dashboard-certificate
+                     the read-only dashboard's certificate, from the rack's
+                     own CA, does what the controller does: P4Runtime
+                     arbitration for a fresh role and for the default role
+                     above the controller, a route written, and the
+                     SmartNIC's Configure, SetPathMtu, OnloadFlow and
+                     ProbePath (issue: a certificate from the CA was a grant:
+                     it wrote routes and deposed the controller)
+
+The rack runs with mutual TLS on every control channel (as make run TLS=1).
 
 Results go to results/attack-<time>/ (report.txt, attack.json).
 """
@@ -48,7 +58,7 @@ from . import measure, plan, procs
 from .rack import Rack, cannot_start
 
 RESULTS = procs.REPO / "results"
-SCENARIOS = ("fake-elephants", "elephant-flood", "nic-pinning", "flow-spray", "signal-reflection")
+SCENARIOS = ("fake-elephants", "elephant-flood", "nic-pinning", "flow-spray", "signal-reflection", "dashboard-certificate")
 ATTACKER = plan.ROUTERS[1]  # up2: directly connected to external port 2
 LEGIT_SENDER = plan.EXTERNAL_HOSTS[0]  # ext1, reaching the border through up1
 LEGIT_MBPS = 100
@@ -382,12 +392,102 @@ def signal_reflection(rack: Rack, workdir: Path, seconds: float, rate: float) ->
     return result
 
 
+def p4runtime_as(credentials, role: str, election_high: int) -> str:
+    """Arbitrate for `role` with an election id above any controller's and write one route: the first refusal's code, or OK."""
+    import grpc
+    from finsy.proto import p4r, p4r_grpc
+
+    update = p4r.MasterArbitrationUpdate(device_id=1, election_id=p4r.Uint128(high=election_high))
+    update.role.name = role
+    with grpc.secure_channel(plan.P4RUNTIME_ADDRESS, credentials) as channel:
+        stub = p4r_grpc.P4RuntimeStub(channel)
+        stream = stub.StreamChannel(iter([p4r.StreamMessageRequest(arbitration=update)]), timeout=5)
+        try:
+            for _answer in stream:
+                break
+            write = p4r.WriteRequest(device_id=1, role=role, election_id=update.election_id)
+            entry = write.updates.add(type=p4r.Update.INSERT).entity.table_entry
+            entry.table_id = 1  # any id: a switch that checked nothing would answer for the table, not the caller
+            stub.Write(write, timeout=5)
+        except grpc.RpcError as err:
+            return err.code().name
+        finally:
+            stream.cancel()
+    return "OK"
+
+
+def smartnic_as(credentials) -> dict[str, str]:
+    """The SmartNIC calls that change it, each as the given certificate: method -> code."""
+    import grpc
+
+    from jumbogate.v1 import common_pb2, nic_pb2, nic_pb2_grpc
+
+    flow = common_pb2.FiveTuple(src_ip="198.18.0.1", dst_ip=plan.JUMBO.address.ip4, protocol=6, src_port=40000, dst_port=443)
+    calls = {
+        "Configure": lambda stub: stub.Configure(nic_pb2.NicConfig(), timeout=5),
+        "SetPathMtu": lambda stub: stub.SetPathMtu(nic_pb2.SetPathMtuRequest(), timeout=5),
+        "OnloadFlow": lambda stub: stub.OnloadFlow(nic_pb2.NicFlowRequest(flow=flow), timeout=5),
+        "ProbePath": lambda stub: stub.ProbePath(common_pb2.ProbePathRequest(), timeout=5),
+    }
+    codes = {}
+    with grpc.secure_channel(plan.NIC_CONTROL_ADDRESS, credentials) as channel:
+        stub = nic_pb2_grpc.NicStub(channel)
+        for name, call in calls.items():
+            try:
+                call(stub)
+                codes[name] = "OK"
+            except grpc.RpcError as err:
+                codes[name] = err.code().name
+    return codes
+
+
+def dashboard_certificate(rack: Rack, workdir: Path, seconds: float, rate: float) -> AttackResult:
+    from .tls import VIEWER
+
+    result = AttackResult("dashboard-certificate", "the read-only dashboard's certificate calls the switch and the SmartNIC as the controller does")
+    if rack.tls is None:
+        result.failures.append("the rack runs without TLS: there is no certificate to steal")
+        return result
+    before = controller_stats(rack)
+
+    def attack() -> dict:
+        dashboard = rack.tls.credentials(VIEWER)
+        started = time.monotonic()
+        codes = {f"smartnic {name}": code for name, code in smartnic_as(dashboard).items()}
+        if rack.target == "soft":
+            codes["switch role mallory"] = p4runtime_as(dashboard, "mallory", 1 << 62)
+            codes["switch default role"] = p4runtime_as(dashboard, "", 1 << 62)
+        time.sleep(max(0.0, seconds / 2 - (time.monotonic() - started)))
+        return {"codes": codes, "operator_round_trip": int(operator_round_trip(rack, 45010))}
+
+    figures, whole, sent, merged = with_legit_traffic(rack, workdir, seconds, plan.IPERF_PORTS[6], attack)
+    after = controller_stats(rack)
+    codes = figures["codes"]
+    result.border = {
+        "calls refused (PERMISSION_DENIED)": sum(code == "PERMISSION_DENIED" for code in codes.values()),
+        "calls answered otherwise": sum(code != "PERMISSION_DENIED" for code in codes.values()),
+        "controller still primary": int(bool(after.get("switch_connected"))),
+        "refused switch writes": nested(after, "reconcile", "failed_batches") - nested(before, "reconcile", "failed_batches"),
+        "operator onload+offload worked": figures["operator_round_trip"],
+    }
+    if rack.target != "soft":
+        result.border["switch calls"] = "not tried: BMv2 checks no client identity"
+    legit_verdict(result, whole, sent, merged)
+    let_through = sorted(name for name, code in codes.items() if code != "PERMISSION_DENIED")
+    if let_through:
+        result.failures.append("answered the dashboard: " + ", ".join(f"{name} ({codes[name]})" for name in let_through))
+    if not result.border["controller still primary"] or result.border["refused switch writes"] or not figures["operator_round_trip"]:
+        result.failures.append("the controller lost the switch or its writes failed")
+    return result
+
+
 ATTACKS = {
     "fake-elephants": fake_elephants,
     "elephant-flood": elephant_flood,
     "nic-pinning": nic_pinning,
     "flow-spray": flow_spray,
     "signal-reflection": signal_reflection,
+    "dashboard-certificate": dashboard_certificate,
 }
 
 
@@ -441,6 +541,7 @@ def main(argv: list[str] | None = None) -> int:
             nic_options=("--max-onloaded-flows", str(NIC_PIN_BUDGET)),
             config_overrides={"elephant": ATTACK_ELEPHANT_LIMITS},
             workdir=outdir,
+            tls=True,
         ) as rack:
             results = run_attacks(rack, outdir, args.only or list(SCENARIOS), args.seconds, args.rate)
             target = rack.target

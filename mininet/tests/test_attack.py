@@ -33,4 +33,7 @@ def test_every_attack_is_held(tmp_path, capsys):
     assert pinning["onloads refused (RESOURCE_EXHAUSTED)"] == pinning["onloads_refused counter"] > 0
     signals = results["signal-reflection"]["border"]
     assert signals["ICMP errors generated"] == signals["legitimate signals received"] == attack.LEGIT_SIGNALS
+    dashboard = results["dashboard-certificate"]["border"]
+    assert dashboard["calls refused (PERMISSION_DENIED)"] == 6 and dashboard["calls answered otherwise"] == 0
+    assert dashboard["controller still primary"] == 1 and dashboard["operator onload+offload worked"] == 1
     assert f"{len(attack.SCENARIOS)} of {len(attack.SCENARIOS)} attacks held" in (out / "report.txt").read_text()
