@@ -15,7 +15,9 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include <grpcpp/grpcpp.h>
 
@@ -54,6 +56,106 @@ void fill_config(const nic_config_view &view, v1::NicConfig *config)
 			view.internal_prefixes[i]);
 }
 
+// Fencing of deposed leaders (docs/fleet.md). A controller elected through
+// the fleet's store sends its election id with every change, in the
+// jumbogate-election-id metadata as "HIGH:LOW" (the fleet's fencing epoch
+// and the store revision at which it won, as its P4Runtime election id).
+// The SmartNIC keeps the highest id a change carried and refuses a change
+// with a lower one, or with none once an id was seen: a leader that was
+// paused or cut off past its lease cannot change the SmartNIC after its
+// successor did, even before it learns that it lost. Reads are never
+// fenced. The highest id lives in memory: after a restart of the SmartNIC
+// the next change sets it again.
+class LeaderFence
+{
+      public:
+	using ElectionId = std::pair<uint64_t, uint64_t>;
+
+	grpc::Status admit(const grpc::ServerContext *context)
+	{
+		const auto &metadata = context->client_metadata();
+		auto found = metadata.find(kMetadataKey);
+		std::lock_guard<std::mutex> lock(mu_);
+		if (found == metadata.end()) {
+			if (!seen_)
+				return grpc::Status::OK;
+			refused_++;
+			return grpc::Status(
+				grpc::StatusCode::PERMISSION_DENIED,
+				"fenced: a leader with election id " +
+					show(highest_) +
+					" changes this SmartNIC; a change must "
+					"carry jumbogate-election-id");
+		}
+		ElectionId id;
+		if (!parse(std::string(found->second.data(),
+				       found->second.size()),
+			   &id)) {
+			refused_++;
+			return grpc::Status(
+				grpc::StatusCode::INVALID_ARGUMENT,
+				"jumbogate-election-id must be HIGH:LOW, two "
+				"unsigned 64-bit numbers");
+		}
+		if (seen_ && id < highest_) {
+			refused_++;
+			return grpc::Status(
+				grpc::StatusCode::PERMISSION_DENIED,
+				"fenced: election id " + show(id) +
+					" is below " + show(highest_) +
+					", whose leader changed this SmartNIC "
+					"since");
+		}
+		highest_ = id;
+		seen_ = true;
+		return grpc::Status::OK;
+	}
+
+	void fill(v1::Fence *out)
+	{
+		std::lock_guard<std::mutex> lock(mu_);
+		out->set_election_id_high(highest_.first);
+		out->set_election_id_low(highest_.second);
+		out->set_changes_refused(refused_);
+	}
+
+      private:
+	static constexpr const char *kMetadataKey = "jumbogate-election-id";
+
+	static std::string show(const ElectionId &id)
+	{
+		return std::to_string(id.first) + ":" +
+		       std::to_string(id.second);
+	}
+
+	static bool parse_u64(const std::string &text, uint64_t *out)
+	{
+		if (text.empty() || text.size() > 20 ||
+		    text.find_first_not_of("0123456789") != std::string::npos)
+			return false;
+		errno = 0;
+		unsigned long long value =
+			std::strtoull(text.c_str(), nullptr, 10);
+		if (errno == ERANGE)
+			return false;
+		*out = value;
+		return true;
+	}
+
+	static bool parse(const std::string &text, ElectionId *id)
+	{
+		size_t colon = text.find(':');
+		return colon != std::string::npos &&
+		       parse_u64(text.substr(0, colon), &id->first) &&
+		       parse_u64(text.substr(colon + 1), &id->second);
+	}
+
+	std::mutex mu_;
+	bool seen_ = false;
+	ElectionId highest_{0, 0};
+	uint64_t refused_ = 0;
+};
+
 class NicService final : public v1::Nic::Service
 {
       public:
@@ -83,10 +185,12 @@ class NicService final : public v1::Nic::Service
 		return grpc::Status::OK;
 	}
 
-	grpc::Status Configure(grpc::ServerContext *,
+	grpc::Status Configure(grpc::ServerContext *context,
 			       const v1::NicConfig *request,
 			       v1::NicConfig *reply) override
 	{
+		if (grpc::Status fenced = fence_.admit(context); !fenced.ok())
+			return fenced;
 		nic_config_request req{};
 		nic_config_view view{};
 
@@ -122,18 +226,22 @@ class NicService final : public v1::Nic::Service
 		return status;
 	}
 
-	grpc::Status SetPathMtu(grpc::ServerContext *,
+	grpc::Status SetPathMtu(grpc::ServerContext *context,
 				const v1::SetPathMtuRequest *request,
 				v1::SetPathMtuResponse *) override
 	{
+		if (grpc::Status fenced = fence_.admit(context); !fenced.ok())
+			return fenced;
 		return to_status(nic_control_set_path_mtu(
 			request->prefix().cidr().c_str(), request->mtu()));
 	}
 
-	grpc::Status DeletePathMtu(grpc::ServerContext *,
+	grpc::Status DeletePathMtu(grpc::ServerContext *context,
 				   const v1::DeletePathMtuRequest *request,
 				   v1::DeletePathMtuResponse *) override
 	{
+		if (grpc::Status fenced = fence_.admit(context); !fenced.ok())
+			return fenced;
 		return to_status(nic_control_delete_path_mtu(
 			request->prefix().cidr().c_str()));
 	}
@@ -155,10 +263,12 @@ class NicService final : public v1::Nic::Service
 		return grpc::Status::OK;
 	}
 
-	grpc::Status OnloadFlow(grpc::ServerContext *,
+	grpc::Status OnloadFlow(grpc::ServerContext *context,
 				const v1::NicFlowRequest *request,
 				v1::NicFlowResponse *) override
 	{
+		if (grpc::Status fenced = fence_.admit(context); !fenced.ok())
+			return fenced;
 		const v1::FiveTuple &flow = request->flow();
 
 		return to_status(nic_control_onload(
@@ -166,10 +276,12 @@ class NicService final : public v1::Nic::Service
 			flow.protocol(), flow.src_port(), flow.dst_port()));
 	}
 
-	grpc::Status OffloadFlow(grpc::ServerContext *,
+	grpc::Status OffloadFlow(grpc::ServerContext *context,
 				 const v1::NicFlowRequest *request,
 				 v1::NicFlowResponse *reply) override
 	{
+		if (grpc::Status fenced = fence_.admit(context); !fenced.ok())
+			return fenced;
 		const v1::FiveTuple &flow = request->flow();
 		uint64_t flushed = 0;
 		grpc::Status status = to_status(nic_control_offload(
@@ -209,6 +321,7 @@ class NicService final : public v1::Nic::Service
 			      const v1::GetNicStatsRequest *,
 			      v1::NicStats *reply) override
 	{
+		fence_.fill(reply->mutable_fence());
 		nic_totals totals;
 		grpc::Status status = to_status(nic_control_stats(&totals));
 		const jg_stats &engine = totals.engine;
@@ -283,10 +396,12 @@ class NicService final : public v1::Nic::Service
 		return grpc::Status::OK;
 	}
 
-	grpc::Status ProbePath(grpc::ServerContext *,
+	grpc::Status ProbePath(grpc::ServerContext *context,
 			       const v1::ProbePathRequest *request,
 			       v1::LearnedPath *reply) override
 	{
+		if (grpc::Status fenced = fence_.admit(context); !fenced.ok())
+			return fenced;
 		nic_learned_path path;
 		nic_result result = nic_control_probe_path(
 			request->address().c_str(), request->exact(), &path);
@@ -295,6 +410,9 @@ class NicService final : public v1::Nic::Service
 			fill_path(path, reply);
 		return to_status(result);
 	}
+
+      private:
+	LeaderFence fence_;
 };
 
 NicService service;
