@@ -13,6 +13,7 @@
 // p4src/compiled/ and compiled into this program); a client's P4Info must
 // equal it, since the pipeline behind this server is fixed.
 #include "grpc_listen.h"
+#include "p4rt_bounds.h"
 #include "switch.h"
 
 #include <algorithm>
@@ -58,7 +59,8 @@ using grpc::StatusCode;
 constexpr const char *kApiVersion = "1.4.0";
 // Read answers are streamed in messages of at most this many entities.
 constexpr int kReadBatch = 1000;
-// Digest lists the server remembers for de-duplication (ack_timeout_ns).
+// Digests the server remembers for de-duplication (ack_timeout_ns): past
+// this many, the oldest unacknowledged lists are forgotten.
 constexpr size_t kDigestMemory = 4096;
 
 Status error(StatusCode code, const std::string &message)
@@ -559,6 +561,8 @@ Uint128 from_proto(const p4v1::Uint128 &id)
 // dropped and counted (/jumbogate_switch/stats, stream_messages_dropped).
 constexpr size_t kStreamOutbox = 1024;
 std::atomic<uint64_t> g_stream_messages_dropped{0};
+// Digests the server dropped: no digest config, or no primary to send to.
+std::atomic<uint64_t> g_digests_dropped{0};
 
 struct Stream {
 	grpc::ServerReaderWriter<p4v1::StreamMessageResponse,
@@ -807,14 +811,30 @@ class Server final : public p4v1::P4Runtime::Service
 			return error(StatusCode::UNIMPLEMENTED,
 				     "only CONTINUE_ON_ERROR atomicity is "
 				     "supported");
+		if (request->updates_size() > p4rt_bounds::kMaxUpdatesPerBatch)
+			return error(
+				StatusCode::RESOURCE_EXHAUSTED,
+				"a batch of " +
+					std::to_string(
+						request->updates_size()) +
+					" updates: this switch takes at most " +
+					std::to_string(
+						p4rt_bounds::
+							kMaxUpdatesPerBatch) +
+					" in one WriteRequest");
 		std::vector<Status> results;
 		bool failed = false;
-		rte_rwlock_write_lock(&sw_->lock);
-		for (const auto &update : request->updates()) {
-			results.push_back(write_one(update));
-			failed |= !results.back().ok();
+		{
+			// Each update is applied whole under the data path's
+			// lock; packets may pass between two of them.
+			p4rt_bounds::DataPlaneWriter writer(&sw_->lock);
+			for (const auto &update : request->updates()) {
+				if (!results.empty())
+					writer.pause_if_due();
+				results.push_back(write_one(update));
+				failed |= !results.back().ok();
+			}
 		}
-		rte_rwlock_write_unlock(&sw_->lock);
 		if (!failed)
 			return Status::OK;
 		// One p4.v1.Error per update, in order (P4Runtime 12.3).
@@ -968,6 +988,14 @@ class Server final : public p4v1::P4Runtime::Service
 			return error(StatusCode::FAILED_PRECONDITION,
 				     "a stream cannot change its role");
 		auto &state = roles_[role];
+		if (!stream->arbitrated &&
+		    state.streams.size() >= p4rt_bounds::kMaxStreamsPerRole)
+			return error(
+				StatusCode::RESOURCE_EXHAUSTED,
+				"this role has " +
+					std::to_string(state.streams.size()) +
+					" streams already, the most this "
+					"switch takes");
 		bool has_election = update.has_election_id();
 		Uint128 election = from_proto(update.election_id());
 		if (has_election)
@@ -1042,7 +1070,9 @@ class Server final : public p4v1::P4Runtime::Service
 			return;
 		auto &state = roles_[stream->role];
 		state.streams.remove(stream);
-		if (state.primary == stream)
+		if (state.streams.empty())
+			roles_.erase(stream->role);
+		else if (state.primary == stream)
 			elect(stream->role, nullptr);
 	}
 
@@ -1161,15 +1191,13 @@ class Server final : public p4v1::P4Runtime::Service
 		if (pending_.empty())
 			return;
 		if (!digest_config_) {
-			digests_unconfigured_ += pending_.size();
+			g_digests_dropped += pending_.size();
 			pending_.clear();
 			return;
 		}
 		const auto &config = digest_config_->config;
 		uint64_t oldest = pending_.front().second;
-		size_t limit = config.max_list_size() > 0
-				       ? (size_t)config.max_list_size()
-				       : pending_.size();
+		const size_t limit = digest_list_limit();
 		if (!force && pending_.size() < limit &&
 		    now - oldest < (uint64_t)config.max_timeout_ns())
 			return;
@@ -1191,7 +1219,7 @@ class Server final : public p4v1::P4Runtime::Service
 				pending_.pop_front();
 			}
 			if (primary == nullptr) {
-				digests_no_client_ += list->data_size();
+				g_digests_dropped += list->data_size();
 				continue;
 			}
 			primary->send(message);
@@ -1201,6 +1229,17 @@ class Server final : public p4v1::P4Runtime::Service
 				outstanding_[list->list_id()] = record;
 			}
 		}
+	}
+
+	// Caller holds mu_. The most digests one list carries, and so the most
+	// the server holds before it sends them.
+	size_t digest_list_limit() const
+	{
+		int32_t size = digest_config_
+				       ? digest_config_->config.max_list_size()
+				       : 0;
+		return size > 0 ? (size_t)size
+				: (size_t)p4rt_bounds::kMaxDigestListSize;
 	}
 
 	// Caller holds mu_. Drops what an unacknowledged list already carried
@@ -1220,7 +1259,7 @@ class Server final : public p4v1::P4Runtime::Service
 		for (auto it = outstanding_.begin();
 		     it != outstanding_.end();) {
 			if (now - it->second.sent_ns >= timeout ||
-			    outstanding_.size() > kDigestMemory) {
+			    recent_.size() > kDigestMemory) {
 				for (const auto &item : it->second.items)
 					recent_.erase(item);
 				it = outstanding_.erase(it);
@@ -1247,6 +1286,8 @@ class Server final : public p4v1::P4Runtime::Service
 				if (recently_sent(d))
 					continue;
 				pending_.emplace_back(d, now);
+				if (pending_.size() >= digest_list_limit())
+					flush_digests(now, false);
 			}
 			flush_digests(now, false);
 			expire_outstanding(now);
@@ -2101,9 +2142,13 @@ class Server final : public p4v1::P4Runtime::Service
 			groups_.erase(existing);
 			return Status::OK;
 		}
-		int64_t max_size = in.max_size() > 0
-					   ? in.max_size()
-					   : schema_.ecmp_max_group_size;
+		// The most this switch holds in one group (sum of weights):
+		// the P4Info's max_group_size, else the profile's size.
+		const int64_t target_max = schema_.ecmp_max_group_size > 0
+						   ? schema_.ecmp_max_group_size
+						   : schema_.ecmp_size;
+		int64_t max_size =
+			in.max_size() > 0 ? in.max_size() : target_max;
 		if (schema_.ecmp_max_group_size > 0 &&
 		    max_size > schema_.ecmp_max_group_size)
 			return error(
@@ -2112,6 +2157,14 @@ class Server final : public p4v1::P4Runtime::Service
 					" is above the profile's " +
 					std::to_string(
 						schema_.ecmp_max_group_size));
+		// P4Runtime's rules on max_size: a size the target cannot
+		// hold is RESOURCE_EXHAUSTED.
+		if (max_size > target_max)
+			return error(StatusCode::RESOURCE_EXHAUSTED,
+				     "max_size " + std::to_string(max_size) +
+					     " is above the " +
+					     std::to_string(target_max) +
+					     " this switch holds in a group");
 		int64_t total = 0;
 		std::set<uint32_t> seen;
 		for (const auto &m : in.members()) {
@@ -2129,6 +2182,16 @@ class Server final : public p4v1::P4Runtime::Service
 			if (m.weight() < 0)
 				return error(StatusCode::INVALID_ARGUMENT,
 					     "negative weight");
+			if (m.weight() > p4rt_bounds::kMaxMemberWeight)
+				return error(
+					StatusCode::RESOURCE_EXHAUSTED,
+					"weight " + std::to_string(m.weight()) +
+						" is above the " +
+						std::to_string(
+							p4rt_bounds::
+								kMaxMemberWeight) +
+						" this switch takes for a "
+						"member");
 			total += m.weight() > 0 ? m.weight() : 1;
 		}
 		if (max_size > 0 && total > max_size)
@@ -2306,6 +2369,19 @@ class Server final : public p4v1::P4Runtime::Service
 			return error(StatusCode::INVALID_ARGUMENT,
 				     "digest timeouts and sizes must not be "
 				     "negative");
+		if (c.max_timeout_ns() > p4rt_bounds::kMaxDigestTimeoutNs ||
+		    c.max_list_size() > p4rt_bounds::kMaxDigestListSize)
+			return error(
+				StatusCode::INVALID_ARGUMENT,
+				"max_timeout_ns is at most " +
+					std::to_string(
+						p4rt_bounds::
+							kMaxDigestTimeoutNs) +
+					" and max_list_size at most " +
+					std::to_string(
+						p4rt_bounds::
+							kMaxDigestListSize) +
+					" here");
 		digest_config_ = DigestConfig{c};
 		return Status::OK;
 	}
@@ -2547,8 +2623,6 @@ class Server final : public p4v1::P4Runtime::Service
 	std::map<uint64_t, Outstanding> outstanding_;
 	std::set<std::string> recent_;
 	uint64_t next_list_id_ = 0;
-	uint64_t digests_unconfigured_ = 0;
-	uint64_t digests_no_client_ = 0;
 	std::atomic<bool> stopping_{false};
 	std::thread control_thread_;
 };
@@ -2596,6 +2670,11 @@ extern "C" bool sw_p4rt_start(sw_switch *sw, const char *address,
 extern "C" uint64_t sw_p4rt_stream_messages_dropped(void)
 {
 	return g_stream_messages_dropped.load();
+}
+
+extern "C" uint64_t sw_p4rt_digests_dropped(void)
+{
+	return g_digests_dropped.load();
 }
 
 extern "C" void sw_p4rt_stop(void)

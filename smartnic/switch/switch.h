@@ -65,6 +65,8 @@ uint64_t sw_now_ns(void);
  * arbitration updates, errors) dropped because a client's outbox was full
  * or it was gone. */
 uint64_t sw_p4rt_stream_messages_dropped(void);
+/* Digests the P4Runtime server dropped: none configured, or no primary. */
+uint64_t sw_p4rt_digests_dropped(void);
 
 /* Serve P4Runtime on address (HOST:PORT or unix:PATH), secured as tls
  * says (runtime/grpc_listen.h). false with the reason when it cannot. */

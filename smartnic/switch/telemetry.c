@@ -76,6 +76,7 @@ static int stats_command(const char *command, const char *params,
 	jg_tel_u64(d, "packet_out_queued", rte_ring_count(sw->packet_out));
 	jg_tel_u64(d, "stream_messages_dropped",
 		   sw_p4rt_stream_messages_dropped());
+	jg_tel_u64(d, "digests_dropped", sw_p4rt_digests_dropped());
 	drops = rte_tel_data_alloc();
 	if (drops == NULL)
 		return 0;

@@ -170,12 +170,12 @@ class Client:
         request.config.p4_device_config = blob
         return self.stub.SetForwardingPipelineConfig(request, timeout=10)
 
-    def write(self, updates: list[p4r.Update]) -> list[int]:
+    def write(self, updates: list[p4r.Update], timeout: float = 10) -> list[int]:
         """Send one WriteRequest; the canonical code of every update (0: OK)."""
         request = p4r.WriteRequest(device_id=self.device_id, role=self.role, updates=updates)
         request.election_id.CopyFrom(self.election())
         try:
-            self.stub.Write(request, timeout=10)
+            self.stub.Write(request, timeout=timeout)
         except grpc.RpcError as e:
             return write_error_codes(e, len(updates))
         return [0] * len(updates)

@@ -99,7 +99,8 @@ def other_entities(draw):
     if kind == "group":
         group = p4r.ActionProfileGroup(action_profile_id=draw(ids(PROFILE_IDS)), group_id=draw(st.integers(0, 200)), max_size=draw(st.integers(-1, 100)))
         for member_id in draw(st.lists(st.integers(0, 200), max_size=5)):
-            group.members.add(member_id=member_id, weight=draw(st.integers(-1, 4)))
+            # Now and then a weight past the switch's bound (docs/switch.md, "Bounds").
+            group.members.add(member_id=member_id, weight=draw(st.one_of(st.integers(-1, 4), st.integers(-1, 2**31 - 1))))
         return p4r.Entity(action_profile_group=group)
     if kind == "meter":
         meter = p4r.MeterEntry(meter_id=draw(ids(METER_IDS)))
@@ -120,8 +121,8 @@ def other_entities(draw):
         return p4r.Entity(counter_entry=counter)
     if kind == "digest":
         digest = p4r.DigestEntry(digest_id=draw(ids(DIGEST_IDS)))
-        digest.config.max_timeout_ns = draw(st.integers(-1, 10**9))
-        digest.config.max_list_size = draw(st.integers(-1, 100))
+        digest.config.max_timeout_ns = draw(st.one_of(st.integers(-1, 10**9), st.integers(-1, 2**63 - 1)))
+        digest.config.max_list_size = draw(st.one_of(st.integers(-1, 100), st.integers(-1, 2**31 - 1)))
         return p4r.Entity(digest_entry=digest)
     if kind == "register":
         return p4r.Entity(register_entry=p4r.RegisterEntry(register_id=draw(st.integers(0, 2**32 - 1))))

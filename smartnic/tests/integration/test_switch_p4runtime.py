@@ -8,6 +8,8 @@ refused with its first difference named.
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 
 import grpc
@@ -17,7 +19,7 @@ from nic_harness import PacketPort
 from switch_harness import Client, OnePortSwitch, p4info
 
 OK, INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED = 0, 3, 5, 6, 7
-FAILED_PRECONDITION, OUT_OF_RANGE = 9, 11
+RESOURCE_EXHAUSTED, FAILED_PRECONDITION, OUT_OF_RANGE = 8, 9, 11
 INFO = p4info(512)
 
 
@@ -415,3 +417,162 @@ def test_a_packet_in_carries_the_frame_byte_for_byte(switch, primary):
             assert message.packet.payload == forwarded(frame)
     finally:
         port.close()
+
+
+MAX_MEMBER_WEIGHT = 256  # docs/switch.md, "Bounds"
+
+
+def test_ecmp_groups_are_bounded(primary):
+    """A group of weight 2**31-1 used to be accepted, and a route to it expanded it into that many next hops
+    under the pipeline's write lock (issue 33, finding 5). A group holds at most the profile's size in weights
+    (the P4Info gives no max_group_size), a member at most MAX_MEMBER_WEIGHT; beyond, RESOURCE_EXHAUSTED."""
+    profile = next(p for p in INFO.action_profiles if p.preamble.id == ECMP_SELECTOR)
+    assert profile.max_group_size == 0 and profile.size == 1024
+    members = [update(p4r.Update.INSERT, next_hop_member(m, 0)) for m in range(1, 6)]
+    assert primary.write(members) == [OK] * 5
+    full = ecmp_group(3, {1: 256, 2: 256, 3: 256, 4: 256})
+    assert primary.write([update(p4r.Update.INSERT, full), update(p4r.Update.INSERT, next_hops_entry(3, group_id=3))]) == [OK, OK]
+    # No route uses the groups below: where one was accepted, nothing expands it.
+    too_big = ecmp_group(5, {1: 256, 2: 256, 3: 256, 4: 256, 5: 1})
+    too_big_size = ecmp_group(6, {1: 1})
+    too_big_size.action_profile_group.max_size = profile.size + 1
+    codes = primary.write(
+        [
+            update(p4r.Update.INSERT, ecmp_group(1, {1: 2**31 - 1})),
+            update(p4r.Update.INSERT, ecmp_group(2, {1: MAX_MEMBER_WEIGHT + 1})),
+            update(p4r.Update.INSERT, too_big),
+            update(p4r.Update.INSERT, too_big_size),
+            update(p4r.Update.INSERT, ecmp_group(4, {1: 1})),
+            update(p4r.Update.MODIFY, ecmp_group(4, {1: 2**31 - 1})),
+        ]
+    )
+    assert codes == [RESOURCE_EXHAUSTED, RESOURCE_EXHAUSTED, RESOURCE_EXHAUSTED, RESOURCE_EXHAUSTED, OK, RESOURCE_EXHAUSTED]
+    groups = primary.read([p4r.Entity(action_profile_group=p4r.ActionProfileGroup())])
+    assert [(g.action_profile_group.group_id, [m.weight for m in g.action_profile_group.members]) for g in groups] == [(3, [256] * 4), (4, [1])]
+
+
+def digest_config(max_timeout_ns: int, max_list_size: int) -> p4r.Entity:
+    config = p4r.DigestEntry.Config(max_timeout_ns=max_timeout_ns, max_list_size=max_list_size)
+    return p4r.Entity(digest_entry=p4r.DigestEntry(digest_id=INFO.digests[0].preamble.id, config=config))
+
+
+def test_digest_configs_are_bounded(primary):
+    """Huge timeouts and list sizes used to be accepted, and digests then piled up unsent for as long as the switch
+    ran (issue 33, finding 5). At most 10 s and 1024 digests a list (docs/switch.md, "Bounds")."""
+    codes = primary.write(
+        [
+            update(p4r.Update.INSERT, digest_config(2**62, 2**31 - 1)),
+            update(p4r.Update.INSERT, digest_config(10 * 10**9 + 1, 1)),
+            update(p4r.Update.INSERT, digest_config(1000, 1025)),
+            update(p4r.Update.INSERT, digest_config(10 * 10**9, 1024)),
+        ]
+    )
+    assert codes == [INVALID_ARGUMENT, INVALID_ARGUMENT, INVALID_ARGUMENT, OK]
+    assert primary.write([update(p4r.Update.MODIFY, digest_config(1, 2**20))]) == [INVALID_ARGUMENT]
+    (read,) = primary.read([p4r.Entity(digest_entry=p4r.DigestEntry())])
+    assert (read.digest_entry.config.max_timeout_ns, read.digest_entry.config.max_list_size) == (10 * 10**9, 1024)
+
+
+def test_a_batch_has_a_bounded_number_of_updates(primary):
+    """The server holds its lock for a whole batch: a batch that the 64 MiB message limit allows would keep
+    every other client waiting for minutes. Past 100,000 updates a Write is RESOURCE_EXHAUSTED, nothing applied."""
+    rows = [update(p4r.Update.INSERT, port_role(n % 512, 1)) for n in range(100_001)]
+    assert set(primary.write(rows, timeout=60)) == {RESOURCE_EXHAUSTED}
+    assert all_table_entries(primary) == []
+
+
+def hop_mac(i: int) -> bytes:
+    return b"\x02\xbb" + i.to_bytes(4, "big")
+
+
+def test_forwarding_continues_during_a_large_batch(switch, primary):
+    """A Write used to hold the data path's lock for its whole batch: 20,000 MODIFYs stopped forwarding for
+    seconds (issue 33, finding 5). The lock is now let go between updates, as CONTINUE_ON_ERROR allows: packets
+    forwarded during a batch that rewrites a next hop's MAC over and over carry the MACs of intermediate
+    updates, where before they carried only the first or the last.
+
+    JUMBOGATE_BATCH_UPDATES sets the batch's size (default 20,000); the forwarding gap and latency seen during
+    it are printed (-s) for docs/switch.md."""
+    count = int(os.environ.get("JUMBOGATE_BATCH_UPDATES", "20000"))
+    route_to(primary, 0)
+    base = udp_frame(100)
+    batch = [update(p4r.Update.MODIFY, next_hop_member(1, 0, src_mac=base[6:12], dst_mac=hop_mac(i))) for i in range(1, count + 1)]
+    port = PacketPort(switch.ns, switch.peer)
+    sent: dict[int, float] = {}
+    arrived: list[tuple[float, int, int]] = []  # (time, sequence, update index the MAC names)
+    done = threading.Event()
+
+    def send() -> None:
+        seq = 0
+        while not done.is_set():
+            sent[seq] = time.monotonic()
+            port.sock.send(base[:-8] + seq.to_bytes(8, "big"))
+            seq += 1
+            time.sleep(0.001)
+
+    def receive() -> None:
+        while not done.is_set() or time.monotonic() - (arrived[-1][0] if arrived else 0) < 0.3:
+            try:
+                data, address = port.sock.recvfrom(65535)
+            except BlockingIOError:
+                time.sleep(0.0005)
+                continue
+            if address[2] != 4 and data[:2] == b"\x02\xbb":  # not PACKET_OUTGOING; one of the batch's MACs
+                arrived.append((time.monotonic(), int.from_bytes(data[-8:], "big"), int.from_bytes(data[2:6], "big")))
+            elif address[2] != 4 and data[:6] == base[:6]:
+                arrived.append((time.monotonic(), int.from_bytes(data[-8:], "big"), 0))
+
+    threads = [threading.Thread(target=send), threading.Thread(target=receive)]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
+        started = time.monotonic()
+        codes = primary.write(batch, timeout=600)
+        ended = time.monotonic()
+        time.sleep(0.3)
+    finally:
+        done.set()
+        for t in threads:
+            t.join()
+        port.close()
+    assert set(codes) == {OK}
+    states = {index for _, _, index in arrived}
+    assert count in states, "nothing came back after the batch"
+    intermediate = states - {0, count}
+    during = [(at, seq) for at, seq, _ in arrived if started <= at <= ended]
+    gaps = [b - a for (a, _), (b, _) in zip(during, during[1:], strict=False)]
+    latencies = sorted(at - sent[seq] for at, seq in during)
+    print(
+        f"\nbatch of {count} MODIFYs: {ended - started:.2f} s, {len(during)} frames forwarded during it, "
+        f"{len(intermediate)} intermediate states seen, longest gap between frames {max(gaps, default=ended - started) * 1000:.1f} ms, "
+        f"latency median {latencies[len(latencies) // 2] * 1000 if latencies else float('nan'):.2f} ms, "
+        f"max {latencies[-1] * 1000 if latencies else float('nan'):.1f} ms"
+    )
+    assert len(intermediate) >= 3, f"packets saw only {sorted(states)} of the batch's {count} states"
+
+
+def test_a_role_takes_a_bounded_number_of_streams(log_dir):
+    """Every arbitrated stream used to be kept, however many a client opened, each with a writer thread and an
+    outbox. A role takes 64 (docs/switch.md, "Bounds"); beyond, arbitration is RESOURCE_EXHAUSTED, as the
+    specification says for more streams than a role supports, and a stream that leaves makes room."""
+    wiring = OnePortSwitch(log_dir)
+    clients = []
+    try:
+        for n in range(64):
+            clients.append(Client(wiring.switch.grpc_address, election_low=n + 1))
+            assert clients[-1].arbitrate().status.code == OK
+        extra = Client(wiring.switch.grpc_address, election_low=1000)
+        clients.append(extra)
+        with pytest.raises(grpc.RpcError) as caught:
+            extra.arbitrate()
+        assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        clients.pop(0).close()
+        time.sleep(0.5)
+        late = Client(wiring.switch.grpc_address, election_low=2000)
+        clients.append(late)
+        assert late.arbitrate().status.code == OK
+    finally:
+        for client in clients:
+            client.close()
+        wiring.close()

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The bounds the P4Runtime server of jumbogate-switch holds every client
+// to, primary or not: what one client may make the switch hold or do, so
+// that no write, stream or digest config can exhaust its memory or stall
+// forwarding. docs/switch.md ("Bounds") lists each with what happens
+// beyond it.
+#ifndef JUMBOGATE_SWITCH_P4RT_BOUNDS_H
+#define JUMBOGATE_SWITCH_P4RT_BOUNDS_H
+
+#include <cstddef>
+#include <cstdint>
+
+#include <rte_pause.h>
+#include <rte_rwlock.h>
+
+#include "switch.h"
+
+namespace p4rt_bounds
+{
+
+// Updates in one WriteRequest. The server's lock is held for a whole batch
+// (arbitration, reads and digests wait for it), so a batch must end; the
+// largest the controller sends is its whole table set, a few thousand.
+constexpr int kMaxUpdatesPerBatch = 100000;
+
+// An ECMP group's weights expand into one next hop per unit of weight in
+// the data path (pipeline.c picks hash % size, as BMv2 does), so the sum of
+// a group's weights is what it costs. Where the P4Info gives no
+// max_group_size (v1model's selector has none) the group is held to the
+// profile's size, and each member to a weight that keeps the shares
+// meaningful without letting one member fill a group.
+constexpr int32_t kMaxMemberWeight = 256;
+
+// Streams arbitrated for one role (P4Runtime 5.3: beyond the supported
+// limit, RESOURCE_EXHAUSTED). Each holds a writer thread and an outbox.
+constexpr size_t kMaxStreamsPerRole = 64;
+
+// The elephant digest's config: a list is sent when it holds
+// max_list_size digests or its oldest has waited max_timeout_ns, so both
+// bound what the server holds; 0 for max_list_size (no limit in the
+// specification) means kMaxDigestListSize here.
+constexpr int64_t kMaxDigestTimeoutNs = 10 * 1000 * 1000 * 1000LL;
+constexpr int32_t kMaxDigestListSize = 1024;
+
+// The data path's lock is held for at most this long at a stretch while a
+// batch is written: between two updates the workers get their turn
+// (P4Runtime 12.3: with CONTINUE_ON_ERROR packets may see every
+// intermediate state of a batch). 200 us is about 100 packets of one
+// worker's queue at veth speed.
+constexpr uint64_t kWriteLockSliceNs = 200 * 1000;
+
+// Holds the pipeline's write lock over a batch, and lets the workers in
+// between updates once it has been held for kWriteLockSliceNs.
+// rte_rwlock prefers writers: a worker waiting for the read lock gets in
+// only if the writer does not take the lock straight back, so the writer
+// waits until a reader has it (or none came within a few microseconds).
+class DataPlaneWriter
+{
+      public:
+	explicit DataPlaneWriter(rte_rwlock_t *lock) : lock_(lock)
+	{
+		rte_rwlock_write_lock(lock_);
+		since_ = sw_now_ns();
+	}
+	~DataPlaneWriter()
+	{
+		rte_rwlock_write_unlock(lock_);
+	}
+	DataPlaneWriter(const DataPlaneWriter &) = delete;
+	DataPlaneWriter &operator=(const DataPlaneWriter &) = delete;
+
+	// Between two updates.
+	void pause_if_due()
+	{
+		uint64_t now = sw_now_ns();
+		if (now - since_ < kWriteLockSliceNs)
+			return;
+		rte_rwlock_write_unlock(lock_);
+		while (__atomic_load_n(&lock_->cnt, __ATOMIC_RELAXED) <
+			       RTE_RWLOCK_READ &&
+		       sw_now_ns() - now < 5000)
+			rte_pause();
+		rte_rwlock_write_lock(lock_);
+		since_ = sw_now_ns();
+		pauses_++;
+	}
+
+	uint64_t pauses() const
+	{
+		return pauses_;
+	}
+
+      private:
+	rte_rwlock_t *lock_;
+	uint64_t since_ = 0;
+	uint64_t pauses_ = 0;
+};
+
+} // namespace p4rt_bounds
+
+#endif
