@@ -701,6 +701,9 @@ class Server final : public p4v1::P4Runtime::Service
 	{
 		std::lock_guard<std::mutex> lock(mu_);
 		Status status = check_device(request->device_id());
+		if (status.ok())
+			status = check_role(request->role(),
+					    StatusCode::NOT_FOUND);
 		if (!status.ok())
 			return status;
 		status = check_primary(request->role(),
@@ -797,6 +800,9 @@ class Server final : public p4v1::P4Runtime::Service
 	{
 		std::lock_guard<std::mutex> lock(mu_);
 		Status status = check_device(request->device_id());
+		if (status.ok())
+			status = check_role(request->role(),
+					    StatusCode::NOT_FOUND);
 		if (!status.ok())
 			return status;
 		if (!config_)
@@ -947,6 +953,19 @@ class Server final : public p4v1::P4Runtime::Service
 			     "device");
 	}
 
+	// Role configurations are not implemented, so the device has one role,
+	// the default (unnamed) one, whose primary may write everything. Any
+	// other name is refused: a client naming a role of its own would
+	// otherwise be the primary of it, and write beside the controller.
+	static Status check_role(const std::string &role, StatusCode code)
+	{
+		if (role.empty())
+			return Status::OK;
+		return error(code, "no role '" + role +
+					   "' on this device: it has only the "
+					   "default role (an empty name)");
+	}
+
 	// Caller holds mu_.
 	Status check_primary(const std::string &role, bool has_election,
 			     const Uint128 &election)
@@ -987,6 +1006,14 @@ class Server final : public p4v1::P4Runtime::Service
 		if (stream->arbitrated && role != stream->role)
 			return error(StatusCode::FAILED_PRECONDITION,
 				     "a stream cannot change its role");
+		// A role the device does not have does not match the role
+		// scheme agreed out of band: INVALID_ARGUMENT, as the
+		// specification's arbitration rules say for a role config
+		// that does not match it. (PERMISSION_DENIED is for a known
+		// client that may not do something, e.g. a backup's write.)
+		Status status = check_role(role, StatusCode::INVALID_ARGUMENT);
+		if (!status.ok())
+			return status;
 		auto &state = roles_[role];
 		if (!stream->arbitrated &&
 		    state.streams.size() >= p4rt_bounds::kMaxStreamsPerRole)

@@ -419,6 +419,28 @@ def test_a_packet_in_carries_the_frame_byte_for_byte(switch, primary):
         port.close()
 
 
+def test_a_role_other_than_the_default_is_refused(switch, primary):
+    """Any role name used to be accepted and created: a client naming a role of its own became the primary of it
+    and wrote beside the controller (issue 33, finding 1). Until role configs exist the device has the default role
+    only: arbitration for another is INVALID_ARGUMENT (it does not match the device's role scheme), and a write or a
+    pipeline naming one finds no such role (NOT_FOUND, as the specification says for a Write's role)."""
+    mallory = Client(switch.switch.grpc_address, election_low=500, role="mallory")
+    try:
+        with pytest.raises(grpc.RpcError) as caught:
+            mallory.arbitrate()
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "mallory" in caught.value.details()
+        assert mallory.write([update(p4r.Update.INSERT, route_v4(bytes([10, 66, 0, 0]), 16))]) == [NOT_FOUND]
+        with pytest.raises(grpc.RpcError) as caught:
+            mallory.set_pipeline(INFO)
+        assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    finally:
+        mallory.close()
+    assert all_table_entries(primary) == []
+    # The controller is still the primary, and alone.
+    assert primary.write([update(p4r.Update.INSERT, port_role(1, 1))]) == [OK]
+
+
 MAX_MEMBER_WEIGHT = 256  # docs/switch.md, "Bounds"
 
 
