@@ -598,3 +598,64 @@ def test_a_role_takes_a_bounded_number_of_streams(log_dir):
         for client in clients:
             client.close()
         wiring.close()
+
+
+def elephants_reported(client: Client) -> None:
+    """Every TCP flow from port 0 to 10.9.0.1 is an elephant from its first byte: fleet and instance jumbo, a
+    threshold of one byte, a route back out of port 0."""
+    route_to(client, 0)
+    fleet = entry(
+        "fleet_policy", [], "set_fleet_jumbo", {"enabled": b"\x01", "guest_jumbo_mtu": (8500).to_bytes(2, "big"), "default_mtu": (1500).to_bytes(2, "big")}
+    )
+    threshold = entry("elephant_config", [], "set_elephant_threshold", {"bytes": b"\x01"})
+    for default in (fleet, threshold):
+        default.table_entry.is_default_action = True
+    instance = entry("instances_v4", [exact("instances_v4", "instance_addr", bytes([10, 9, 0, 1]))], "set_instance_jumbo", {"enabled": b"\x01"})
+    assert client.write([update(p4r.Update.MODIFY, fleet), update(p4r.Update.MODIFY, threshold), update(p4r.Update.INSERT, instance)]) == [OK] * 3
+
+
+def tcp_flows(count: int, first_port: int = 10000) -> list[bytes]:
+    from nic_packets import tcp_packet
+
+    return [tcp_packet("198.51.100.7", "10.9.0.1", first_port + n, 443, size=100) for n in range(count)]
+
+
+def test_digests_the_server_drops_are_counted(switch, primary):
+    """Digests the server dropped (no digest config, or no primary) were counted where no one could see them;
+    /jumbogate_switch/stats has them as digests_dropped."""
+    from nic_harness import wait_for
+
+    from jumbogate.lab import telemetry_query
+
+    elephants_reported(primary)
+    prefix = switch.switch.file_prefix
+    before = telemetry_query(prefix, "/jumbogate_switch/stats")["digests_dropped"]
+    port = PacketPort(switch.ns, switch.peer)
+    try:
+        port.send(tcp_flows(50))
+        wait_for(lambda: telemetry_query(prefix, "/jumbogate_switch/stats")["digests_dropped"] - before >= 40, "digests without a config counted")
+    finally:
+        port.close()
+
+
+def test_pending_digests_are_held_to_one_list(switch, primary):
+    """A list is sent once it holds max_list_size digests, or its oldest has waited max_timeout_ns. With the
+    largest timeout (10 s) and max_list_size 0, "no limit" in the specification, the server holds at most 1024
+    (docs/switch.md, "Bounds"): a full list of 1024 is sent at once. Before, 0 meant a list of whatever had come
+    in the last millisecond."""
+    elephants_reported(primary)
+    assert primary.write([update(p4r.Update.INSERT, digest_config(10 * 10**9, 0))]) == [OK]
+    port = PacketPort(switch.ns, switch.peer)
+    try:
+        started = time.monotonic()
+        for start in range(0, 1200, 100):
+            port.send(tcp_flows(100, first_port=10000 + start))
+            time.sleep(0.01)
+        while True:
+            message = primary.next_response(timeout=max(0.01, started + 8 - time.monotonic()))
+            if message.HasField("digest"):
+                break
+        assert len(message.digest.data) == 1024
+        assert time.monotonic() - started < 8
+    finally:
+        port.close()
