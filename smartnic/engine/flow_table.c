@@ -17,9 +17,8 @@
  * - The hash is keyed with a secret drawn at creation. CRC32-C, used
  *   before, is linear: colliding tuples for a chosen victim could be
  *   solved offline in 32 equations, whatever the seed. The keyed hash is
- *   NH (the inner hash of UMAC: products of key-offset 32-bit words),
- *   2^-32-almost-universal, so without the key a collision costs about
- *   2^32 guesses; a murmur finaliser then spreads its bits.
+ *   NH (jumbogate/keyed_hash.h, shared with the SmartNIC's tables), so
+ *   without the key a collision costs about 2^32 guesses.
  * - The two candidate buckets come from two NH sums under independent
  *   keys, so tuples that share one bucket do not therefore share both.
  * - Onloaded ("pinned") flows are bounded (max_onloaded_flows) and lose
@@ -34,34 +33,12 @@
  */
 #include <stddef.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include <rte_malloc.h>
 
+#include <jumbogate/keyed_hash.h>
+
 #include "internal.h"
-
-/* Finaliser of MurmurHash3: every input bit reaches every output bit. */
-static inline uint64_t mix64(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 33;
-	return h;
-}
-
-/* NH over an even number of 32-bit words. */
-static inline uint64_t nh(const uint32_t *words, const uint32_t *key,
-			  uint32_t count)
-{
-	uint64_t sum = 0;
-
-	for (uint32_t i = 0; i < count; i += 2)
-		sum += (uint64_t)(uint32_t)(words[i] + key[i]) *
-		       (uint32_t)(words[i + 1] + key[i + 1]);
-	return sum;
-}
 
 /* A key as 32-bit words: version and protocol, the port pair as on the
  * wire, the addresses. 4 words for IPv4, 10 for IPv6. */
@@ -89,8 +66,8 @@ void jg_flow_hash(const struct jg_engine *e, const struct jg_flow_key *key,
 	uint32_t words[10];
 	uint32_t count = key_words(key, words);
 
-	hash->primary = mix64(nh(words, e->hash_key[0], count) ^ count);
-	hash->secondary = mix64(nh(words, e->hash_key[1], count) ^ count);
+	hash->primary = jg_keyed_hash(words, e->hash_key[0], count);
+	hash->secondary = jg_keyed_hash(words, e->hash_key[1], count);
 }
 
 bool jg_flow_key_equal(const struct jg_flow_key *a, const struct jg_flow_key *b)
@@ -119,29 +96,6 @@ static inline void candidate_buckets(const struct jg_engine *e,
 		*second = *first ^ 1u;
 }
 
-/* The hash key: from the config's seed (tests that want the same
- * placement every run), else from the kernel's random source. */
-static int draw_hash_key(struct jg_engine *e)
-{
-	uint32_t *words = (uint32_t *)e->hash_key;
-	size_t bytes = sizeof(e->hash_key);
-
-	if (e->config.hash_seed != 0) {
-		uint64_t state = e->config.hash_seed;
-
-		for (size_t i = 0; i < bytes / 4; i++) {
-			/* splitmix64 */
-			uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-
-			z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-			z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-			words[i] = (uint32_t)(z ^ (z >> 31));
-		}
-		return 0;
-	}
-	return getrandom(words, bytes, 0) == (ssize_t)bytes ? 0 : -EIO;
-}
-
 int jg_flow_table_init(struct jg_engine *e)
 {
 	uint32_t capacity = rte_align32pow2(
@@ -151,7 +105,9 @@ int jg_flow_table_init(struct jg_engine *e)
 	size_t key_bytes = (size_t)capacity * sizeof(struct jg_flow_key);
 	size_t bucket_bytes = (size_t)buckets * sizeof(struct jg_bucket);
 
-	if (draw_hash_key(e) != 0)
+	if (jg_keyed_hash_key((uint32_t *)e->hash_key,
+			      sizeof(e->hash_key) / sizeof(uint32_t),
+			      e->config.hash_seed) != 0)
 		return -EIO;
 	e->flows = rte_zmalloc_socket("jg_flows", flow_bytes,
 				      RTE_CACHE_LINE_SIZE, e->config.socket_id);
