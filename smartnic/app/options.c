@@ -56,6 +56,7 @@ enum option_id {
 	OPT_PMTU_REPLIES,
 	OPT_PMTU_ROUNDS,
 	OPT_PMTU_ICMP_GAP,
+	OPT_PMTU_PREFIX_ROUNDS,
 };
 
 struct option_spec {
@@ -175,12 +176,16 @@ static const struct option_spec option_specs[] = {
 	 "a round with no answer by then falls back to the configured path "
 	 "MTU (default 1000)"},
 	{OPT_PMTU_REPLIES, "pmtu-replies-per-s", "N",
-	 "most probes answered per second (default 1000)"},
+	 "most probes answered per second from one source prefix (/24, "
+	 "/48); eight prefixes' worth in all (default 1000)"},
 	{OPT_PMTU_ROUNDS, "pmtu-rounds-per-s", "N",
 	 "most probe rounds begun per second (default 100)"},
 	{OPT_PMTU_ICMP_GAP, "pmtu-icmp-gap-s", "SECONDS",
 	 "an ICMP 'too big' about a tracked destination starts a new round "
 	 "only this long after its last (default 10)"},
+	{OPT_PMTU_PREFIX_ROUNDS, "pmtu-prefix-rounds-per-min", "N",
+	 "most probe rounds begun per minute toward one destination prefix "
+	 "(/24, /48), the operator's requests aside (default 30)"},
 };
 
 #define OPTION_COUNT (sizeof(option_specs) / sizeof(option_specs[0]))
@@ -630,6 +635,10 @@ apply(struct nic_options *options, const struct option_spec *spec,
 	case OPT_PMTU_ICMP_GAP:
 		ok = parse_unsigned(name, value, 1, 86400, &number, origin);
 		options->pmtu.icmp_gap_s = (uint32_t)number;
+		break;
+	case OPT_PMTU_PREFIX_ROUNDS:
+		ok = parse_unsigned(name, value, 1, 100000, &number, origin);
+		options->pmtu.prefix_rounds_per_min = (uint32_t)number;
 		break;
 	}
 	return ok ? NIC_PARSE_OK : NIC_PARSE_ERROR;

@@ -28,6 +28,7 @@ void nic_pathmtu_config_init(struct nic_pmtu_config *config)
 		.replies_per_s = 1000,
 		.rounds_per_s = 100,
 		.icmp_gap_s = 10,
+		.prefix_rounds_per_min = 30,
 	};
 }
 
@@ -49,14 +50,17 @@ unsigned int pmtu_address_len(uint8_t version)
 	return version == 4 ? 4 : 16;
 }
 
-/* Nonces and the hash seed keep off-path senders out, so they come from
+/* Nonces and the hash keys keep off-path senders out, so they come from
  * the kernel's generator, not DPDK's predictable one. */
 void pmtu_secure_random(void *out, size_t len)
 {
-	if (getrandom(out, len, 0) != (ssize_t)len) {
+	if (getrandom(out, len, 0) == (ssize_t)len)
+		return;
+	for (size_t at = 0; at < len; at += sizeof(uint64_t)) {
 		uint64_t fallback = rte_rand() ^ rte_get_tsc_cycles();
 
-		memcpy(out, &fallback, RTE_MIN(len, sizeof(fallback)));
+		memcpy((uint8_t *)out + at, &fallback,
+		       RTE_MIN(len - at, sizeof(fallback)));
 	}
 }
 
@@ -65,14 +69,20 @@ bool pmtu_take_token(struct token_bucket *bucket, uint64_t now_ns)
 	if (now_ns > bucket->last_ns) {
 		bucket->tokens += (double)(now_ns - bucket->last_ns) *
 				  bucket->per_s / (double)PMTU_NS_PER_S;
-		if (bucket->tokens > bucket->per_s)
-			bucket->tokens = bucket->per_s;
+		if (bucket->tokens > bucket->burst)
+			bucket->tokens = bucket->burst;
 		bucket->last_ns = now_ns;
 	}
 	if (bucket->tokens < 1.0)
 		return false;
 	bucket->tokens -= 1.0;
 	return true;
+}
+
+void pmtu_budget_init(struct token_bucket *bucket, double per_s, double burst)
+{
+	*bucket = (struct token_bucket){
+		.tokens = burst, .per_s = per_s, .burst = burst};
 }
 
 /* The probe lengths of a round, largest last: the usual MTUs below the
@@ -96,7 +106,8 @@ struct nic_pathmtu *nic_pathmtu_create(const struct nic_pmtu_config *config,
 
 	if (config->probe_mtu < 1280 || config->probe_mtu > MAX_PROBE_SIZE ||
 	    config->capacity == 0 || config->replies_per_s == 0 ||
-	    config->rounds_per_s == 0 || config->timeout_ms == 0) {
+	    config->rounds_per_s == 0 || config->timeout_ms == 0 ||
+	    config->prefix_rounds_per_min == 0) {
 		rte_errno = EINVAL;
 		return NULL;
 	}
@@ -112,8 +123,11 @@ struct nic_pathmtu *nic_pathmtu_create(const struct nic_pmtu_config *config,
 	pm->port_be = rte_cpu_to_be_16(config->port);
 	pm->mask = slots - 1;
 	pm->bloom_mask = slots * BLOOM_PER_ENTRY - 1;
-	pmtu_secure_random(&pm->seed, sizeof(pm->seed));
+	pmtu_secure_random(pm->hash_key, sizeof(pm->hash_key));
 	rte_spinlock_init(&pm->lock);
+	rte_spinlock_init(&pm->reply_lock);
+	for (unsigned int b = 0; b < FRAGMENT_BUCKETS; b++)
+		rte_spinlock_init(&pm->groups[b].lock);
 	pm->slots = rte_zmalloc("jg_pathmtu_slots", slots * sizeof(*pm->slots),
 				RTE_CACHE_LINE_SIZE);
 	pm->bloom = rte_zmalloc("jg_pathmtu_bloom", slots * BLOOM_PER_ENTRY,
@@ -123,11 +137,19 @@ struct nic_pathmtu *nic_pathmtu_create(const struct nic_pmtu_config *config,
 		rte_errno = ENOMEM;
 		return NULL;
 	}
-	pm->reply_budget =
-		(struct token_bucket){.tokens = config->replies_per_s,
-				      .per_s = config->replies_per_s};
-	pm->round_budget = (struct token_bucket){.tokens = config->rounds_per_s,
-						 .per_s = config->rounds_per_s};
+	pmtu_budget_init(&pm->round_budget, config->rounds_per_s,
+			 config->rounds_per_s);
+	pmtu_budget_init(
+		&pm->reply_budget,
+		(double)config->replies_per_s * REPLY_PREFIXES_AT_FULL_RATE,
+		(double)config->replies_per_s * REPLY_PREFIXES_AT_FULL_RATE);
+	for (unsigned int c = 0; c < PREFIX_CELLS; c++) {
+		pmtu_budget_init(&pm->prefix_rounds[c],
+				 config->prefix_rounds_per_min / 60.0,
+				 config->prefix_rounds_per_min);
+		pmtu_budget_init(&pm->prefix_replies[c], config->replies_per_s,
+				 config->replies_per_s);
+	}
 	choose_sizes(pm);
 	return pm;
 }
@@ -196,12 +218,10 @@ bool nic_pathmtu_receive(struct nic_pathmtu *pm, struct rte_mbuf *m,
 		   pmtu_probe_is_valid(&message, &p, udp_len, true)) {
 		uint16_t size = (uint16_t)p.ip_len;
 
-		rte_spinlock_lock(&pm->lock);
 		replies[0] =
 			pmtu_answer(pm, rte_pktmbuf_mtod(m, const uint8_t *),
 				    (uint8_t)RTE_MIN(p.l2_len, MAX_L2_LEN), &p,
 				    &message, &size, 1, p.ip_len, now_ns);
-		rte_spinlock_unlock(&pm->lock);
 		if (replies[0])
 			*reply_count = 1;
 	} else if (message.type == TYPE_REPLY) {
@@ -214,7 +234,7 @@ bool nic_pathmtu_receive(struct nic_pathmtu *pm, struct rte_mbuf *m,
 }
 
 /* ------------------------------------------------------------------ */
-/* The operator's view                                                  */
+/* The operator's view */
 
 static void view_of(const struct dest *d, uint64_t now_ns,
 		    struct nic_pmtu_view *view)

@@ -2,11 +2,14 @@
 /*
  * Path MTU discovery between borders (F-PMTUD, docs/pathmtu.md).
  *
- * The prober: the first outbound packet to an external destination starts
- * a probe round to it. IPv4 gets a probe of the next hop's MTU with DF
- * clear, which routers on the way fragment (the largest fragment that
- * arrives is the path MTU), and both versions get "sized" probes of
- * several lengths that may not be fragmented (IPv6 routers never
+ * The prober: the first outbound packet to an external destination that
+ * the rack caused (a SYN it sends, or data) starts a probe round to it:
+ * a destination no responder has answered yet gets a "hello", one small
+ * probe no larger than what an outsider sends to cause it, and the whole
+ * set only once that is answered (docs/pathmtu.md, Security). IPv4 gets a probe
+ * of the next hop's MTU with DF clear, which routers on the way fragment (the
+ * largest fragment that arrives is the path MTU), and both versions get "sized"
+ * probes of several lengths that may not be fragmented (IPv6 routers never
  * fragment, and some IPv4 paths drop fragments): the largest that arrives
  * bounds the path MTU from below. The whole set goes out twice, a few ms
  * apart. A reply counts only if it comes from the probed destination and
@@ -52,8 +55,14 @@ struct nic_pmtu_config {
 	uint32_t reprobe_s;  /* a learned path is probed again after this */
 	uint32_t timeout_ms; /* a round without an answer by then has none */
 	uint32_t second_probe_ms; /* gap before the second copy */
-	uint32_t replies_per_s;	  /* responder budget (burst: a second's) */
-	uint32_t rounds_per_s;	  /* prober budget of new rounds */
+	/* Responder budget per source prefix (/24, /48) of probes, burst a
+	 * second's; REPLY_PREFIXES_AT_FULL_RATE times that in all. */
+	uint32_t replies_per_s;
+	uint32_t rounds_per_s; /* prober budget of new rounds */
+	/* Rounds begun toward one destination prefix (/24, /48) per minute
+	 * (burst: a minute's), so no outsider can aim the prober's budget
+	 * at one network. The operator's requests are not counted. */
+	uint32_t prefix_rounds_per_min;
 	/* An ICMP "too big" about a path asks for a new round only this long
 	 * after the last one: a forged error must not make the border probe
 	 * over and over. */
@@ -73,26 +82,36 @@ const char *nic_pathmtu_method_name(enum nic_pmtu_method method);
 
 #define NIC_PMTU_COUNTERS(X)                                                   \
 	X(rounds_started)                                                      \
-	X(rounds_suppressed) /* new rounds over rounds_per_s */                \
+	X(rounds_suppressed)	 /* new rounds over rounds_per_s */            \
+	X(rounds_prefix_limited) /* over prefix_rounds_per_min */              \
+	X(hello_rounds)		 /* rounds of one small probe */               \
+	X(hellos_answered)	 /* destinations a responder answered for */   \
+	X(outbound_ignored) /* SYN-ACKs, RSTs, bare ACKs: start no round */    \
 	X(rounds_answered)                                                     \
 	X(rounds_unanswered)                                                   \
 	X(probes_sent)                                                         \
+	X(probe_bytes) /* IP bytes of the probes sent */                       \
 	X(replies_accepted)                                                    \
 	X(replies_forged) /* wrong nonce, or no round to that address */       \
 	X(replies_malformed)                                                   \
+	X(replies_late) /* for a round already over */                         \
 	X(probes_answered)                                                     \
 	X(probes_malformed)                                                    \
-	X(replies_rate_limited)                                                \
+	X(replies_rate_limited) /* over the source prefix's budget */          \
+	X(replies_global_limited)                                              \
 	X(fragments_seen)                                                      \
 	X(fragments_passed) /* not (yet) known to be a probe's */              \
 	X(fragment_groups_evicted)                                             \
 	X(fragment_groups_expired)                                             \
+	X(fragment_groups_conflicting) /* overlaps, holes, wrong ends */       \
+	X(fragments_unplaced) /* no way free of probes in the bucket */        \
 	X(destinations_evicted)                                                \
 	X(destinations_expired)                                                \
 	X(icmp_reprobes) /* rounds an ICMP "too big" about a path asked for */ \
 	X(icmp_ignored)	 /* such errors within icmp_gap_s of a round */        \
-	X(refine_rounds) /* rounds narrowing a value the operator wants exact  \
-			  */                                                   \
+	X(icmp_unmatched) /* quoting nothing the border sent */                \
+	X(refine_rounds)  /* rounds narrowing a value the operator wants exact \
+			   */                                                  \
 	X(buffers_exhausted)
 
 struct nic_pmtu_stats {

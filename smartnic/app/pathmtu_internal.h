@@ -35,7 +35,27 @@
 #define BLOOM_PER_ENTRY 16
 /* Rounds under way at once; more are suppressed (and counted). */
 #define MAX_ACTIVE_ROUNDS 256
-#define FRAGMENT_GROUPS	  256
+/* Fragment groups: 256, in buckets of four ways, each bucket under its
+ * own lock, so that a fragment costs one bucket whatever the load. */
+#define FRAGMENT_BUCKETS 64
+#define FRAGMENT_WAYS	 4
+/* Budgets by prefix (/24, /48): cells of a keyed hash of the prefix.
+ * Prefixes that share a cell share its budget; which ones do is secret. */
+#define PREFIX_CELLS 1024
+/* The responder's global budget is this many prefixes' worth. */
+#define REPLY_PREFIXES_AT_FULL_RATE 8
+/* A hello: one sized probe of the least size a responder answers (its
+ * reply, 50 or 70 bytes, must not be larger). */
+#define HELLO_SIZE_V4 MIN_REPORTED_SIZE
+#define HELLO_SIZE_V6 70u
+/* A hello without an answer is tried again after this, doubling up to
+ * the reprobe interval. */
+#define HELLO_RETRY_NS (10ull * 1000 * 1000 * 1000)
+/* An ICMP error quoting a TCP segment matches what the border sent when
+ * the quoted sequence number lies at most this far behind the end of the
+ * last segment it sent to that destination on those ports: an off-path
+ * forger guesses right once in 2^32 / 2^21 = 2048 tries. */
+#define ICMP_SEQ_WINDOW (2u << 20)
 /* Operator-requested rounds waiting for their port's poll. */
 #define MAX_REQUESTS 16
 /* A probe whose fragments have not all come by then is forgotten. */
@@ -91,6 +111,10 @@ enum dest_state { DEST_IDLE, DEST_PROBING };
 
 struct dest {
 	atomic_uint seq; /* odd while a writer changes the slot */
+	/* The last TCP segment with data sent to it: its ports as on the
+	 * wire (high 32 bits) and the sequence number after it, which an
+	 * ICMP error's quote must match (take_icmp_error). */
+	_Atomic uint64_t last_sent;
 	bool used;
 	uint8_t version;
 	uint16_t mtu; /* learned; 0: none */
@@ -102,6 +126,11 @@ struct dest {
 	uint8_t method;
 	uint8_t port_index;
 	uint8_t copies_sent;
+	bool confirmed;	     /* answered a probe: a responder is there */
+	bool hello;	     /* this round is one small probe (not confirmed) */
+	bool operator_round; /* the operator asked for the next round */
+	uint8_t hello_failures; /* hellos in a row without an answer */
+	bool replied;		/* a reply of this round was accepted */
 	uint16_t round_mtu;
 	uint8_t round_method;
 	/* The round's sized probes: the usual set, or a refinement's sizes
@@ -126,27 +155,46 @@ struct dest {
 
 struct fragment_group {
 	bool used;
-	bool first_seen;
-	bool is_probe;
+	bool is_probe; /* its first fragment came and is a probe's */
 	uint8_t count;
 	uint16_t id;
 	uint32_t src, dst;
 	uint64_t first_ns;
-	uint32_t covered;
-	int32_t end; /* -1 until the last fragment came */
+	uint32_t covered; /* data bytes; fragments never overlap */
+	int32_t end;	  /* -1 until the last fragment came */
+	uint32_t udp_len; /* from the first fragment's UDP header */
 	uint32_t probe_bytes;
 	uint16_t offsets[NIC_PMTU_MAX_FRAGMENTS];
-	uint16_t sizes[NIC_PMTU_MAX_FRAGMENTS];
+	uint16_t lengths[NIC_PMTU_MAX_FRAGMENTS]; /* data bytes */
+	uint16_t sizes[NIC_PMTU_MAX_FRAGMENTS];	  /* IP lengths */
 	struct pmtu_message message;
 	uint8_t l2_len;
 	uint8_t l2[MAX_L2_LEN];
 };
 
+struct fragment_bucket {
+	rte_spinlock_t lock;
+	struct fragment_group ways[FRAGMENT_WAYS];
+} __rte_cache_aligned;
+
 struct token_bucket {
 	double tokens;
 	double per_s;
+	double burst;
 	uint64_t last_ns;
 };
+
+/* Which keyed hash: each its own key, so that addresses sharing a slot
+ * do not therefore share a Bloom counter, a budget or a group bucket. */
+enum pmtu_hash {
+	HASH_SLOT,
+	HASH_BLOOM_A,
+	HASH_BLOOM_B,
+	HASH_PREFIX,
+	HASH_FRAGMENT,
+	HASH_COUNT,
+};
+#define HASH_KEY_WORDS 6 /* an IPv6 address and its version */
 
 struct nic_pathmtu {
 	struct nic_pmtu_config config;
@@ -154,8 +202,8 @@ struct nic_pathmtu {
 	rte_be16_t port_be;
 	uint32_t mask;
 	uint32_t bloom_mask;
-	uint32_t seed;
-	rte_spinlock_t lock;
+	uint32_t hash_key[HASH_COUNT][HASH_KEY_WORDS];
+	rte_spinlock_t lock; /* the destination table's writers, rounds */
 	struct dest *slots;
 	_Atomic uint8_t *bloom;
 	uint16_t sizes[NIC_PMTU_MAX_PROBE_SIZES];
@@ -169,9 +217,15 @@ struct nic_pathmtu {
 	unsigned int requested_count;
 	uint32_t sweep_cursor;
 	uint64_t next_sweep_ns;
-	struct fragment_group groups[FRAGMENT_GROUPS];
-	struct token_bucket reply_budget;
+	struct fragment_bucket groups[FRAGMENT_BUCKETS];
+	/* Under lock: rounds begun, in all and toward each destination
+	 * prefix. */
 	struct token_bucket round_budget;
+	struct token_bucket prefix_rounds[PREFIX_CELLS];
+	/* Replies, in all and to each source prefix of probes. */
+	rte_spinlock_t reply_lock;
+	struct token_bucket reply_budget;
+	struct token_bucket prefix_replies[PREFIX_CELLS];
 	uint64_t destinations_now;
 	uint64_t learned_now;
 	struct nic_pmtu_stats stats; /* counters: atomic adds */
@@ -179,11 +233,22 @@ struct nic_pathmtu {
 
 #define COUNT(pm, field)                                                       \
 	__atomic_add_fetch(&(pm)->stats.field, 1, __ATOMIC_RELAXED)
+#define COUNT_N(pm, field, n)                                                  \
+	__atomic_add_fetch(&(pm)->stats.field, (n), __ATOMIC_RELAXED)
 
 unsigned int pmtu_address_len(uint8_t version);
 /* Nonces and hash keys from the kernel's generator. */
 void pmtu_secure_random(void *out, size_t len);
 bool pmtu_take_token(struct token_bucket *bucket, uint64_t now_ns);
+void pmtu_budget_init(struct token_bucket *bucket, double per_s, double burst);
+
+/* Keyed hashes (pathmtu_table.c). */
+uint64_t pmtu_hash_address(const struct nic_pathmtu *pm, enum pmtu_hash which,
+			   uint8_t version, const uint8_t *addr);
+/* The budget cell of an address's /24 (IPv4) or /48 (IPv6). */
+struct token_bucket *pmtu_prefix_cell(const struct nic_pathmtu *pm,
+				      struct token_bucket *cells,
+				      uint8_t version, const uint8_t *addr);
 
 /* The destination table (pathmtu_table.c). */
 struct dest *pmtu_find(struct nic_pathmtu *pm, uint8_t version,
@@ -210,6 +275,8 @@ struct rte_mbuf *pmtu_build(struct nic_pathmtu *pm, const uint8_t *l2,
 			    bool dont_fragment,
 			    const struct pmtu_message *message,
 			    const uint16_t *sizes, uint8_t count);
+/* The IP length of a hello (a probe of the least size answered). */
+unsigned int pmtu_hello_size(uint8_t version);
 
 /* The prober (pathmtu_prober.c). */
 void pmtu_take_reply(struct nic_pathmtu *pm, const struct rte_mbuf *m,

@@ -9,6 +9,8 @@
 #include <rte_mbuf.h>
 #include <rte_udp.h>
 
+#include <jumbogate/keyed_hash.h>
+
 /* ------------------------------------------------------------------ */
 /* The responder                                                        */
 
@@ -21,8 +23,31 @@ static void swap_l2(uint8_t *l2)
 	memcpy(l2 + RTE_ETHER_ADDR_LEN, mac, RTE_ETHER_ADDR_LEN);
 }
 
-/* Under the lock: a reply listing sizes, if the budget and the
- * amplification rule (never more bytes than the probe) allow it. */
+/* Whether the budgets allow a reply to a probe from src: its source
+ * prefix's (so that a flood of probes, spoofed or not, from one network
+ * cannot starve the borders of others), then the global one. */
+static bool reply_allowed(struct nic_pathmtu *pm, uint8_t version,
+			  const uint8_t *src, uint64_t now_ns)
+{
+	struct token_bucket *cell =
+		pmtu_prefix_cell(pm, pm->prefix_replies, version, src);
+	bool allowed = false;
+
+	rte_spinlock_lock(&pm->reply_lock);
+	if (!pmtu_take_token(cell, now_ns)) {
+		COUNT(pm, replies_rate_limited);
+	} else if (!pmtu_take_token(&pm->reply_budget, now_ns)) {
+		cell->tokens += 1.0; /* not spent: nothing was sent */
+		COUNT(pm, replies_global_limited);
+	} else {
+		allowed = true;
+	}
+	rte_spinlock_unlock(&pm->reply_lock);
+	return allowed;
+}
+
+/* A reply listing sizes, if the budgets and the amplification rule
+ * (never more bytes than the probe) allow it. */
 struct rte_mbuf *pmtu_answer(struct nic_pathmtu *pm, const uint8_t *probe_l2,
 			     uint8_t l2_len, const struct parsed *p,
 			     const struct pmtu_message *probe,
@@ -41,10 +66,8 @@ struct rte_mbuf *pmtu_answer(struct nic_pathmtu *pm, const uint8_t *probe_l2,
 		COUNT(pm, probes_malformed);
 		return NULL;
 	}
-	if (!pmtu_take_token(&pm->reply_budget, now_ns)) {
-		COUNT(pm, replies_rate_limited);
+	if (!reply_allowed(pm, p->version, p->src, now_ns))
 		return NULL;
-	}
 	memcpy(l2, probe_l2, l2_len);
 	swap_l2(l2);
 	message.type = TYPE_REPLY;
@@ -75,16 +98,45 @@ bool pmtu_probe_is_valid(const struct pmtu_message *message,
 	       (!whole || udp_len == p->l4_len);
 }
 
-static struct fragment_group *
-find_group(struct nic_pathmtu *pm, const struct parsed *p, uint64_t now_ns)
+static struct fragment_bucket *bucket_of(struct nic_pathmtu *pm,
+					 const struct parsed *p)
 {
-	struct fragment_group *oldest = NULL, *unused = NULL;
+	uint32_t words[4] = {0, 0, p->ip_id, p->protocol};
+
+	memcpy(&words[0], p->src, 4);
+	memcpy(&words[1], p->dst, 4);
+	return &pm->groups[jg_keyed_hash(words, pm->hash_key[HASH_FRAGMENT],
+					 RTE_DIM(words)) %
+			   FRAGMENT_BUCKETS];
+}
+
+/* Under the bucket's lock: whether a may give way to b's newcomer
+ * sooner than b: groups a probe's first fragment began last longest,
+ * then the oldest go first. */
+static bool sooner_evicted(const struct fragment_group *a,
+			   const struct fragment_group *b)
+{
+	if (a->is_probe != b->is_probe)
+		return !a->is_probe;
+	return a->first_ns < b->first_ns;
+}
+
+/* Under the bucket's lock: the fragment's group, or a new one. A group
+ * that a probe's first fragment began is never given up for a fragment
+ * that may be anyone's (a later fragment, which shows no port): stray
+ * fragments cannot evict pending probes. NULL when no way is left. */
+static struct fragment_group *find_group(struct nic_pathmtu *pm,
+					 struct fragment_bucket *bucket,
+					 const struct parsed *p,
+					 bool probe_first, uint64_t now_ns)
+{
+	struct fragment_group *unused = NULL, *victim = NULL;
 	uint32_t src, dst;
 
 	memcpy(&src, p->src, 4);
 	memcpy(&dst, p->dst, 4);
-	for (unsigned int g = 0; g < FRAGMENT_GROUPS; g++) {
-		struct fragment_group *group = &pm->groups[g];
+	for (unsigned int w = 0; w < FRAGMENT_WAYS; w++) {
+		struct fragment_group *group = &bucket->ways[w];
 
 		if (!group->used) {
 			if (unused == NULL)
@@ -94,12 +146,17 @@ find_group(struct nic_pathmtu *pm, const struct parsed *p, uint64_t now_ns)
 		if (group->id == p->ip_id && group->src == src &&
 		    group->dst == dst)
 			return group;
-		if (oldest == NULL || group->first_ns < oldest->first_ns)
-			oldest = group;
+		if ((probe_first || !group->is_probe) &&
+		    (victim == NULL || sooner_evicted(group, victim)))
+			victim = group;
 	}
 	if (unused == NULL) {
+		if (victim == NULL) {
+			COUNT(pm, fragments_unplaced);
+			return NULL;
+		}
 		COUNT(pm, fragment_groups_evicted);
-		unused = oldest;
+		unused = victim;
 	}
 	memset(unused, 0, sizeof(*unused));
 	unused->used = true;
@@ -129,7 +186,60 @@ static void sizes_in_order(const struct fragment_group *group, uint16_t *sizes)
 	}
 }
 
-/* A fragment (lock not held). Returns true when consumed. */
+enum fragment_fit { FRAGMENT_ADDED, FRAGMENT_DUPLICATE, FRAGMENT_CONFLICT };
+
+/* Under the bucket's lock: the fragment's place in its group. Reported
+ * sizes become a path MTU at the prober, so the group must be exactly
+ * the datagram a router cut: no overlap (the same bytes twice in other
+ * cuts), data of every fragment but the last a multiple of 8, one end,
+ * nothing past it, and (once the first fragment told) that end equal to
+ * the UDP length. Anything else is a forger's, and the group is given
+ * up: FRAGMENT_CONFLICT. A copy of a fragment already there adds
+ * nothing. */
+static enum fragment_fit place_fragment(struct fragment_group *group,
+					const struct parsed *p)
+{
+	uint32_t start = p->fragment_offset, stop = start + p->l4_len;
+
+	if (p->more_fragments && (p->l4_len == 0 || p->l4_len % 8 != 0))
+		return FRAGMENT_CONFLICT;
+	for (uint8_t i = 0; i < group->count; i++) {
+		uint32_t other = group->offsets[i];
+		uint32_t other_stop = other + group->lengths[i];
+
+		if (other == start && other_stop == stop)
+			return FRAGMENT_DUPLICATE;
+		if (start < other_stop && other < stop)
+			return FRAGMENT_CONFLICT;
+		if (!p->more_fragments && other_stop > start)
+			return FRAGMENT_CONFLICT; /* data past the end */
+	}
+	if (group->end >= 0 &&
+	    (!p->more_fragments || stop >= (uint32_t)group->end))
+		return FRAGMENT_CONFLICT; /* a second end, or past it */
+	if (group->count == NIC_PMTU_MAX_FRAGMENTS || stop > UINT16_MAX)
+		return FRAGMENT_CONFLICT;
+	group->offsets[group->count] = (uint16_t)start;
+	group->lengths[group->count] = (uint16_t)p->l4_len;
+	group->sizes[group->count] = (uint16_t)p->ip_len;
+	group->count++;
+	group->covered += p->l4_len;
+	group->probe_bytes += p->ip_len;
+	if (!p->more_fragments)
+		group->end = (int32_t)stop;
+	return FRAGMENT_ADDED;
+}
+
+/* Under the bucket's lock: the probe's reply once every byte of it came,
+ * each exactly once (fragments never overlap, so covering 0..end is
+ * adding up to end). */
+static bool probe_complete(const struct fragment_group *group)
+{
+	return group->is_probe && group->end >= 0 &&
+	       group->covered == (uint32_t)group->end;
+}
+
+/* A fragment (no lock held). Returns true when consumed. */
 bool pmtu_take_fragment(struct nic_pathmtu *pm, struct rte_mbuf *m,
 			const struct parsed *p, uint64_t now_ns,
 			struct rte_mbuf **replies, uint16_t *reply_count)
@@ -137,6 +247,7 @@ bool pmtu_take_fragment(struct nic_pathmtu *pm, struct rte_mbuf *m,
 	struct pmtu_message message;
 	uint16_t udp_len = 0;
 	bool ours_first = false, consumed = false;
+	struct fragment_bucket *bucket;
 	struct fragment_group *group;
 
 	COUNT(pm, fragments_seen);
@@ -156,34 +267,42 @@ bool pmtu_take_fragment(struct nic_pathmtu *pm, struct rte_mbuf *m,
 		}
 		ours_first = true;
 	}
-	rte_spinlock_lock(&pm->lock);
-	group = find_group(pm, p, now_ns);
-	for (uint8_t i = 0; i < group->count; i++)
-		if (group->offsets[i] == p->fragment_offset)
-			goto done; /* a duplicate adds nothing */
-	if (group->count == NIC_PMTU_MAX_FRAGMENTS) {
+	bucket = bucket_of(pm, p);
+	rte_spinlock_lock(&bucket->lock);
+	group = find_group(pm, bucket, p, ours_first, now_ns);
+	if (group == NULL) {
+		rte_spinlock_unlock(&bucket->lock);
+		COUNT(pm, fragments_passed);
+		return false;
+	}
+	switch (place_fragment(group, p)) {
+	case FRAGMENT_ADDED:
+		if (ours_first) {
+			group->is_probe = true;
+			group->message = message;
+			group->udp_len = udp_len;
+			group->l2_len = (uint8_t)RTE_MIN(p->l2_len, MAX_L2_LEN);
+			memcpy(group->l2, rte_pktmbuf_mtod(m, const uint8_t *),
+			       group->l2_len);
+		}
+		if (group->is_probe && group->end >= 0 &&
+		    (uint32_t)group->end != group->udp_len) {
+			COUNT(pm, fragment_groups_conflicting);
+			group->used = false;
+			consumed = true;
+		}
+		break;
+	case FRAGMENT_DUPLICATE:
+		break;
+	case FRAGMENT_CONFLICT:
+		COUNT(pm, fragment_groups_conflicting);
+		consumed = group->is_probe || ours_first;
 		group->used = false;
-		goto done;
+		break;
 	}
-	group->offsets[group->count] = (uint16_t)p->fragment_offset;
-	group->sizes[group->count] = (uint16_t)p->ip_len;
-	group->count++;
-	group->covered += p->l4_len;
-	group->probe_bytes += p->ip_len;
-	if (!p->more_fragments)
-		group->end = (int32_t)(p->fragment_offset + p->l4_len);
-	if (ours_first) {
-		group->first_seen = true;
-		group->is_probe = true;
-		group->message = message;
-		group->l2_len = (uint8_t)RTE_MIN(p->l2_len, MAX_L2_LEN);
-		memcpy(group->l2, rte_pktmbuf_mtod(m, const uint8_t *),
-		       group->l2_len);
-	}
-done:
 	if (group->used && group->is_probe) {
 		consumed = true;
-		if (group->end >= 0 && group->covered == (uint32_t)group->end) {
+		if (probe_complete(group)) {
 			uint16_t sizes[NIC_PMTU_MAX_FRAGMENTS];
 			struct parsed first = *p;
 			uint32_t dst = group->dst, src = group->src;
@@ -200,7 +319,7 @@ done:
 			group->used = false;
 		}
 	}
-	rte_spinlock_unlock(&pm->lock);
+	rte_spinlock_unlock(&bucket->lock);
 	if (consumed)
 		rte_pktmbuf_free(m);
 	else
@@ -208,16 +327,22 @@ done:
 	return consumed;
 }
 
-/* Under the lock: fragment groups whose probe never completed. */
+/* Fragment groups whose probe never completed. */
 void pmtu_expire_groups(struct nic_pathmtu *pm, uint64_t now_ns)
 {
-	for (unsigned int g = 0; g < FRAGMENT_GROUPS; g++) {
-		struct fragment_group *group = &pm->groups[g];
+	for (unsigned int b = 0; b < FRAGMENT_BUCKETS; b++) {
+		struct fragment_bucket *bucket = &pm->groups[b];
 
-		if (group->used &&
-		    now_ns - group->first_ns > FRAGMENT_TIMEOUT_NS) {
-			group->used = false;
-			COUNT(pm, fragment_groups_expired);
+		rte_spinlock_lock(&bucket->lock);
+		for (unsigned int w = 0; w < FRAGMENT_WAYS; w++) {
+			struct fragment_group *group = &bucket->ways[w];
+
+			if (group->used &&
+			    now_ns - group->first_ns > FRAGMENT_TIMEOUT_NS) {
+				group->used = false;
+				COUNT(pm, fragment_groups_expired);
+			}
 		}
+		rte_spinlock_unlock(&bucket->lock);
 	}
 }

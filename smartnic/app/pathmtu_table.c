@@ -5,29 +5,53 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include <rte_hash_crc.h>
 #include <rte_pause.h>
+
+#include <jumbogate/keyed_hash.h>
 
 /* ------------------------------------------------------------------ */
 /* The destination table: seqlock readers, one writer at a time         */
 
-static uint32_t hash_address(const struct nic_pathmtu *pm, uint8_t version,
-			     const uint8_t *addr, uint32_t salt)
+/* An outsider names the addresses, so where they land is decided by a
+ * keyed hash (jumbogate/keyed_hash.h): CRC32-C with a secret seed, used
+ * before, is linear, so addresses that evict a victim could be computed
+ * from the public CRC whatever the seed. */
+uint64_t pmtu_hash_address(const struct nic_pathmtu *pm, enum pmtu_hash which,
+			   uint8_t version, const uint8_t *addr)
 {
-	/* rte_hash_crc reads 4 and 8 bytes at a time: addresses come from
-	 * anywhere in a packet, so they are hashed from an aligned copy. */
-	uint64_t aligned[2] = {0, 0};
+	uint32_t words[HASH_KEY_WORDS] = {version};
+	uint32_t count = version == 4 ? 2 : HASH_KEY_WORDS;
 
-	memcpy(aligned, addr, pmtu_address_len(version));
-	return rte_hash_crc(aligned, pmtu_address_len(version),
-			    pm->seed ^ salt ^ version);
+	memcpy(&words[1], addr, pmtu_address_len(version));
+	return jg_keyed_hash(words, pm->hash_key[which], count);
+}
+
+struct token_bucket *pmtu_prefix_cell(const struct nic_pathmtu *pm,
+				      struct token_bucket *cells,
+				      uint8_t version, const uint8_t *addr)
+{
+	uint8_t prefix[16] = {0};
+
+	/* /24 and /48: what one site or customer usually holds. */
+	memcpy(prefix, addr, version == 4 ? 3 : 6);
+	return &cells[pmtu_hash_address(pm, HASH_PREFIX, version, prefix) %
+		      PREFIX_CELLS];
+}
+
+static uint32_t slot_of(const struct nic_pathmtu *pm, uint8_t version,
+			const uint8_t *addr)
+{
+	return (uint32_t)(pmtu_hash_address(pm, HASH_SLOT, version, addr) >>
+			  32);
 }
 
 static void bloom_indices(const struct nic_pathmtu *pm, uint8_t version,
 			  const uint8_t *addr, uint32_t out[2])
 {
-	out[0] = hash_address(pm, version, addr, 0x9e3779b9u) & pm->bloom_mask;
-	out[1] = hash_address(pm, version, addr, 0x7f4a7c15u) & pm->bloom_mask;
+	out[0] = (uint32_t)pmtu_hash_address(pm, HASH_BLOOM_A, version, addr) &
+		 pm->bloom_mask;
+	out[1] = (uint32_t)pmtu_hash_address(pm, HASH_BLOOM_B, version, addr) &
+		 pm->bloom_mask;
 }
 
 static bool bloom_may_hold(const struct nic_pathmtu *pm, uint8_t version,
@@ -106,7 +130,7 @@ static struct dest_read read_slot(struct dest *d, uint8_t version,
 struct dest *pmtu_find(struct nic_pathmtu *pm, uint8_t version,
 		       const uint8_t *addr, uint16_t *mtu)
 {
-	uint32_t start = hash_address(pm, version, addr, 0);
+	uint32_t start = slot_of(pm, version, addr);
 
 	for (uint32_t i = 0; i < WINDOW; i++) {
 		struct dest *d = &pm->slots[(start + i) & pm->mask];
@@ -182,7 +206,7 @@ uint64_t pmtu_expiry_ns(const struct nic_pathmtu *pm)
 struct dest *pmtu_insert(struct nic_pathmtu *pm, uint8_t version,
 			 const uint8_t *addr, uint64_t now_ns)
 {
-	uint32_t start = hash_address(pm, version, addr, 0);
+	uint32_t start = slot_of(pm, version, addr);
 	struct dest *victim = NULL;
 
 	for (uint32_t i = 0; i < WINDOW; i++) {
@@ -210,6 +234,11 @@ struct dest *pmtu_insert(struct nic_pathmtu *pm, uint8_t version,
 	victim->exact = false;
 	victim->exact_wanted = false;
 	victim->refining = false;
+	victim->confirmed = false;
+	victim->hello = false;
+	victim->operator_round = false;
+	victim->hello_failures = 0;
+	atomic_store_explicit(&victim->last_sent, 0, memory_order_relaxed);
 	bloom_indices(pm, version, addr, victim->bloom);
 	atomic_store_explicit(&victim->used_ns, now_ns, memory_order_relaxed);
 	atomic_store_explicit(&victim->next_round_ns, 0, memory_order_relaxed);

@@ -177,3 +177,8 @@ struct rte_mbuf *pmtu_build(struct nic_pathmtu *pm, const uint8_t *l2,
 	}
 	return m;
 }
+
+unsigned int pmtu_hello_size(uint8_t version)
+{
+	return version == 4 ? HELLO_SIZE_V4 : HELLO_SIZE_V6;
+}

@@ -506,10 +506,9 @@ def test_the_classic_check_sees_icmp_where_the_router_sends_it(borders):
 
 def test_an_icmp_too_big_about_a_path_sends_a_new_round(log_dir):
     """The WAN link shrinks after the path was learned: the first ICMP
-    "fragmentation needed" about the destination that passes the border
-    starts a round at once, which finds the new MTU. More such errors
-    within --pmtu-icmp-gap-s are counted and ignored (a forged one must
-    not make the border probe over and over)."""
+    "fragmentation needed" about a segment the border sent to the
+    destination starts a round at once, which finds the new MTU. An error
+    quoting anything else (anyone can forge one) is counted and ignored."""
     wan = TwoBorders(log_dir, [*TEST_OPTIONS, "--pmtu-icmp-gap-s", "2"])
     try:
         a = wan.nic_a
@@ -519,24 +518,32 @@ def test_an_icmp_too_big_about_a_path_sends_a_new_round(log_dir):
         for ns, iface in ((wan.ns["r1"], wan.names["r1b"]), (wan.ns["r2"], wan.names["r2a"])):
             ns.exec("ip", "link", "set", iface, "mtu", "3000")
         time.sleep(2.2)
-        # A DF ping larger than the new link: router 1 answers "fragmentation
-        # needed (mtu 3000)" to instance A, through A's border.
-        wan.ns["ia"].exec("ping", "-c", "1", "-W", "1", "-M", "do", "-s", "4000", B4, check=False)
+        # Forged errors first: from router 1 in its own name, quoting a
+        # segment from A to B on ports and a sequence number A never used.
+        for seq in range(0, 1 << 32, 1 << 28):
+            send_ipv4(wan.ns["r1"], "10.12.0.1", A4, [icmp_too_big(A4, B4, 40000, 5201, seq)], protocol=1)
+        stats = wait_for(lambda: (s := a.telemetry("/jumbogate/pathmtu"))["icmp_unmatched"] >= 16 and s, "the forged errors to be counted")
+        assert stats["icmp_reprobes"] == 0 and path(a, B4)["mtu"] == WAN_MTU - 4
+        # TCP from A to B: the border cuts A's segments to the learned
+        # 4996, router 1 answers "fragmentation needed (mtu 3000)" about
+        # them, through A's border.
+        intact, _ = transfer(wan, B4, bytes(1 << 20), timeout=10)
+        assert intact
         relearned = learned(a, B4, 2996)
         assert relearned["method"] == "fragments"
         stats = a.telemetry("/jumbogate/pathmtu")
-        assert stats["icmp_reprobes"] == 1
-        # A forged error right after: quoting a packet from A to B, sent by
-        # router 1 in its own name.
-        quoted = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 1500, 0, 0x4000, 64, 6, 0, socket.inet_aton(A4), socket.inet_aton(B4)) + bytes(8)
-        icmp = struct.pack("!BBHHH", 3, 4, 0, 0, 1280) + quoted
-        checksum = internet_checksum(icmp)
-        icmp = icmp[:2] + struct.pack("!H", checksum) + icmp[4:]
-        send_ipv4(wan.ns["r1"], "10.1.0.254", A4, [icmp], protocol=1)
-        stats = wait_for(lambda: (s := a.telemetry("/jumbogate/pathmtu"))["icmp_ignored"] >= 1 and s, "the forged error to be ignored")
-        assert stats["icmp_reprobes"] == 1 and path(a, B4)["mtu"] == 2996
+        assert stats["icmp_reprobes"] >= 1
+        print(f"forged errors: {stats['icmp_unmatched']} unmatched; the router's: {stats['icmp_reprobes']} round(s), 2996 learned")
     finally:
         wan.close()
+
+
+def icmp_too_big(src: str, dst: str, sport: int, dport: int, seq: int, mtu: int = 1280) -> bytes:
+    """An ICMP "fragmentation needed" quoting a TCP segment from src to dst."""
+    quoted = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 1500, 0, 0x4000, 64, 6, 0, socket.inet_aton(src), socket.inet_aton(dst))
+    quoted += struct.pack("!HHI", sport, dport, seq)
+    icmp = struct.pack("!BBHHH", 3, 4, 0, 0, mtu) + quoted
+    return icmp[:2] + struct.pack("!H", internet_checksum(icmp)) + icmp[4:]
 
 
 def internet_checksum(data: bytes) -> int:
@@ -546,6 +553,65 @@ def internet_checksum(data: bytes) -> int:
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
     return ~total & 0xFFFF
+
+
+LISTENER = """
+import socket, time
+listener = socket.create_server(("{host}", {port}), backlog=4096)
+print("listening", flush=True)
+time.sleep({seconds})
+"""
+
+
+def tcp_syn(src: str, dst: str, sport: int, dport: int, seq: int) -> bytes:
+    """A bare SYN (no options: the least an outsider can send), checksum
+    filled in, as the TCP bytes of an IPv4 packet."""
+    header = struct.pack("!HHIIBBHHH", sport, dport, seq, 0, 5 << 4, 0x02, 65535, 0, 0)
+    pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 6, len(header))
+    return header[:16] + struct.pack("!H", internet_checksum(pseudo + header)) + header[18:]
+
+
+def test_an_outsider_never_gets_more_probe_bytes_than_it_sends(borders):
+    """Spoofed SYNs at an open port of instance A, from the addresses of
+    B's rack (where a border answers probes), and forged "fragmentation
+    needed" errors about a path A's border learned: the bytes of every
+    probe A's border sends meanwhile are at most the bytes the attacker
+    sent (before: 12 probes, 65,728 bytes, per SYN)."""
+    a = borders.nic_a
+    knock(borders.ns["ia"], B4)
+    learned(a, B4, WAN_MTU - 4)
+    settled(borders)
+    listener = subprocess.Popen(
+        ["ip", "netns", "exec", borders.ns["ia"].name, "python3", "-c", LISTENER.format(host=A4, port=8080, seconds=60)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert listener.stdout.readline().strip() == "listening"
+        before = a.telemetry("/jumbogate/pathmtu")
+        sent = 0
+        # From the WAN, in the names of 100 hosts of B's rack: each SYN
+        # makes instance A answer with a SYN-ACK through A's border.
+        syns = [(f"10.2.0.{i}", tcp_syn(f"10.2.0.{i}", A4, 20000 + i, 8080, i)) for i in range(2, 102)]
+        for src, syn in syns:
+            send_ipv4(borders.ns["r1"], src, A4, [syn], protocol=6)
+            sent += 20 + len(syn)
+        # Forged errors about the learned path, from a router's address.
+        forged = [icmp_too_big(A4, B4, 40000 + i, 5201, i << 24) for i in range(50)]
+        send_ipv4(borders.ns["r1"], "10.12.0.1", A4, forged, protocol=1)
+        sent += sum(20 + len(icmp) for icmp in forged)
+        # Long enough for every round that could start to send both copies
+        # (and for the listener's SYN-ACK retransmissions at 1 s).
+        time.sleep(2.0)
+        after = quiet_counters(a, "/jumbogate/pathmtu")
+    finally:
+        listener.kill()
+    probe_bytes = after["probe_bytes"] - before["probe_bytes"]
+    assert after["outbound_ignored"] - before["outbound_ignored"] >= len(syns), "instance A answered the SYNs through its border"
+    assert after["icmp_unmatched"] - before["icmp_unmatched"] == len(forged)
+    assert probe_bytes <= sent, f"{probe_bytes} bytes of probes for {sent} bytes sent"
+    assert after["icmp_reprobes"] == before["icmp_reprobes"] and path(a, B4)["mtu"] == WAN_MTU - 4
+    print(
+        f"attacker sent {sent} bytes ({len(syns)} SYNs, {len(forged)} forged errors); A's border sent {probe_bytes} bytes of probes (ratio {probe_bytes / sent:.3f})"
+    )
 
 
 def test_forged_and_malformed_messages_change_nothing(borders):
@@ -606,11 +672,12 @@ def test_a_probe_flood_is_answered_at_the_budget_and_never_amplified(borders):
 def test_what_outsiders_can_grow_stays_bounded_and_counted(log_dir):
     """A scan of many destinations, and a flood of probe fragments that
     never complete: tables keep their size, evict and count."""
-    wan = TwoBorders(log_dir, [*TEST_OPTIONS, "--pmtu-destinations", "64", "--pmtu-rounds-per-s", "50"])
+    wan = TwoBorders(log_dir, [*TEST_OPTIONS, "--pmtu-destinations", "64", "--pmtu-rounds-per-s", "1000", "--pmtu-prefix-rounds-per-min", "10"])
     try:
         a, b = wan.nic_a, wan.nic_b
-        # 300 destinations behind router 1 (it has no route to them): each
-        # outbound SYN asks for a round.
+        # 300 destinations behind router 1 (it has no route to them), in
+        # two /24s: each outbound SYN asks for a round (a hello), and each
+        # prefix has 10 a minute.
         mac_r1 = wan.ns["r1"].exec("cat", f"/sys/class/net/{wan.names['r1a']}/address").stdout.strip()
         mac_a = wan.ns["ia"].exec("cat", f"/sys/class/net/{wan.names['ia']}/address").stdout.strip()
         ether = bytes.fromhex(mac_r1.replace(":", "")) + bytes.fromhex(mac_a.replace(":", "")) + b"\x08\x00"
@@ -626,10 +693,14 @@ def test_what_outsiders_can_grow_stays_bounded_and_counted(log_dir):
         finally:
             port.close()
         stats = wait_for(
-            lambda: (s := a.telemetry("/jumbogate/pathmtu"))["rounds_started"] + s["rounds_suppressed"] >= 300 and s, "every destination to ask for a round"
+            lambda: (s := a.telemetry("/jumbogate/pathmtu"))["rounds_started"] + s["rounds_suppressed"] + s["rounds_prefix_limited"] >= 300 and s,
+            "every destination to ask for a round",
         )
         assert stats["destinations_now"] <= 64 and stats["destinations_evicted"] > 0
-        assert stats["rounds_suppressed"] > 0 and stats["rounds_started"] <= 50 + 50 * 5
+        # A minute's worth per prefix at once, then one every 6 s.
+        assert stats["rounds_prefix_limited"] > 0 and stats["rounds_started"] <= 2 * (10 + 2)
+        assert stats["hello_rounds"] == stats["rounds_started"], "nobody answered: only hellos went out"
+        assert stats["probe_bytes"] == 68 * stats["rounds_started"]
         assert stats["learned_now"] == 0, "nobody answered: nothing is learned"
 
         # 300 first fragments of probes whose rest never comes, at B.
@@ -667,4 +738,4 @@ def quiet_counters(nic, command: str, quiet_s: float = 0.3, timeout: float = 10.
 
 def stats_line(nic) -> str:
     s = nic.telemetry("/jumbogate/pathmtu")
-    return f"{s['rounds_started']} rounds, {s['rounds_suppressed']} suppressed, {s['destinations_now']} tracked, {s['destinations_evicted']} evicted"
+    return f"{s['rounds_started']} rounds, {s['rounds_prefix_limited']} over their prefix's budget, {s['destinations_now']} tracked, {s['destinations_evicted']} evicted"
