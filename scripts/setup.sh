@@ -8,12 +8,13 @@ say() { printf 'setup: %s\n' "$*"; }
 
 # Debian packages. DPDK 22.11 for the SmartNIC, grpc++ for its control server,
 # clang for the fuzz target, Mininet and the network tools for the emulation,
-# python3-cryptography for the throwaway certificates of TLS in tests (pki.py).
+# python3-cryptography for the throwaway certificates of TLS in tests (pki.py),
+# etcd for the controller's store (its tests start their own, on free ports).
 DEB_PACKAGES=(
   build-essential pkg-config meson ninja-build clang clang-format libclang-rt-14-dev
   dpdk dpdk-dev libdpdk-dev libpcap-dev libnuma-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  python3 python3-venv python3-dev python3-cryptography
+  python3 python3-venv python3-dev python3-cryptography etcd-server etcd-client
   mininet iproute2 iputils-ping ethtool iperf3 tshark tcpdump bridge-utils procps psmisc
 )
 

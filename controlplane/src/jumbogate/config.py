@@ -383,7 +383,7 @@ def _parse_path_mtus(r: _Reader, raw: Any) -> tuple[PathMtu, ...]:
     return tuple(entries)
 
 
-def _parse_instances(r: _Reader, raw: Any, fleet_jumbo: bool) -> tuple[Instance, ...]:
+def _parse_instances(r: _Reader, raw: Any, fleet_jumbo: bool, fleet_rule: bool = True) -> tuple[Instance, ...]:
     instances = []
     for i, item in enumerate(r.sequence(raw, "instances")):
         path = f"instances[{i}]"
@@ -394,7 +394,7 @@ def _parse_instances(r: _Reader, raw: Any, fleet_jumbo: bool) -> tuple[Instance,
             raise r.fail(f"{path}.addresses", "needs at least one address")
         addresses = tuple(r.address(a, f"{path}.addresses[{j}]") for j, a in enumerate(raw_addresses))
         jumbo = r.boolean(item.get("jumbo", False), f"{path}.jumbo")
-        if jumbo and not fleet_jumbo:
+        if jumbo and not fleet_jumbo and fleet_rule:
             # Oxide's rule: the fleet flag gates every instance flag, so a
             # config that sets one without the other is a contradiction.
             raise r.fail(f"{path}.jumbo", f"instance {instance_id!r} is marked jumbo while fleet.jumbo is off; turn the fleet flag on first")
@@ -473,10 +473,14 @@ def _parse_tls(r: _Reader, raw: Any, base: Path | None) -> TlsConfig | None:
     return TlsConfig(ca=files["ca"], cert=files["cert"], key=files["key"], admins=names["admin"], read_only=names["read_only"])
 
 
-def parse_config(data: Any, source: str = "<config>", base: Path | None = None) -> RackConfig:
+def parse_config(data: Any, source: str = "<config>", base: Path | None = None, *, fleet_rule: bool = True) -> RackConfig:
     """Validate parsed YAML and build a RackConfig, or raise ConfigError.
 
     `base`: the directory relative file names (tls.*) are taken from.
+    `fleet_rule`: refuse an instance marked jumbo while fleet.jumbo is off.
+    A file written by hand that says so contradicts itself; a document from
+    the store (or exported from it) may say so, since turning the fleet
+    flag off keeps every instance's own flag for when it comes back on.
     """
     r = _Reader(source)
     top = r.mapping(data, "", _TOP_FIELDS, {"switch"})
@@ -560,7 +564,7 @@ def parse_config(data: Any, source: str = "<config>", base: Path | None = None) 
         ports=ports,
         routes=_parse_routes(r, top.get("routes"), ports),
         path_mtus=path_mtus,
-        instances=_parse_instances(r, top.get("instances"), fleet_jumbo),
+        instances=_parse_instances(r, top.get("instances"), fleet_jumbo, fleet_rule),
         merge_services=_parse_merge_services(r, top.get("merge_services")),
         elephant=elephant,
         smartnic_control=r.endpoint(smartnic.get("control", "127.0.0.1:50061"), "smartnic.control"),
@@ -579,6 +583,11 @@ def load_config(path: str | Path) -> RackConfig:
         text = Path(path).read_text()
     except OSError as err:
         raise ConfigError(source, "", f"cannot read: {err.strerror}") from None
+    return parse_config(load_yaml(text, source), source, Path(path).parent)
+
+
+def load_yaml(text: str, source: str) -> Any:
+    """Parsed YAML, or ConfigError naming the line and column of the fault."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
@@ -586,7 +595,7 @@ def load_config(path: str | Path) -> RackConfig:
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
         problem = getattr(err, "problem", None) or str(err)
         raise ConfigError(source, "", f"not valid YAML at {where}: {problem}") from None
-    return parse_config(data, source, Path(path).parent)
+    return data
 
 
 # Values a running controller cannot take on a reload: where it connects,

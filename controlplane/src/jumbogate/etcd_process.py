@@ -1,0 +1,88 @@
+"""A single-member etcd of its own (Debian's etcd-server), for tests and the emulation.
+
+It listens on free loopback ports and keeps its data in a directory of its
+own, so it never meets an etcd the machine may already run (Debian's
+package starts one on 2379).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .lab import LabError, Process, free_tcp_port
+
+ETCD = "etcd"
+ETCDCTL = "etcdctl"
+
+
+def missing_etcd() -> list[str]:
+    return [tool for tool in (ETCD, ETCDCTL) if shutil.which(tool) is None]
+
+
+@dataclass
+class EtcdServer:
+    data_dir: Path
+    log: Path
+    name: str = "jumbogate"
+    client_port: int = 0
+    peer_port: int = 0
+    process: Process | None = field(default=None, repr=False)
+
+    @property
+    def client_url(self) -> str:
+        return f"http://127.0.0.1:{self.client_port}"
+
+    @property
+    def store_url(self) -> str:
+        """What the controller's --store takes."""
+        return f"etcd://127.0.0.1:{self.client_port}"
+
+    def start(self, timeout: float = 30.0) -> EtcdServer:
+        """Start (or restart from its data directory) and return once it serves reads."""
+        self.client_port = self.client_port or free_tcp_port()
+        self.peer_port = self.peer_port or free_tcp_port()
+        peer = f"http://127.0.0.1:{self.peer_port}"
+        args = [
+            ETCD,
+            "--name", self.name,
+            "--data-dir", str(self.data_dir),
+            "--listen-client-urls", self.client_url,
+            "--advertise-client-urls", self.client_url,
+            "--listen-peer-urls", peer,
+            "--initial-advertise-peer-urls", peer,
+            "--initial-cluster", f"{self.name}={peer}",
+            "--log-level", "warn",
+            "--logger", "zap",
+        ]  # fmt: skip
+        self.process = Process(args, self.log).start()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.process.running:
+                raise LabError(f"etcd exited with {self.process.popen.returncode}:\n{self.process.output()[-2000:]}")
+            if self.ctl("endpoint", "health", check=False).returncode == 0:
+                return self
+            time.sleep(0.1)
+        self.stop()
+        raise LabError(f"etcd did not become healthy on {self.client_url} within {timeout:.0f}s:\n{self.process.output()[-2000:]}")
+
+    def ctl(self, *args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess:
+        """etcdctl (v3 API) against this member."""
+        done = subprocess.run(
+            [ETCDCTL, "--endpoints", self.client_url, "--command-timeout=5s", *args],
+            capture_output=True,
+            text=True,
+            input=stdin,
+            timeout=30,
+            env={"ETCDCTL_API": "3", "PATH": "/usr/bin:/bin"},
+        )
+        if check and done.returncode != 0:
+            raise LabError(f"etcdctl {' '.join(args)} failed: {done.stderr.strip()}")
+        return done
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()

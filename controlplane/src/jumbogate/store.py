@@ -1,0 +1,350 @@
+"""Where the desired state lives: etcd for a fleet, or memory seeded by rack.yaml for a one-box lab.
+
+Both stores hold the same keys (their layout is `fleet.py`'s) and answer the
+same four calls: a snapshot of every key, a change committed as one
+transaction, a stream of snapshots as others change the store, and close.
+
+A change names the revision its writer based it on and the keys it depends
+on. It is committed only if none of those keys was written or deleted after
+that revision (etcd compares each key's mod and create revisions inside the
+transaction): a writer working from a stale view is refused with the store's
+current revision, never allowed to overwrite what it did not see.
+
+Nothing here reads a clock: revisions order every change, and the only
+waits are the RPC deadlines of the etcd client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import grpc
+from aetcd import rpc
+
+LOG = logging.getLogger("jumbogate.store")
+
+# Every key of the desired state starts with this; the schema version is in
+# the prefix so that an incompatible layout can live beside this one.
+PREFIX = "/jumbogate/v1/"
+# Deadline of one etcd request. A store that does not answer within it is
+# reported as unavailable; the request is not retried behind the caller's back.
+REQUEST_TIMEOUT_S = 3.0
+# After a watch breaks (etcd restarted, a member lost), the next attempt waits this long.
+WATCH_RETRY_S = 0.5
+
+
+class StoreError(Exception):
+    """The store could not be used; `code` names the gRPC status the operator API answers with."""
+
+    code = "UNAVAILABLE"
+
+
+class StoreUnavailable(StoreError):
+    pass
+
+
+class StoreConflict(StoreError):
+    """A change based on a revision after which one of its keys moved."""
+
+    code = "ABORTED"
+
+    def __init__(self, message: str, current_revision: int):
+        super().__init__(message)
+        self.current_revision = current_revision
+
+
+class StoreRefused(StoreError):
+    """A change the store itself refuses (too many keys in one transaction, say)."""
+
+    code = "FAILED_PRECONDITION"
+
+
+@dataclass(frozen=True)
+class Entry:
+    value: bytes
+    # Revision of the transaction that created the key, and of its last write.
+    create_revision: int
+    mod_revision: int
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Every key under PREFIX (without it) as of one revision of the store."""
+
+    revision: int
+    entries: dict[str, Entry]
+
+    def values(self) -> dict[str, bytes]:
+        return {key: entry.value for key, entry in self.entries.items()}
+
+
+@dataclass
+class Change:
+    """One transaction: puts and deletes, committed only if the keys in
+    `depends_on` are as they were at `base_revision` (present with the same
+    creation, or still absent), and, with `whole_store`, no key at all was
+    written after it."""
+
+    base_revision: int
+    puts: dict[str, bytes] = field(default_factory=dict)
+    deletes: set[str] = field(default_factory=set)
+    depends_on: dict[str, int] = field(default_factory=dict)  # key -> create revision seen (0: absent)
+    whole_store: bool = False
+
+    def depend(self, snapshot: Snapshot, *keys: str) -> Change:
+        for key in keys:
+            entry = snapshot.entries.get(key)
+            self.depends_on[key] = entry.create_revision if entry else 0
+        return self
+
+
+def _conflict(change: Change, current: int, moved: list[str]) -> StoreConflict:
+    what = ", ".join(moved) if moved else "a key it depends on"
+    return StoreConflict(
+        f"the store moved on: this change was based on revision {change.base_revision}, the store is at revision {current} "
+        f"({what} changed since); read it again and retry",
+        current,
+    )
+
+
+class MemoryStore:
+    """The one-box lab's store: the document in this process's memory, seeded
+    from rack.yaml at start and by every reload. A controller restart starts
+    from the file again; a fleet uses etcd."""
+
+    def __init__(self, source: str):
+        self.url = f"file:{source}"
+        self.revision = 0
+        self._entries: dict[str, Entry] = {}
+        self._changed = asyncio.Event()
+        self._closed = False
+
+    async def open(self) -> None:
+        return None
+
+    def snapshot_now(self) -> Snapshot:
+        return Snapshot(self.revision, dict(self._entries))
+
+    async def snapshot(self) -> Snapshot:
+        return self.snapshot_now()
+
+    def commit_now(self, change: Change) -> int:
+        moved = [key for key in self._moved(change)]
+        if moved or (change.whole_store and self.revision > change.base_revision):
+            raise _conflict(change, self.revision, moved)
+        if not change.puts and not change.deletes:
+            return self.revision  # a check alone, as in etcd: no new revision
+        self.revision += 1
+        for key in change.deletes:
+            self._entries.pop(key, None)
+        for key, value in change.puts.items():
+            old = self._entries.get(key)
+            self._entries[key] = Entry(value, old.create_revision if old else self.revision, self.revision)
+        self._changed.set()
+        self._changed = asyncio.Event()
+        return self.revision
+
+    def _moved(self, change: Change):
+        for key, created in change.depends_on.items():
+            entry = self._entries.get(key)
+            if (entry.create_revision if entry else 0) != created or (entry and entry.mod_revision > change.base_revision):
+                yield key
+
+    async def commit(self, change: Change) -> int:
+        return self.commit_now(change)
+
+    async def watch(self, after: int) -> AsyncIterator[Snapshot]:
+        while not self._closed:
+            if self.revision > after:
+                after = self.revision
+                yield self.snapshot_now()
+            await self._changed.wait()
+
+    async def close(self) -> None:
+        self._closed = True
+        self._changed.set()
+
+
+def _range_end(prefix: bytes) -> bytes:
+    """The end of etcd's key range holding every key that starts with `prefix`."""
+    return prefix[:-1] + bytes([prefix[-1] + 1])
+
+
+def parse_etcd_url(url: str) -> list[tuple[str, int]]:
+    """'etcd://10.0.0.1:2379,10.0.0.2:2379' -> [(host, port), ...]; ValueError with the reason."""
+    if not url.startswith("etcd://"):
+        raise ValueError(f"{url!r} is not etcd://HOST:PORT[,HOST:PORT...]")
+    endpoints = []
+    for part in url.removeprefix("etcd://").rstrip("/").split(","):
+        host, sep, port = part.rpartition(":")
+        host = host.strip("[]")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"{part!r} in {url!r} is not HOST:PORT")
+        endpoints.append((host, int(port)))
+    if len(endpoints) > 1:
+        # gRPC balances over a list of addresses only for IP literals.
+        for host, _ in endpoints:
+            try:
+                ipaddress.ip_address(host)
+            except ValueError:
+                raise ValueError(f"{host!r} in {url!r}: several endpoints must be IP addresses (or give one name)") from None
+    return endpoints
+
+
+def _grpc_target(endpoints: list[tuple[str, int]]) -> str:
+    if len(endpoints) == 1:
+        host, port = endpoints[0]
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    family = "ipv6" if ":" in endpoints[0][0] else "ipv4"
+    return f"{family}:" + ",".join(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in endpoints)
+
+
+class EtcdStore:
+    """The desired state in etcd (v3 API over gRPC, through aetcd's generated stubs)."""
+
+    def __init__(self, url: str):
+        self.endpoints = parse_etcd_url(url)
+        self.url = "etcd://" + ",".join(f"{h}:{p}" for h, p in self.endpoints)
+        self.revision = 0
+        self._prefix = PREFIX.encode()
+        self._channel: grpc.aio.Channel | None = None
+        self._kv = None
+        self._watch = None
+
+    def _unavailable(self, err: grpc.aio.AioRpcError) -> StoreUnavailable:
+        return StoreUnavailable(
+            f"etcd at {self.url} did not answer ({err.code().name.lower()}: {err.details()}); "
+            "check that etcd runs, listens on that client URL (--listen-client-urls) and has a quorum, and the controller's --store"
+        )
+
+    async def open(self) -> None:
+        """Connect and read once, so that a store that is not there is reported at start."""
+        # Pick the first endpoint that answers, and move on when it stops.
+        options = [("grpc.lb_policy_name", "pick_first"), ("grpc.max_reconnect_backoff_ms", 1000)]
+        self._channel = grpc.aio.insecure_channel(_grpc_target(self.endpoints), options=options)
+        self._kv = rpc.KVStub(self._channel)
+        self._watch = rpc.WatchStub(self._channel)
+        await self.snapshot()
+
+    async def snapshot(self) -> Snapshot:
+        request = rpc.RangeRequest(key=self._prefix, range_end=_range_end(self._prefix))
+        try:
+            reply = await self._kv.Range(request, timeout=REQUEST_TIMEOUT_S)
+        except grpc.aio.AioRpcError as err:
+            raise self._unavailable(err) from None
+        self.revision = reply.header.revision
+        return Snapshot(reply.header.revision, {self._key(kv.key): Entry(kv.value, kv.create_revision, kv.mod_revision) for kv in reply.kvs})
+
+    def _key(self, raw: bytes) -> str:
+        return raw[len(self._prefix) :].decode()
+
+    def _full(self, key: str) -> bytes:
+        return self._prefix + key.encode()
+
+    async def commit(self, change: Change) -> int:
+        compare = []
+        after = change.base_revision + 1
+        for key, created in sorted(change.depends_on.items()):
+            full = self._full(key)
+            # Deleted or recreated since the base: its create revision differs.
+            compare.append(rpc.Compare(key=full, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL, create_revision=created))
+            if created:
+                compare.append(rpc.Compare(key=full, target=rpc.Compare.MOD, result=rpc.Compare.LESS, mod_revision=after))
+        if change.whole_store:
+            compare.append(
+                rpc.Compare(key=self._prefix, range_end=_range_end(self._prefix), target=rpc.Compare.MOD, result=rpc.Compare.LESS, mod_revision=after)
+            )
+        success = [rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=self._full(key))) for key in sorted(change.deletes)]
+        success += [rpc.RequestOp(request_put=rpc.PutRequest(key=self._full(key), value=value)) for key, value in sorted(change.puts.items())]
+        # On a conflict, read the keys back to say which moved.
+        failure = [rpc.RequestOp(request_range=rpc.RangeRequest(key=self._full(key))) for key in sorted(change.depends_on)]
+        try:
+            reply = await self._kv.Txn(rpc.TxnRequest(compare=compare, success=success, failure=failure), timeout=REQUEST_TIMEOUT_S)
+        except grpc.aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                raise StoreRefused(f"etcd at {self.url} refused the transaction: {err.details()}") from None
+            raise self._unavailable(err) from None
+        if not reply.succeeded:
+            moved = []
+            for key, response in zip(sorted(change.depends_on), reply.responses, strict=True):
+                kvs = response.response_range.kvs
+                created = kvs[0].create_revision if kvs else 0
+                if created != change.depends_on[key] or (kvs and kvs[0].mod_revision >= after):
+                    moved.append(key)
+            raise _conflict(change, reply.header.revision, moved)
+        self.revision = max(self.revision, reply.header.revision)
+        return reply.header.revision
+
+    async def watch(self, after: int) -> AsyncIterator[Snapshot]:
+        """Snapshots as the store changes after revision `after`; survives etcd restarts
+        (a broken watch is resumed from the last revision seen, or from a fresh read if
+        that revision was compacted away)."""
+        broken = False
+        while True:
+            try:
+                snapshot = await self.snapshot()
+                if broken:
+                    LOG.info("watch on %s resumed at revision %d", self.url, snapshot.revision)
+                    broken = False
+                entries = dict(snapshot.entries)
+                if snapshot.revision > after:
+                    after = snapshot.revision
+                    yield snapshot
+                async for revision in self._events(after, entries):
+                    after = revision
+                    yield Snapshot(revision, dict(entries))
+            except (StoreError, grpc.aio.AioRpcError) as err:
+                if not broken:
+                    LOG.warning("watch on %s broken, retrying every %.1f s: %s", self.url, WATCH_RETRY_S, err)
+                broken = True
+            # Whatever happened, start again from a full read.
+            await asyncio.sleep(WATCH_RETRY_S)
+
+    async def _events(self, after: int, entries: dict[str, Entry]) -> AsyncIterator[int]:
+        requests: asyncio.Queue = asyncio.Queue()
+        create = rpc.WatchCreateRequest(key=self._prefix, range_end=_range_end(self._prefix), start_revision=after + 1)
+        await requests.put(rpc.WatchRequest(create_request=create))
+
+        async def outgoing():
+            while True:
+                yield await requests.get()
+
+        call = self._watch.Watch(outgoing())
+        try:
+            async for reply in call:
+                if reply.canceled or reply.compact_revision:
+                    raise StoreUnavailable(f"watch on {self.url} canceled ({reply.cancel_reason or f'compacted at {reply.compact_revision}'})")
+                if not reply.events:
+                    continue
+                for event in reply.events:
+                    key = self._key(event.kv.key)
+                    if event.type == rpc.Event.DELETE:
+                        entries.pop(key, None)
+                    else:
+                        entries[key] = Entry(event.kv.value, event.kv.create_revision, event.kv.mod_revision)
+                revision = max(event.kv.mod_revision for event in reply.events)
+                self.revision = max(self.revision, revision)
+                yield revision
+        finally:
+            with contextlib.suppress(Exception):
+                call.cancel()
+
+    async def close(self) -> None:
+        if self._channel is not None:
+            await self._channel.close()
+            self._channel = None
+
+
+Store = MemoryStore | EtcdStore
+
+
+def open_store(url: str | None, source: str) -> Store:
+    """The store named by --store (etcd://...), or the lab's memory store seeded by `source`."""
+    if url is None or url.startswith("file:"):
+        return MemoryStore(source)
+    return EtcdStore(url)
