@@ -111,7 +111,7 @@ def test_the_property_test_sees_an_escaped_exception(api, stub, monkeypatch):
     def broken(*_args, **_kwargs):
         raise RuntimeError("escaped")
 
-    monkeypatch.setattr(api.controller.state, "set_fleet", broken)
+    monkeypatch.setattr(api.controller.fleet, "set_fleet", broken)
     with pytest.raises(grpc.RpcError) as info:
         stub.SetFleet(policy_pb2.SetFleetRequest(jumbo=True), timeout=5)
     assert info.value.code() not in REFUSALS

@@ -88,3 +88,18 @@ def test_a_metrics_address_in_use_exits_1_with_the_reason(tmp_path):
         config.write_text(EXAMPLE.read_text().replace("  listen: 127.0.0.1:50051", f"  listen: 127.0.0.1:{lab.free_tcp_port()}\n  metrics: 127.0.0.1:{port}"))
         result = controller("--config", str(config), "--pipeline", str(PIPELINE))
     assert result.returncode == 1 and f"cannot serve metrics on 127.0.0.1:{port}" in result.stderr, result.stderr
+
+
+def test_an_unreachable_store_exits_1_with_one_line_naming_it():
+    url = f"etcd://127.0.0.1:{lab.free_tcp_port()}"
+    result = controller("--config", str(EXAMPLE), "--pipeline", str(PIPELINE), "--store", url)
+    assert result.returncode == 1, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("jumbogate-controller:")]
+    assert len(lines) == 1 and url in lines[0] and "check that etcd runs" in lines[0], result.stderr
+
+
+def test_a_malformed_store_address_or_rack_name_exits_2():
+    result = controller("--config", str(EXAMPLE), "--pipeline", str(PIPELINE), "--store", "etcd://nowhere")
+    assert result.returncode == 2 and "is not HOST:PORT" in result.stderr, result.stderr
+    result = controller("--config", str(EXAMPLE), "--pipeline", str(PIPELINE), "--store", "etcd://127.0.0.1:1", "--rack", "a/b")
+    assert result.returncode == 2 and "rack 'a/b'" in result.stderr, result.stderr

@@ -2,6 +2,7 @@
 
 Human output by default, `--json` for scripts. Exit codes:
   0 ok   1 refused by a policy rule   2 bad input   3 not found   4 controller unreachable   5 other error
+  6 permission denied   7 conflict: the store moved on since the revision the change was based on
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .v1 import common_pb2, policy_pb2, policy_pb2_grpc
 DEFAULT_CONTROLLER = "127.0.0.1:50051"
 _NUMBER = re.compile(r"-?\d+(\.\d+)?%?")
 
-EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_UNREACHABLE, EXIT_ERROR, EXIT_DENIED = range(7)
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_UNREACHABLE, EXIT_ERROR, EXIT_DENIED, EXIT_CONFLICT = range(8)
 
 _STATUS_EXIT = {
     grpc.StatusCode.FAILED_PRECONDITION: (EXIT_REFUSED, "refused"),
@@ -33,6 +34,7 @@ _STATUS_EXIT = {
     grpc.StatusCode.UNAVAILABLE: (EXIT_UNREACHABLE, "controller unreachable"),
     grpc.StatusCode.DEADLINE_EXCEEDED: (EXIT_UNREACHABLE, "controller did not answer in time"),
     grpc.StatusCode.PERMISSION_DENIED: (EXIT_DENIED, "permission denied"),
+    grpc.StatusCode.ABORTED: (EXIT_CONFLICT, "conflict"),
 }
 
 
@@ -94,7 +96,7 @@ def human_count(n: int) -> str:
 
 def show_fleet(fleet: policy_pb2.Fleet) -> str:
     mtu = fleet.guest_jumbo_mtu if fleet.jumbo else fleet.default_mtu
-    return f"fleet jumbo: {'on' if fleet.jumbo else 'off'} (jumbo instances get MTU {mtu})"
+    return f"fleet jumbo: {'on' if fleet.jumbo else 'off'} (jumbo instances get MTU {mtu}; store revision {fleet.revision})"
 
 
 def show_instances(instances) -> str:
@@ -145,7 +147,18 @@ def show_stats(stats: policy_pb2.Stats) -> str:
         )
     else:
         out.append("SmartNIC: unreachable (flows bypass the merge path)")
+    out.append("")
+    out.append(show_store(stats.store))
     return "\n".join(out)
+
+
+def show_store(store: policy_pb2.StoreStatus) -> str:
+    line = f"store: {store.endpoint}, rack {store.rack}, revision {store.revision}"
+    if store.revision_applied != store.revision:
+        line += f" (revision {store.revision_applied} in force)"
+    if store.refused_revisions:
+        line += f"\n  {store.refused_revisions} revisions refused; last: {store.last_refusal}"
+    return line
 
 
 def show_event(event: policy_pb2.Event) -> str:
@@ -227,7 +240,7 @@ def run_command(args, stub: policy_pb2_grpc.PolicyStub, emit: Callable[[object, 
         if args.action == "show":
             fleet = stub.GetFleet(policy_pb2.GetFleetRequest(), timeout=t)
         else:
-            fleet = stub.SetFleet(policy_pb2.SetFleetRequest(jumbo=args.state == "on"), timeout=t)
+            fleet = stub.SetFleet(policy_pb2.SetFleetRequest(jumbo=args.state == "on", revision=args.revision), timeout=t)
         emit(fleet, show_fleet(fleet))
     elif args.area == "instance":
         if args.action == "list":
@@ -237,7 +250,7 @@ def run_command(args, stub: policy_pb2_grpc.PolicyStub, emit: Callable[[object, 
             inst = stub.GetInstance(policy_pb2.GetInstanceRequest(id=args.id), timeout=t)
             emit(inst, show_instances([inst]))
         else:
-            inst = stub.SetInstanceJumbo(policy_pb2.SetInstanceJumboRequest(id=args.id, jumbo=args.state == "on"), timeout=t)
+            inst = stub.SetInstanceJumbo(policy_pb2.SetInstanceJumboRequest(id=args.id, jumbo=args.state == "on", revision=args.revision), timeout=t)
             emit(inst, f"instance {inst.id}: jumbo {'on' if inst.jumbo else 'off'}, effective MTU {inst.effective_mtu}")
     elif args.area == "flows":
         if args.action == "list":
@@ -249,6 +262,21 @@ def run_command(args, stub: policy_pb2_grpc.PolicyStub, emit: Callable[[object, 
         else:
             resp = stub.OffloadFlow(policy_pb2.OffloadFlowRequest(flow=flow_from_args(args)), timeout=t)
             emit(resp, f"offloaded {format_flow(flow_from_args(args))}")
+    elif args.area == "config":
+        if args.action == "export":
+            reply = stub.ExportConfig(policy_pb2.ExportConfigRequest(), timeout=t)
+            if args.output:
+                args.output.write_text(reply.yaml)
+                emit(reply, f"exported store revision {reply.revision} to {args.output}")
+            else:
+                emit(reply, reply.yaml.rstrip("\n"))
+        else:
+            try:
+                text = args.file.read_text()
+            except OSError as err:
+                raise UsageError(f"cannot read {args.file}: {err.strerror}") from None
+            reply = stub.ImportConfig(policy_pb2.ImportConfigRequest(yaml=text, source=str(args.file), revision=args.revision), timeout=t)
+            emit(reply, f"imported {args.file}: store revision {reply.revision}")
     elif args.area == "stats":
         stats = stub.GetStats(policy_pb2.GetStatsRequest(), timeout=t)
         emit(stats, show_stats(stats))
@@ -293,12 +321,14 @@ def build_parser() -> argparse.ArgumentParser:
         parser.add_argument(option, type=Path, default=os.environ.get(env) or None, help=f"{what}; mutual TLS (default: ${env})")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for an answer (default: %(default)s)")
-    areas = parser.add_subparsers(dest="area", required=True, metavar="{fleet,instance,flows,path,stats,watch}")
+    areas = parser.add_subparsers(dest="area", required=True, metavar="{fleet,instance,flows,path,config,stats,watch}")
+    revision_help = "the store revision this change is based on (from show or --json): refused with exit 7 if it moved since (default: the controller's view)"
 
     fleet = areas.add_parser("fleet", help="the fleet jumbo flag").add_subparsers(dest="action", required=True)
     fleet.add_parser("show", help="show the fleet flag")
     jumbo = fleet.add_parser("jumbo", help="turn the fleet flag on or off")
     jumbo.add_argument("state", choices=["on", "off"])
+    jumbo.add_argument("--revision", type=int, default=0, help=revision_help)
 
     inst = areas.add_parser("instance", help="instances and their jumbo flags").add_subparsers(dest="action", required=True)
     inst.add_parser("list", help="all instances with their effective MTU")
@@ -307,6 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     ijumbo = inst.add_parser("jumbo", help="turn an instance's jumbo flag on or off")
     ijumbo.add_argument("id")
     ijumbo.add_argument("state", choices=["on", "off"])
+    ijumbo.add_argument("--revision", type=int, default=0, help=revision_help)
 
     flows = areas.add_parser("flows", help="flows on the merge path").add_subparsers(dest="action", required=True)
     flows.add_parser("list", help="flows on the merge path")
@@ -330,7 +361,14 @@ def build_parser() -> argparse.ArgumentParser:
     paudit.add_argument("--high", type=int, default=9000, help="largest IP packet to try (default: %(default)s)")
     paudit.add_argument("--wait", type=float, default=1.0, help="seconds to wait for each answer (default: %(default)s)")
 
-    areas.add_parser("stats", help="ports, drop reasons, merge-path share, SmartNIC yield")
+    config = areas.add_parser("config", help="the policy in the store, as a rack.yaml").add_subparsers(dest="action", required=True)
+    cimport = config.add_parser("import", help="replace the fleet's and this rack's policy with a rack.yaml's (one transaction)")
+    cimport.add_argument("file", type=Path)
+    cimport.add_argument("--revision", type=int, default=0, help=revision_help)
+    cexport = config.add_parser("export", help="this rack's policy as a rack.yaml (importing it changes nothing)")
+    cexport.add_argument("--output", "-o", type=Path, help="write to this file (default: print)")
+
+    areas.add_parser("stats", help="ports, drop reasons, merge-path share, SmartNIC yield, the store")
     watch = areas.add_parser("watch", help="stream events as they happen")
     watch.add_argument("--count", type=int, default=0, help="stop after this many events")
     watch.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
@@ -369,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
     except grpc.RpcError as err:
         code, what = _STATUS_EXIT.get(err.code(), (EXIT_ERROR, err.code().name.lower()))
         detail = err.details() or ""
-        if code == EXIT_UNREACHABLE:
+        # The controller's own answer that its store is unreachable says so itself.
+        if code == EXIT_UNREACHABLE and not detail.startswith("etcd at "):
             detail = f"no answer from {args.controller} (is jumbogate-controller running? set --controller or $JUMBOGATE_CONTROLLER)"
         print(f"jumbogatectl: {what}: {detail}", file=sys.stderr)
         return code

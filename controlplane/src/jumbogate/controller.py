@@ -24,11 +24,13 @@ from finsy.proto import p4r
 
 from . import metrics, metrics_server, p4, translate
 from .config import ConfigError, RackConfig, config_changes, load_config
+from .fleet import DEFAULT_RACK, FleetPolicy
 from .nic import RECONNECT_OPTIONS, NicLink
 from .p4 import names
 from .reconcile import plan
 from .server import PolicyService, serve
 from .state import EventKind, FlowOrigin, PolicyError, PolicyState
+from .store import MemoryStore, Store
 from .tls import is_loopback, plaintext_refusal
 from .v1 import policy_pb2
 
@@ -63,12 +65,16 @@ NIC_FIRST_POLL_WAIT_S = 5.0
 
 
 class Controller:
-    def __init__(self, config: RackConfig, pipeline: Path, *, listen: str | None = None):
+    def __init__(self, config: RackConfig, pipeline: Path, *, listen: str | None = None, store: Store | None = None, rack: str = DEFAULT_RACK):
         self.config = config
+        # The controller's own file: its connection settings, and the policy
+        # that seeds a new store (or, for the lab's memory store, is the policy).
+        self.config_path = config.source
         self.pipeline = pipeline
         self.listen = listen or config.controller_listen
         self.state = PolicyState.from_config(config)
         self.nic = NicLink(config, self.state)
+        self.fleet = FleetPolicy(store or MemoryStore(config.source), config, rack, self._on_store_change)
         self.digests_received = 0
         self.digests_shed = 0
         self.digests_refused = 0
@@ -76,7 +82,7 @@ class Controller:
         self._digest_queue: asyncio.Queue = asyncio.Queue(DIGEST_QUEUE_SIZE)
         self._switch: fy.Switch | None = None
         self._switch_ready = False
-        self.service = PolicyService(self.state, self.stats, self.nic.has_flow, self.nic)
+        self.service = PolicyService(self.state, self.stats, self.nic.has_flow, self.nic, self.fleet)
 
     # ----- top level -----
 
@@ -95,19 +101,40 @@ class Controller:
 
     def reload(self) -> bool:
         """Read rack.yaml again and apply it (SIGHUP); a file that fails to load, or a
-        change that needs a restart, is refused whole: nothing changes. Returns whether it was applied."""
+        change that needs a restart, is refused whole: nothing changes. Returns whether it was applied.
+
+        With etcd the file's policy only ever seeds a new store: a reload
+        leaves the store's policy (and every change made through the API) in force."""
         try:
-            new = load_config(self.config.source)
+            new = load_config(self.config_path)
         except ConfigError as err:
             return self._refuse_reload(str(err))
         changed, restart = config_changes(self.config, new)
         if restart:
-            return self._refuse_reload(f"{self.config.source}: {', '.join(restart)} changed, which needs a restart (nothing was applied)")
+            return self._refuse_reload(f"{self.config_path}: {', '.join(restart)} changed, which needs a restart (nothing was applied)")
+        if not isinstance(self.fleet.store, MemoryStore):
+            self.state.config_reloads += 1
+            why = f"{self.config_path}: the policy is kept from {self.fleet.store.url} (revision {self.fleet.revision}); jumbogatectl config import replaces it"
+            self.state.note(EventKind.CONFIG_RELOADED, detail=why)
+            LOG.info("configuration reloaded: %s", why)
+            return True
+        self.fleet.replace_now(new)
         self.config = new
         self.nic.reconfigure(new)
         self.state.reload(new, changed)
         LOG.info("configuration reloaded from %s: %s", new.source, ", ".join(changed) or "nothing changed")
         return True
+
+    def _on_store_change(self, config: RackConfig, changed: list[str]) -> None:
+        """A new valid policy from the store: it reaches the switch and the SmartNIC like a reload."""
+        self.config = config
+        # The flags are the switch's alone: a flip pushes nothing to the SmartNIC.
+        if set(changed) - {"fleet.jumbo", "instances"}:
+            self.nic.reconfigure(config)
+        else:
+            self.nic.config = config
+        self.state.apply_store(config, changed)
+        LOG.info("policy from %s at revision %d: %s", self.fleet.store.url, self.fleet.revision, ", ".join(changed))
 
     def _refuse_reload(self, why: str) -> bool:
         LOG.error("configuration reload refused: %s", why)
@@ -139,6 +166,8 @@ class Controller:
             LOG.warning(
                 "WARNING: plaintext operator API or metrics on a non-loopback address (controller.insecure): anyone who reaches it can change the policy"
             )
+        # Before serving: a controller without its store has no policy to serve.
+        await self.fleet.start()
         server = await serve(self.service, self.listen, self.config.tls)
         LOG.info("operator API on %s; switch %s; SmartNIC %s", self.listen, self.config.switch.p4runtime, self.config.smartnic_control)
         metrics_server = None
@@ -146,6 +175,7 @@ class Controller:
         try:
             metrics_server = self.serve_metrics()
             async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(self.fleet.run())
                 tasks.create_task(self.nic.run())
                 tasks.create_task(self._digest_worker())
                 tasks.create_task(self._switch.run())
@@ -153,6 +183,7 @@ class Controller:
             if metrics_server is not None:
                 metrics_server.shutdown()
             await server.stop(grace=0.5)
+            await self.fleet.store.close()
 
     def serve_metrics(self):
         """Start the Prometheus endpoint when controller.metrics is set; its HTTP server runs in a thread."""
@@ -175,6 +206,7 @@ class Controller:
             flows_onloaded=self.state.flows_onloaded,
             flows_expired=self.state.flows_expired,
             flows_offloaded=self.state.flows_offloaded,
+            tables=await metrics.read_table_fill(self._switch) if self._switch is not None and self._switch_ready else (),
         )
 
     # ----- switch connection -----
@@ -333,6 +365,14 @@ class Controller:
             switch_connected=self._switch_ready,
             reconcile=self.reconcile_totals,
             policy_version=self.state.version,
+            store=policy_pb2.StoreStatus(
+                endpoint=self.fleet.store.url,
+                revision=self.fleet.revision,
+                revision_applied=self.fleet.revision_applied,
+                refused_revisions=self.fleet.refused_revisions,
+                last_refusal=self.fleet.last_refusal,
+                rack=self.fleet.rack,
+            ),
             admission=policy_pb2.MergeAdmission(
                 flows=len(self.state.flows),
                 max_flows=self.config.elephant.max_flows,

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 from .config import ConfigError, load_config
+from .fleet import DEFAULT_RACK, StoreValueError
+from .store import StoreError, open_store
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,6 +22,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", required=True, type=Path, help="rack config (rack.yaml)")
     parser.add_argument("--pipeline", type=Path, help="directory with jumbogate.json and jumbogate.p4info.txtpb (default: switch.pipeline in the config)")
     parser.add_argument("--listen", help="operator API address (default: controller.listen in the config)")
+    parser.add_argument(
+        "--store",
+        help="where the policy lives: etcd://HOST:PORT[,HOST:PORT...] (the config seeds an empty store); "
+        "default: this process's memory, seeded from the config (a one-box lab: a restart starts from the file again)",
+    )
+    parser.add_argument("--rack", default=DEFAULT_RACK, help="the rack this controller programs, its name in the store (default: %(default)s)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
@@ -45,7 +53,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from .controller import Controller
 
-    controller = Controller(config, pipeline, listen=args.listen)
+    try:
+        store = open_store(args.store, str(args.config))
+        controller = Controller(config, pipeline, listen=args.listen, store=store, rack=args.rack)
+    except ValueError as err:
+        print(f"jumbogate-controller: {err}", file=sys.stderr)
+        return 2
 
     async def run() -> None:
         loop = asyncio.get_running_loop()
@@ -61,7 +74,10 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         asyncio.run(run())
-    except OSError as err:
+    except StoreValueError as err:
+        print(f"jumbogate-controller: the store holds a value it cannot use: {err}", file=sys.stderr)
+        return 2
+    except (OSError, StoreError) as err:
         print(f"jumbogate-controller: {err}", file=sys.stderr)
         return 1
     return 0

@@ -14,9 +14,11 @@ from collections.abc import Awaitable, Callable
 import grpc
 
 from . import paths
+from .fleet import FleetPolicy
 from .flow import FiveTuple
 from .nic import NicLink
 from .state import Event, EventKind, FlowOrigin, MergeFlow, PolicyError, PolicyState, invalid
+from .store import StoreError
 from .tls import RoleInterceptor, TlsConfig, server_credentials
 from .v1 import common_pb2, policy_pb2, policy_pb2_grpc
 
@@ -42,18 +44,36 @@ def five_tuple_from_pb(msg: common_pb2.FiveTuple) -> FiveTuple:
 
 
 class PolicyService(policy_pb2_grpc.PolicyServicer):
-    def __init__(self, state: PolicyState, stats: StatsProvider, nic_has_flow: Callable[[FiveTuple], bool] = lambda _flow: False, nic: NicLink | None = None):
+    def __init__(
+        self,
+        state: PolicyState,
+        stats: StatsProvider,
+        nic_has_flow: Callable[[FiveTuple], bool] = lambda _flow: False,
+        nic: NicLink | None = None,
+        fleet: FleetPolicy | None = None,
+    ):
         self.state = state
         self._stats = stats
         self._nic_has_flow = nic_has_flow
         self._nic = nic
+        # Where flag changes and imports are committed (the store); the
+        # state follows once the store has them.
+        self.fleet = fleet
 
     # ----- helpers -----
 
     def _fleet(self, jumbo: bool | None = None) -> policy_pb2.Fleet:
         """The fleet now, or with the flag an event recorded."""
         mtu = self.state.config.mtu
-        return policy_pb2.Fleet(jumbo=self.state.fleet_jumbo if jumbo is None else jumbo, guest_jumbo_mtu=mtu.guest_jumbo, default_mtu=mtu.default_external)
+        return policy_pb2.Fleet(
+            jumbo=self.state.fleet_jumbo if jumbo is None else jumbo,
+            guest_jumbo_mtu=mtu.guest_jumbo,
+            default_mtu=mtu.default_external,
+            revision=self._revision(),
+        )
+
+    def _revision(self) -> int:
+        return self.fleet.revision if self.fleet else 0
 
     def _instance(self, instance_id: str, jumbo: bool | None = None, effective_mtu: int | None = None) -> policy_pb2.Instance:
         """The instance now, or with the flag and MTU an event recorded."""
@@ -63,6 +83,7 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
             addresses=[str(a) for a in instance.addresses],
             jumbo=self.state.instance_jumbo[instance.id] if jumbo is None else jumbo,
             effective_mtu=self.state.effective_mtu(instance.id) if effective_mtu is None else effective_mtu,
+            revision=self._revision(),
         )
 
     def _flow(self, record: MergeFlow) -> policy_pb2.MergeFlow:
@@ -87,8 +108,9 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
         return msg
 
     @staticmethod
-    async def _abort(context: grpc.aio.ServicerContext, err: PolicyError):
-        await context.abort(getattr(grpc.StatusCode, err.code), err.message)
+    async def _abort(context: grpc.aio.ServicerContext, err: PolicyError | StoreError):
+        message = err.message if isinstance(err, PolicyError) else str(err)
+        await context.abort(getattr(grpc.StatusCode, err.code), message)
 
     # ----- RPCs -----
 
@@ -96,8 +118,14 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
         return self._fleet()
 
     async def SetFleet(self, request, context):
-        self.state.set_fleet(request.jumbo)
-        return self._fleet()
+        try:
+            if self.fleet is None:
+                self.state.set_fleet(request.jumbo)
+            else:
+                await self.fleet.set_fleet(request.jumbo, request.revision)
+            return self._fleet()
+        except (PolicyError, StoreError) as err:
+            await self._abort(context, err)
 
     async def ListInstances(self, request, context):
         return policy_pb2.ListInstancesResponse(instances=[self._instance(i) for i in self.state.instance_ids()])
@@ -110,10 +138,27 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
 
     async def SetInstanceJumbo(self, request, context):
         try:
-            self.state.set_instance_jumbo(request.id, request.jumbo)
+            if self.fleet is None:
+                self.state.set_instance_jumbo(request.id, request.jumbo)
+            else:
+                await self.fleet.set_instance_jumbo(request.id, request.jumbo, request.revision)
             return self._instance(request.id)
-        except PolicyError as err:
+        except (PolicyError, StoreError) as err:
             await self._abort(context, err)
+
+    async def ImportConfig(self, request, context):
+        try:
+            if self.fleet is None:
+                raise PolicyError("UNAVAILABLE", "this controller has no store")
+            revision = await self.fleet.import_yaml(request.yaml, request.source or "<import>", request.revision)
+            return policy_pb2.ImportConfigResponse(revision=revision)
+        except (PolicyError, StoreError) as err:
+            await self._abort(context, err)
+
+    async def ExportConfig(self, request, context):
+        if self.fleet is None:
+            await self._abort(context, PolicyError("UNAVAILABLE", "this controller has no store"))
+        return policy_pb2.ExportConfigResponse(yaml=self.fleet.export_yaml(), revision=self.fleet.revision_applied)
 
     async def OnloadFlow(self, request, context):
         try:

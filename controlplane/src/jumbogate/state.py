@@ -253,6 +253,31 @@ class PolicyState:
         self._publish(EventKind.CONFIG_RELOADED, detail=f"{config.source}: {', '.join(changed) or 'nothing changed'}")
         self._bump()
 
+    def apply_store(self, config: RackConfig, changed: list[str]) -> None:
+        """Take the policy as the store holds it now (an operator's change through
+        any controller, an import, a key edited by hand): flags included, with the
+        events a watcher would have seen had the change been made here."""
+        old_fleet, old_flags = self.fleet_jumbo, self.instance_jumbo
+        self.config = config
+        self.fleet_jumbo = config.fleet_jumbo
+        self.instance_jumbo = {inst.id: inst.jumbo for inst in config.instances}
+        if old_fleet != self.fleet_jumbo:
+            self._publish(EventKind.FLEET_CHANGED, fleet_jumbo=self.fleet_jumbo, detail=f"fleet jumbo {'on' if self.fleet_jumbo else 'off'}")
+        for instance_id, on in self.instance_jumbo.items():
+            if old_flags.get(instance_id, on) != on:
+                self._publish(
+                    EventKind.INSTANCE_CHANGED,
+                    instance_id=instance_id,
+                    instance_jumbo=on,
+                    instance_mtu=self.effective_mtu(instance_id),
+                    detail=f"instance {instance_id} jumbo {'on' if on else 'off'}",
+                )
+        others = [name for name in changed if name not in ("fleet.jumbo", "instances")]
+        if others:
+            self._publish(EventKind.CONFIG_RELOADED, detail=f"{config.source}: {', '.join(others)}")
+        self._drop_ineligible_flows("policy changed in the store")
+        self._bump()
+
     def refuse_reload(self, why: str) -> None:
         self.config_reload_refusals += 1
         self.last_reload_refusal = why

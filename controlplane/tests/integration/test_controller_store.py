@@ -1,0 +1,171 @@
+"""The policy in a real etcd, with the real controller and the real switch.
+
+What the operator sets through the API outlives the controller and its
+file; a change made through another controller, or by hand in etcd, reaches
+this rack's switch with only the difference written; a stale or invalid
+change is refused and the switch keeps the last valid policy. The switch is
+read back by an independent P4Runtime client (test_controller_switch's Rig).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+
+import pytest
+import yaml
+from test_controller_switch import FLEET_OFF, FLEET_ON, PORTS, TARGETS, VENV_BIN, Rig, reconciled, wait_until
+
+from jumbogate import lab
+from jumbogate.store import PREFIX
+
+pytestmark = [pytest.mark.timeout(300)]
+
+
+class StoreRig(Rig):
+    """A Rig whose controller keeps its policy in etcd."""
+
+    def __init__(self, tmp, veths, target, etcd):
+        super().__init__(tmp, veths, target)
+        self.etcd = etcd
+
+    def start_controller(self) -> None:
+        self.generation += 1
+        args = [VENV_BIN / "jumbogate-controller", "--config", self.config_path, "--store", self.etcd.store_url, "--rack", "rack-a"]
+        self.controller = lab.Process(args, self.tmp / f"controller-{self.generation}.log").start()
+        lab.wait_for_tcp(self.api, 20, process=self.controller.popen)
+
+    def totals(self) -> tuple[int, int, int]:
+        totals = self.stats()["reconcile"]
+        return int(totals.get("inserted", 0)), int(totals.get("modified", 0)), int(totals.get("deleted", 0))
+
+    def wait_for_table(self, alias: str, expected: set, what: str) -> None:
+        wait_until(lambda: self.table(alias) == expected, 30, what)
+
+
+@pytest.fixture(scope="module", params=TARGETS)
+def rig(request, tmp_path_factory, etcd_server):
+    etcd_server.ctl("del", "--prefix", "/jumbogate/")
+    tmp = tmp_path_factory.mktemp(f"store-{request.param}")
+    with lab.veth_pairs("jgs", len(PORTS)) as veths:
+        rig = StoreRig(tmp, veths, request.param, etcd_server)
+        rig.switch.start()
+        try:
+            rig.start_controller()
+            rig.wait_for_reconcile()
+            yield rig
+        finally:
+            if rig.controller:
+                rig.controller.stop()
+            rig.switch.stop()
+
+
+@pytest.fixture
+def fleet_restored(rig):
+    """The fleet flag back on after the test, as the rack's file has it."""
+    yield
+    assert rig.ctl("fleet", "jumbo", "on").returncode == 0
+    rig.wait_for_table("fleet_policy", FLEET_ON, "the fleet flag back on")
+
+
+def test_the_store_is_seeded_from_the_file_and_programmed(rig):
+    stats = rig.stats()
+    assert stats["store"]["endpoint"] == rig.etcd.store_url and stats["store"]["rack"] == "rack-a"
+    assert rig.desired_vs_switch()[0].empty
+    keys = rig.etcd.ctl("get", "--prefix", "--keys-only", PREFIX).stdout.split()
+    assert PREFIX + "racks/rack-a/routes" in keys and PREFIX + "instances/web-1" in keys
+
+
+def test_what_the_api_set_survives_a_reload_and_a_restart(rig, fleet_restored):
+    """Before the store, `fleet jumbo off` was undone by SIGHUP or a restart: both read rack.yaml's `fleet.jumbo: true` again."""
+    assert rig.ctl("fleet", "jumbo", "off").returncode == 0
+    reconciled(rig, "a reconcile run after the flip")
+    assert rig.table("fleet_policy") == FLEET_OFF
+
+    applied = int(rig.stats()["config_reloads"].get("applied", 0))
+    os.kill(rig.controller.popen.pid, signal.SIGHUP)
+    wait_until(lambda: int(rig.stats()["config_reloads"].get("applied", 0)) > applied, 30, "the reload")
+    assert json.loads(rig.ctl("--json", "fleet", "show").stdout)["jumbo"] is False
+    assert rig.table("fleet_policy") == FLEET_OFF
+
+    rig.controller.stop()
+    rig.start_controller()
+    totals = rig.wait_for_reconcile()["reconcile"]
+    assert json.loads(rig.ctl("--json", "fleet", "show").stdout)["jumbo"] is False
+    assert rig.table("fleet_policy") == FLEET_OFF
+    # The restarted controller found the switch as the store says: nothing to write.
+    assert (int(totals.get("inserted", 0)), int(totals.get("modified", 0)), int(totals.get("deleted", 0))) == (0, 0, 0), totals
+
+
+def test_a_change_through_another_controller_reaches_this_racks_switch(rig, fleet_restored):
+    """A controller of another rack (its switch unreachable here) turns the fleet flag off; this rack's controller
+    sees it through its watch and modifies one entry on its switch, nothing else."""
+    config = yaml.safe_load(rig.config_path.read_text())
+    other_api = f"127.0.0.1:{lab.free_tcp_port()}"
+    config["switch"]["p4runtime"] = f"127.0.0.1:{lab.free_tcp_port()}"
+    config["smartnic"] = {"control": f"127.0.0.1:{lab.free_tcp_port()}"}
+    config["controller"] = {"listen": other_api}
+    path = rig.tmp / "rack-b.yaml"
+    path.write_text(yaml.safe_dump(config))
+    args = [VENV_BIN / "jumbogate-controller", "--config", path, "--store", rig.etcd.store_url, "--rack", "rack-b"]
+    other = lab.Process(args, rig.tmp / "controller-rack-b.log").start()
+    try:
+        lab.wait_for_tcp(other_api, 20, process=other.popen)
+        before = rig.totals()
+        done = subprocess.run([VENV_BIN / "jumbogatectl", "--controller", other_api, "fleet", "jumbo", "off"], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        rig.wait_for_table("fleet_policy", FLEET_OFF, "the flag set through rack-b's controller on rack-a's switch")
+        inserted, modified, deleted = (after - was for after, was in zip(rig.totals(), before, strict=True))
+        assert (inserted, modified, deleted) == (0, 1, 0)
+        assert rig.desired_vs_switch(fleet=False)[0].empty
+    finally:
+        other.stop()
+
+
+def test_a_value_edited_by_hand_reaches_the_switch_and_an_invalid_one_is_refused(rig):
+    original = rig.etcd.ctl("get", PREFIX + "fleet/path_mtus", "--print-value-only").stdout.strip()
+    lower = {((("dst_addr", (int.from_bytes(bytes([198, 51, 100, 0]), "big"), 24)),), (("mtu", 1300),)), ((), (("mtu", 1500),))}
+
+    def path_mtus() -> set:
+        return {(m, a) for m, _, a, _, d in rig.table("path_mtu_v4") if not d}
+
+    try:
+        rig.etcd.ctl("put", PREFIX + "fleet/path_mtus", '[{"prefix": "198.51.100.0/24", "mtu": 1300}]')
+        wait_until(lambda: path_mtus() == lower, 30, "the path MTU edited in etcd on the switch")
+        rig.etcd.ctl("put", PREFIX + "fleet/path_mtus", '[{"prefix": "198.51.100.0/24", "mtu": 130000}]')
+        store = wait_until(lambda: (s := rig.stats()["store"]) and int(s.get("refused_revisions", 0)) >= 1 and s, 30, "the invalid value refused")
+        assert PREFIX + "fleet/path_mtus" in store["last_refusal"] and "130000" in store["last_refusal"], store
+        assert int(store["revision_applied"]) < int(store["revision"])
+        shown = rig.ctl("stats")
+        assert shown.returncode == 0 and "revisions refused" in shown.stdout
+        assert path_mtus() == lower and rig.controller.running
+    finally:
+        rig.etcd.ctl("put", PREFIX + "fleet/path_mtus", original)
+    wait_until(lambda: (s := rig.stats()["store"]) and s["revision_applied"] == s["revision"], 30, "the fixed value applied")
+    reconciled(rig, "a reconcile run after the fix")
+    assert rig.desired_vs_switch()[0].empty
+
+
+def test_a_change_based_on_a_stale_revision_exits_7_and_changes_nothing(rig, fleet_restored):
+    seen = json.loads(rig.ctl("--json", "fleet", "show").stdout)["revision"]
+    assert rig.ctl("fleet", "jumbo", "off").returncode == 0
+    current = json.loads(rig.ctl("--json", "fleet", "show").stdout)["revision"]
+    stale = rig.ctl("fleet", "jumbo", "on", "--revision", str(seen))
+    assert stale.returncode == 7 and f"the store is at revision {current}" in stale.stderr, stale.stderr
+    reconciled(rig, "a reconcile run after the refusal")
+    assert rig.table("fleet_policy") == FLEET_OFF
+
+
+def test_config_export_and_import_round_trip_exactly(rig):
+    first, second = rig.tmp / "export-1.yaml", rig.tmp / "export-2.yaml"
+    assert rig.ctl("config", "export", "-o", str(first)).returncode == 0
+    before = rig.totals()
+    imported = rig.ctl("config", "import", str(first))
+    assert imported.returncode == 0, imported.stderr
+    assert rig.ctl("config", "export", "-o", str(second)).returncode == 0
+    assert first.read_text() == second.read_text()
+    # What it exported is what the switch holds: importing it writes nothing there.
+    reconciled(rig, "a reconcile run after the import")
+    assert rig.totals() == before and rig.desired_vs_switch()[0].empty
