@@ -4,7 +4,14 @@ Nothing is kept here: every scrape asks the controller for the same figures
 `jumbogatectl stats` shows (switch counters read over P4Runtime, the
 SmartNIC's statistics, the controller's own counters) and turns them into
 metric families, so the two views can never disagree. docs/operations.md
-lists every metric.
+lists every metric; deploy/prometheus/ holds the alert rules and the
+dashboard built on them.
+
+Names follow Prometheus' conventions: counters end in `_total` (the
+library appends it to a counter family's name), units are in the name, and
+the samples of one family add up to something meaningful: a family never
+holds a total beside its own parts. Ratios are left to the queries, as
+rates of a numerator and a denominator counter over the query's window.
 """
 
 from __future__ import annotations
@@ -12,9 +19,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterator
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+import finsy as fy
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
@@ -28,6 +37,15 @@ SCRAPE_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
+class TableFill:
+    """A switch table's entries as the switch holds them, and its size from the P4Info."""
+
+    table: str
+    entries: int
+    size: int
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """What one scrape reports: the API's statistics and, when reachable, the SmartNIC's own."""
 
@@ -36,103 +54,216 @@ class Snapshot:
     flows_onloaded: int
     flows_expired: int
     flows_offloaded: int
+    # Empty while the switch is not connected.
+    tables: tuple[TableFill, ...] = ()
+
+
+async def read_table_fill(switch: fy.Switch) -> tuple[TableFill, ...]:
+    """Entries per table, read from the switch itself: after a failed batch or
+    a write behind the controller's back the switch is what fills up."""
+    held: Counter[str] = Counter()
+    async for entry in switch.read(fy.P4TableEntry()):
+        held[entry.table_id] += 1
+    # Tables without match fields hold only their default action: never full.
+    return tuple(TableFill(table.alias, held[table.alias], table.size) for table in switch.p4info.tables if table.match_fields)
+
+
+def _counter(name: str, documentation: str, labels: list[str], samples: Iterable[tuple[list[str], float]]) -> CounterMetricFamily:
+    family = CounterMetricFamily(name, documentation, labels=labels)
+    for label_values, value in samples:
+        family.add_metric(label_values, value)
+    return family
+
+
+def _gauge(name: str, documentation: str, labels: list[str], samples: Iterable[tuple[list[str], float]]) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(name, documentation, labels=labels)
+    for label_values, value in samples:
+        family.add_metric(label_values, value)
+    return family
 
 
 def families(snap: Snapshot) -> Iterator[Metric]:
-    """The metric families of one snapshot."""
+    """The metric families of one snapshot.
+
+    Every family is declared on every scrape; a part that is down gives its
+    families no samples (rather than zeros, which rate() would read as a
+    counter reset and a dashboard as a real figure)."""
     stats = snap.stats
-    up = GaugeMetricFamily("jumbogate_up", "Whether the controller reaches the part (1) or not (0).", labels=["part"])
-    up.add_metric(["switch"], 1 if stats.switch_connected else 0)
-    up.add_metric(["smartnic"], 1 if stats.nic.reachable else 0)
-    yield up
+    yield _gauge(
+        "jumbogate_up",
+        "Whether the controller reaches the part (1) or not (0).",
+        ["part"],
+        [(["switch"], 1 if stats.switch_connected else 0), (["smartnic"], 1 if stats.nic.reachable else 0)],
+    )
+    yield from _switch_families(stats if stats.switch_connected else None, snap.tables)
+    yield from _controller_families(snap)
+    yield from _nic_families(snap.nic)
 
-    packets = CounterMetricFamily("jumbogate_port_packets", "Packets per switch port and direction.", labels=["port", "role", "direction"])
-    octets = CounterMetricFamily("jumbogate_port_bytes", "Bytes per switch port and direction.", labels=["port", "role", "direction"])
-    for port in stats.ports:
-        for direction, count in (("ingress", port.ingress), ("egress", port.egress)):
-            labels = [str(port.port), port.role, direction]
-            packets.add_metric(labels, count.packets)
-            octets.add_metric(labels, count.bytes)
-    yield packets
-    yield octets
 
-    drop_packets = CounterMetricFamily("jumbogate_drop_packets", "Packets the switch dropped, by reason.", labels=["reason"])
-    drop_bytes = CounterMetricFamily("jumbogate_drop_bytes", "Bytes the switch dropped, by reason.", labels=["reason"])
-    for drop in stats.drops:
-        drop_packets.add_metric([drop.reason], drop.count.packets)
-        drop_bytes.add_metric([drop.reason], drop.count.bytes)
-    yield drop_packets
-    yield drop_bytes
+def _switch_families(stats: policy_pb2.Stats | None, tables: tuple[TableFill, ...]) -> Iterator[Metric]:
+    ports = [] if stats is None else stats.ports
+    drops = [] if stats is None else stats.drops
+    paths = [] if stats is None else [("merge", stats.merge_path), ("bypass", stats.bypass)]
+    per_port = [([str(p.port), p.role, direction], count) for p in ports for direction, count in (("ingress", p.ingress), ("egress", p.egress))]
+    port_labels = ["port", "role", "direction"]
+    yield _counter("jumbogate_port_packets", "Packets per switch port and direction.", port_labels, [(k, c.packets) for k, c in per_port])
+    yield _counter("jumbogate_port_bytes", "Bytes per switch port and direction, on the wire.", port_labels, [(k, c.bytes) for k, c in per_port])
+    yield _counter("jumbogate_drop_packets", "Packets the switch dropped, by reason.", ["reason"], [([d.reason], d.count.packets) for d in drops])
+    yield _counter("jumbogate_drop_bytes", "Bytes the switch dropped, by reason.", ["reason"], [([d.reason], d.count.bytes) for d in drops])
+    # merge and bypass are the two halves of what was steered: the share of
+    # merged bytes over any window is rate(merge) / rate(merge + bypass).
+    yield _counter("jumbogate_path_packets", "Packets steered to the merge path or past it.", ["path"], [([p], c.packets) for p, c in paths])
+    yield _counter("jumbogate_path_bytes", "Bytes steered to the merge path or past it.", ["path"], [([p], c.bytes) for p, c in paths])
+    yield _counter("jumbogate_icmp_signals", "ICMP too-big signals the switch sent.", [], [] if stats is None else [([], stats.icmp_generated)])
+    yield _gauge("jumbogate_switch_table_entries", "Entries a switch table holds now.", ["table"], [([t.table], t.entries) for t in tables])
+    yield _gauge("jumbogate_switch_table_size", "Entries a switch table can hold (its size in the P4Info).", ["table"], [([t.table], t.size) for t in tables])
 
-    path_packets = CounterMetricFamily("jumbogate_path_packets", "Packets steered to the merge path or past it.", labels=["path"])
-    path_bytes = CounterMetricFamily("jumbogate_path_bytes", "Bytes steered to the merge path or past it.", labels=["path"])
-    for path, count in (("merge", stats.merge_path), ("bypass", stats.bypass)):
-        path_packets.add_metric([path], count.packets)
-        path_bytes.add_metric([path], count.bytes)
-    yield path_packets
-    yield path_bytes
-    steered = stats.merge_path.bytes + stats.bypass.bytes
-    yield GaugeMetricFamily(
-        "jumbogate_merge_path_byte_share",
-        "Share of steered bytes that took the merge path (0 to 1).",
-        value=stats.merge_path.bytes / steered if steered else 0.0,
+
+def _controller_families(snap: Snapshot) -> Iterator[Metric]:
+    stats = snap.stats
+    admission = stats.admission
+    yield _gauge("jumbogate_merge_flows", "Flows on the merge path now.", [], [([], admission.flows)])
+    yield _gauge("jumbogate_merge_flows_max", "The most flows the merge path takes (elephant.max_flows).", [], [([], admission.max_flows)])
+    yield _counter("jumbogate_merge_flows_onloaded", "Flows put on the merge path (elephants, the operator's, adopted).", [], [([], snap.flows_onloaded)])
+    yield _counter(
+        "jumbogate_merge_flows_removed",
+        "Flows taken off the merge path, by why.",
+        ["reason"],
+        [(["expired"], snap.flows_expired), (["offloaded"], snap.flows_offloaded), (["evicted"], admission.flows_evicted)],
+    )
+    yield _counter(
+        "jumbogate_merge_onloads_refused",
+        "Onloads admission control turned away, by why.",
+        ["reason"],
+        [(["elephant_rate_limited"], admission.elephants_rate_limited), (["merge_path_full"], admission.operator_onloads_refused)],
+    )
+    # received counts every digest; shed and refused are the part of them
+    # never onloaded, so they have a family of their own.
+    yield _counter("jumbogate_digests_received", "Elephant digests from the switch.", [], [([], stats.digests_received)])
+    yield _counter(
+        "jumbogate_digests_discarded",
+        "Elephant digests the controller did not act on: shed (its queue was full) or refused (a forged flow).",
+        ["reason"],
+        [(["shed"], stats.digests_shed), (["refused"], stats.digests_refused)],
+    )
+    reconcile = stats.reconcile
+    yield _counter("jumbogate_reconcile_runs", "Reconciliation runs (each reads the switch and writes what differs).", [], [([], reconcile.runs)])
+    yield _counter(
+        "jumbogate_reconcile_writes",
+        "Switch writes reconciliation made, by kind.",
+        ["kind"],
+        [(["insert"], reconcile.inserted), (["modify"], reconcile.modified), (["delete"], reconcile.deleted)],
+    )
+    yield _counter("jumbogate_reconcile_failed_batches", "Batches of switch writes the switch refused.", [], [([], reconcile.failed_batches)])
+    yield _gauge("jumbogate_policy_version", "The policy's version; it moves with every change.", [], [([], stats.policy_version)])
+    yield _gauge(
+        "jumbogate_reconcile_policy_version",
+        "The policy version the last finished reconciliation wrote the switch towards.",
+        [],
+        [([], reconcile.policy_version)],
+    )
+    reloads = stats.config_reloads
+    yield _counter(
+        "jumbogate_config_reloads",
+        "rack.yaml reloads, by outcome (refused ones changed nothing).",
+        ["outcome"],
+        [(["applied"], reloads.applied), (["refused"], reloads.refused)],
     )
 
-    yield CounterMetricFamily("jumbogate_icmp_signals", "ICMP too-big signals the switch sent.", value=stats.icmp_generated)
 
-    yield GaugeMetricFamily("jumbogate_merge_flows", "Flows on the merge path now.", value=stats.admission.flows)
-    yield GaugeMetricFamily("jumbogate_merge_flows_max", "The most flows the merge path takes (elephant.max_flows).", value=stats.admission.max_flows)
-    flow_changes = CounterMetricFamily("jumbogate_merge_flow_changes", "Flows that came onto or left the merge path, by how.", labels=["change"])
-    for change, value in (
-        ("onloaded", snap.flows_onloaded),
-        ("expired", snap.flows_expired),
-        ("offloaded", snap.flows_offloaded),
-        ("evicted", stats.admission.flows_evicted),
-        ("elephant_rate_limited", stats.admission.elephants_rate_limited),
-        ("operator_refused", stats.admission.operator_onloads_refused),
-    ):
-        flow_changes.add_metric([change], value)
-    yield flow_changes
+# Keys of NicStats.path_mtu_discovery that are levels, not counts.
+PMTU_GAUGES = {
+    "destinations_now": ("jumbogate_smartnic_pmtu_destinations", "Destinations path MTU discovery tracks now."),
+    "learned_now": ("jumbogate_smartnic_pmtu_destinations_learned", "Tracked destinations with a learned path MTU now."),
+}
+# Counts in bytes have a family of their own: a byte is not an event.
+PMTU_BYTE_COUNTERS = {"probe_bytes": ("jumbogate_smartnic_pmtu_probe_bytes", "IP bytes of the path MTU probes sent.")}
 
-    digests = CounterMetricFamily("jumbogate_digests", "Elephant digests from the switch, by what became of them.", labels=["outcome"])
-    digests.add_metric(["received"], stats.digests_received)
-    digests.add_metric(["shed"], stats.digests_shed)
-    digests.add_metric(["refused"], stats.digests_refused)
-    yield digests
 
-    writes = CounterMetricFamily("jumbogate_reconcile_writes", "Switch writes reconciliation made, by kind.", labels=["kind"])
-    writes.add_metric(["insert"], stats.reconcile.inserted)
-    writes.add_metric(["modify"], stats.reconcile.modified)
-    writes.add_metric(["delete"], stats.reconcile.deleted)
-    yield writes
-    yield CounterMetricFamily("jumbogate_reconcile_failed_batches", "Batches of switch writes the switch refused.", value=stats.reconcile.failed_batches)
+def _nic_families(nic: nic_pb2.NicStats | None) -> Iterator[Metric]:
+    def count(name: str, documentation: str, field: str) -> CounterMetricFamily:
+        return _counter(name, documentation, [], [] if nic is None else [([], getattr(nic, field))])
 
-    nic = snap.nic
-    if nic is None:
-        return
-    yield CounterMetricFamily("jumbogate_smartnic_packets_in", "Packets the SmartNIC received.", value=nic.packets_in)
-    yield CounterMetricFamily("jumbogate_smartnic_packets_out", "Packets the SmartNIC sent.", value=nic.packets_out)
-    yield CounterMetricFamily("jumbogate_smartnic_merged_packets", "Packets the SmartNIC built by merging segments.", value=nic.merged_packets)
-    yield CounterMetricFamily("jumbogate_smartnic_segments_merged", "Segments that went into merged packets.", value=nic.segments_merged)
-    yield CounterMetricFamily("jumbogate_smartnic_split_segments", "Segments the SmartNIC cut from packets above the path MTU.", value=nic.split_segments_out)
-    yield GaugeMetricFamily(
-        "jumbogate_smartnic_conversion_yield", "Share of mergeable segments that left in merged packets (0 to 1).", value=nic.conversion_yield
+    def level(name: str, documentation: str, field: str) -> GaugeMetricFamily:
+        return _gauge(name, documentation, [], [] if nic is None else [([], getattr(nic, field))])
+
+    yield count("jumbogate_smartnic_packets_in", "Packets the SmartNIC received.", "packets_in")
+    yield count("jumbogate_smartnic_bytes_in", "Bytes the SmartNIC received.", "bytes_in")
+    yield count("jumbogate_smartnic_packets_out", "Packets the SmartNIC sent.", "packets_out")
+    yield count("jumbogate_smartnic_bytes_out", "Bytes the SmartNIC sent.", "bytes_out")
+    yield level("jumbogate_smartnic_held_packets", "Packets the SmartNIC holds now, waiting for a merge partner.", "packets_held")
+    yield count("jumbogate_smartnic_merged_packets", "Packets the SmartNIC built by merging segments.", "merged_packets")
+    yield count("jumbogate_smartnic_segments_merged", "Segments that went into merged packets.", "segments_merged")
+    yield count("jumbogate_smartnic_split_packets", "Packets above the path MTU the SmartNIC split.", "split_packets")
+    yield count("jumbogate_smartnic_split_segments", "Segments the SmartNIC cut from packets above the path MTU.", "split_segments_out")
+    yield count("jumbogate_smartnic_caravans_packed", "UDP caravans the SmartNIC packed.", "caravans_packed")
+    yield count("jumbogate_smartnic_caravans_unpacked", "UDP caravans the SmartNIC unpacked.", "caravans_unpacked")
+    # The SmartNIC reports only its own lifetime average; the name says so.
+    yield level(
+        "jumbogate_smartnic_conversion_yield_lifetime_ratio",
+        "Share of input TCP payload bytes that left in packets of at least 90% of the internal MTU, since the SmartNIC started (0 to 1).",
+        "conversion_yield",
     )
-    nic_drops = CounterMetricFamily("jumbogate_smartnic_drop_packets", "Packets the SmartNIC dropped, by reason.", labels=["reason"])
-    for drop in nic.drops:
-        nic_drops.add_metric([drop.reason], drop.packets)
-    yield nic_drops
-    yield GaugeMetricFamily("jumbogate_smartnic_flows", "Flows the SmartNIC tracks now.", value=nic.flows_active)
+    yield _counter(
+        "jumbogate_smartnic_drop_packets",
+        "Packets the SmartNIC dropped, by reason.",
+        ["reason"],
+        [] if nic is None else [([d.reason], d.packets) for d in nic.drops],
+    )
+    yield level("jumbogate_smartnic_flows", "Flows the SmartNIC tracks now.", "flows_active")
+    yield count("jumbogate_smartnic_flows_evicted", "Flows the SmartNIC's full flow table evicted (and flushed).", "flows_evicted")
+    yield count("jumbogate_smartnic_onloads_refused", "Onloads the SmartNIC refused: its pin budget was spent.", "onloads_refused")
+    yield count("jumbogate_smartnic_pins_expired", "Onload pins the SmartNIC dropped for idleness.", "pins_expired")
+    yield from _merge_delay(nic)
+    yield from _path_mtu_discovery(nic)
+    fence = None if nic is None else nic.fence
+    yield _gauge(
+        "jumbogate_smartnic_fence_election_id_high",
+        "The highest leader election id a change to the SmartNIC carried: its high half, the fleet's fencing epoch.",
+        [],
+        [] if fence is None else [([], fence.election_id_high)],
+    )
+    yield _gauge(
+        "jumbogate_smartnic_fence_election_id_low",
+        "The same id's low half: the store revision at which that leader won.",
+        [],
+        [] if fence is None else [([], fence.election_id_low)],
+    )
+    yield _counter(
+        "jumbogate_smartnic_fence_changes_refused",
+        "Changes the SmartNIC refused from a deposed leader (a lower election id, none, or a malformed one).",
+        [],
+        [] if fence is None else [([], fence.changes_refused)],
+    )
+
+
+def _merge_delay(nic: nic_pb2.NicStats | None) -> Iterator[Metric]:
+    delay = HistogramMetricFamily("jumbogate_smartnic_merge_delay_seconds", "How long merged segments waited in the SmartNIC.")
     # The SmartNIC counts per bucket; Prometheus buckets are cumulative.
     buckets, running = [], 0
-    for bucket in nic.merge_delay:
+    for bucket in [] if nic is None else nic.merge_delay:
         running += bucket.count
         bound = "+Inf" if math.isinf(bucket.le_us) else repr(bucket.le_us / 1e6)
         buckets.append((bound, running))
     if buckets:
-        delay = HistogramMetricFamily("jumbogate_smartnic_merge_delay_seconds", "How long merged segments waited in the SmartNIC.")
         delay.add_metric([], buckets, sum_value=nic.merge_delay_sum_s)
-        yield delay
+    yield delay
+
+
+def _path_mtu_discovery(nic: nic_pb2.NicStats | None) -> Iterator[Metric]:
+    # Empty while discovery is off (or the SmartNIC unreachable).
+    counters = {} if nic is None else dict(nic.path_mtu_discovery)
+    for key, (name, documentation) in PMTU_GAUGES.items():
+        yield _gauge(name, documentation, [], [([], counters[key])] if key in counters else [])
+    for key, (name, documentation) in PMTU_BYTE_COUNTERS.items():
+        yield _counter(name, documentation, [], [([], counters[key])] if key in counters else [])
+    events = sorted((key, value) for key, value in counters.items() if key not in PMTU_GAUGES and key not in PMTU_BYTE_COUNTERS)
+    yield _counter(
+        "jumbogate_smartnic_pmtu_events",
+        "Path MTU discovery's counts, by event (docs/pathmtu.md names them).",
+        ["event"],
+        [([key], value) for key, value in events],
+    )
 
 
 class BorderCollector(Collector):

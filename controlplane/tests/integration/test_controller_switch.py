@@ -654,7 +654,13 @@ def test_metrics_move_with_the_traffic(nic_rig):
     assert waits >= 1 and waits == grew("jumbogate_smartnic_merge_delay_seconds_bucket", le="+Inf")
     # Each wait is under the SmartNIC's delay bound (10 ms at most).
     assert 0 < grew("jumbogate_smartnic_merge_delay_seconds_sum") <= waits * 0.01
-    assert 0 < after[("jumbogate_merge_path_byte_share", ())] <= 1
+    assert grew("jumbogate_path_bytes_total", path="merge") >= 24 * 1500
+    # Table fill, read from the switch: the merge services the rack config
+    # names, against the table's size in the P4Info.
+    assert after[("jumbogate_switch_table_entries", (("table", "merge_services"),))] == 2
+    size = fy.P4Schema(lab.PIPELINE_512 / "jumbogate.p4info.txtpb").tables["merge_services"].size
+    assert after[("jumbogate_switch_table_size", (("table", "merge_services"),))] == size
+    assert after[("jumbogate_smartnic_fence_changes_refused_total", ())] == 0
 
 
 def test_elephant_is_onloaded_then_expires(nic_rig):
