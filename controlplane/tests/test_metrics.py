@@ -483,10 +483,14 @@ def promtool(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def has_promtool(request):
     if shutil.which("promtool") is None:
-        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter:
-            reporter.write_line("SKIPPED: promtool is not on PATH (Debian's prometheus package; make setup installs it)", yellow=True, bold=True)
-        pytest.skip("promtool is not on PATH (Debian's prometheus package; make setup installs it)")
+        why = "promtool is not on PATH (Debian's prometheus package; make setup installs it)"
+        plugins = request.config.pluginmanager
+        reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+        if reporter and capture:
+            # Once per run, past the capture that holds a test's output.
+            with capture.global_and_fixture_disabled():
+                reporter.write_line(f"SKIPPED: the alert rules' promtool tests; {why}", yellow=True, bold=True)
+        pytest.skip(why)
 
 
 def test_the_alert_rules_pass_promtool_check(has_promtool):
