@@ -25,7 +25,7 @@ export TOPO
 comma      := ,
 space      := $(subst ,, )
 
-.PHONY: help setup test test-python test-c test-ptf sanitized lint proto smartnic p4 p4-tofino bench run stop demo attack soak clean
+.PHONY: help setup test test-python test-c test-ptf sanitized lint proto smartnic p4 p4-tofino bench fleet-scale run stop demo attack soak clean
 
 help:
 	@echo "make setup   install Debian/PyPI dependencies, generate protos, build the SmartNIC (and P4 when p4c is present)"
@@ -34,6 +34,7 @@ help:
 	@echo "make p4-tofino  compile the TNA top level with bf-p4c for Tofino 1 and 2, both profiles, into build/p4/ (resources.md each)"
 	@echo "make sanitized  the engine's C suites and jumbogate-nic's integration tests on an ASan+UBSan build (part of make test)"
 	@echo "make bench   benchmark the SmartNIC engine against DPDK GRO (TRACE=capture.pcap to replay a capture)"
+	@echo "make fleet-scale  the fleet's store at scale: RACKS (1000) racks, INSTANCES (100000) instances, one watcher per rack, FLIPS (100) flag flips, against one etcd"
 	@echo "make lint    ruff, clang-format check, P4 warnings as errors"
 	@echo "make run     bring up the emulated rack (Mininet + switch + SmartNIC + controller; SWITCH=soft|bmv2, TLS=1; TOPO=two-racks: two racks across a WAN); make stop tears it down"
 	@echo "make demo    scripted demo with report and plots"
@@ -89,6 +90,12 @@ p4-tofino:
 
 bench:
 	@bash smartnic/bench/run.sh $(TRACE)
+
+RACKS     ?= 1000
+INSTANCES ?= 100000
+FLIPS     ?= 100
+fleet-scale:
+	@$(PY) controlplane/bench/fleet_scale.py --racks $(RACKS) --instances $(INSTANCES) --flips $(FLIPS)
 
 sanitized:
 	@bash scripts/sanitized.sh c && bash scripts/sanitized.sh nic
