@@ -448,6 +448,15 @@ uint16_t nic_pathmtu_poll(struct nic_pathmtu *pm, unsigned int port_index,
 	return count;
 }
 
+/* Under the lock: whether a round to d waits for its port's poll. */
+static bool round_requested(const struct nic_pathmtu *pm, const struct dest *d)
+{
+	for (unsigned int i = 0; i < pm->requested_count; i++)
+		if (pm->requested[i] == (uint32_t)(d - pm->slots))
+			return true;
+	return false;
+}
+
 int nic_pathmtu_request_round(struct nic_pathmtu *pm, uint8_t ip_version,
 			      const uint8_t *addr, bool exact)
 {
@@ -462,6 +471,10 @@ int nic_pathmtu_request_round(struct nic_pathmtu *pm, uint8_t ip_version,
 		/* Its answer is the answer; made exact if asked. */
 		d->exact_wanted |= exact;
 		result = -EALREADY;
+	} else if (round_requested(pm, d)) {
+		/* One round is enough; it is the operator's now. */
+		d->exact_wanted |= exact;
+		d->operator_round = true;
 	} else if (pm->requested_count == MAX_REQUESTS)
 		result = -EBUSY;
 	else {
@@ -599,12 +612,13 @@ void pmtu_take_reply(struct nic_pathmtu *pm, const struct rte_mbuf *m,
 		return;
 	}
 	COUNT(pm, replies_accepted);
+	/* A responder is there: the next round needs no hello. */
 	d->replied = true;
+	d->confirmed = true;
 	if (d->rtt_ns == 0)
 		d->rtt_ns = now_ns - d->round_ns;
 	if (hello) {
 		/* The next poll of its port sends the usual set. */
-		d->confirmed = true;
 		d->hello_failures = 0;
 		COUNT(pm, hellos_answered);
 	}
@@ -700,11 +714,12 @@ void pmtu_take_icmp_error(struct nic_pathmtu *pm, const struct rte_mbuf *m,
 	if (d != NULL) {
 		if (!quote_matches(pm, d, m, p, quoted)) {
 			COUNT(pm, icmp_unmatched);
-		} else if (d->state == DEST_PROBING ||
+		} else if (d->state == DEST_PROBING || round_requested(pm, d) ||
 			   (d->round_ns != 0 &&
 			    now_ns - d->round_ns <
 				    pm->config.icmp_gap_s * PMTU_NS_PER_S)) {
-			/* A round under way or just over answers it. */
+			/* A round under way, asked for or just over
+			 * answers it. */
 			COUNT(pm, icmp_ignored);
 		} else if (pm->requested_count < MAX_REQUESTS) {
 			pm->requested[pm->requested_count++] =

@@ -110,9 +110,9 @@ static struct fragment_bucket *bucket_of(struct nic_pathmtu *pm,
 			   FRAGMENT_BUCKETS];
 }
 
-/* Under the bucket's lock: whether a may give way to b's newcomer
- * sooner than b: groups a probe's first fragment began last longest,
- * then the oldest go first. */
+/* Under the bucket's lock: whether group a gives way before group b
+ * when a bucket is full. Groups a probe's first fragment began last
+ * longest; among equals the older goes first. */
 static bool sooner_evicted(const struct fragment_group *a,
 			   const struct fragment_group *b)
 {

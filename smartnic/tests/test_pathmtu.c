@@ -337,8 +337,11 @@ only_an_icmp_error_quoting_what_the_border_sent_asks_for_a_round(void)
 	free_all(probes, count);
 	CHECK_EQ(stats_of(pm).icmp_unmatched, 64);
 	CHECK_EQ(stats_of(pm).icmp_reprobes, 0);
-	/* A router's error about the second piece the segment was cut in. */
+	/* A router's errors about the pieces the segment was cut in: the
+	 * first asks for a round, the second finds it asked for. */
 	CHECK(receive(pm, icmp_too_big(1004000)) == NULL);
+	CHECK(receive(pm, icmp_too_big(1000000)) == NULL);
+	CHECK_EQ(stats_of(pm).icmp_ignored, 1);
 	count = poll_port(pm, probes);
 	CHECK_EQ(count, ROUND_PROBES);
 	free_all(probes, count);
