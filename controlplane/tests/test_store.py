@@ -8,6 +8,7 @@ so that two of them can race on one store within a test.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import time
 from dataclasses import replace
@@ -21,7 +22,7 @@ from jumbogate.config import config_changes, load_config, parse_config
 from jumbogate.fleet import FleetPolicy, StoreValueError, policy_changes
 from jumbogate.lab import free_tcp_port
 from jumbogate.state import PolicyError
-from jumbogate.store import PREFIX, EtcdStore, MemoryStore, StoreConflict, StoreUnavailable
+from jumbogate.store import PREFIX, EtcdStore, MemoryStore, StoreConflict, StoreRefused, StoreUnavailable
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "rack.example.yaml"
 
@@ -257,3 +258,16 @@ async def test_changes_are_refused_while_etcd_is_down_and_the_watch_resumes_afte
     await watching.wait_for_revision(fixed)
     assert watching.policy.config.fleet_jumbo is False and watching.policy.refused_revisions == 0
     await watching.close()
+
+
+async def test_a_rack_of_more_keys_than_one_transaction_takes_is_seeded_whole(etcd):
+    """etcd refuses a transaction of more than 128 writes (--max-txn-ops): seeding goes in slices, the rack's ports last."""
+    example = load_config(EXAMPLE)
+    many = tuple(replace(example.instances[0], id=f"vm-{n:03}", addresses=(ipaddress.ip_address(f"10.20.{n // 250}.{n % 250 + 1}"),)) for n in range(300))
+    rack = await Rack(etcd.store_url, replace(example, instances=many)).start()
+    assert len(rack.policy.config.instances) == 300
+    assert len(etcd.ctl("get", "--prefix", "--keys-only", PREFIX + "instances/").stdout.split()) == 300
+    # An import of as many keys is one transaction: etcd's limit refuses it whole, and says so.
+    with pytest.raises(StoreRefused, match="too many operations"):
+        await rack.policy.import_yaml(rack.policy.export_yaml(), "big.yaml")
+    await rack.close()

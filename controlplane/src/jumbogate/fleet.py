@@ -41,6 +41,12 @@ from .store import PREFIX, Change, MemoryStore, Snapshot, Store, StoreConflict, 
 LOG = logging.getLogger("jumbogate.fleet")
 
 SCHEMA_VERSION = 1
+# Keys written per transaction while seeding: etcd refuses a transaction
+# of more than --max-txn-ops (128 by default) compares or writes.
+SEED_KEYS_PER_TRANSACTION = 100
+# Seeding slices that another seeding controller got to first; past this
+# something else keeps writing the same keys, and the start fails.
+SEED_CONFLICTS_TOLERATED = 20
 # The rack a controller programs unless told otherwise (--rack).
 DEFAULT_RACK = "rack-1"
 SCHEMA = "schema"
@@ -292,7 +298,7 @@ class FleetPolicy:
         self.last_refusal = ""
         if isinstance(store, MemoryStore):
             # The lab's store is this process's memory, seeded from the file.
-            store.commit_now(self._seed_change(Snapshot(0, {}), whole=True))
+            store.commit_now(self._whole_file(Snapshot(0, {})))
             self.apply(store.snapshot_now())
 
     @property
@@ -308,16 +314,22 @@ class FleetPolicy:
         if isinstance(self.store, MemoryStore):
             return  # seeded when made
         await self.store.open()
-        for _attempt in range(10):
+        conflicts = 0
+        while True:
             snapshot = await self.store.snapshot()
-            change = self._seed_change(snapshot)
-            if not change.puts:
+            doc, missing = self._to_seed(snapshot)
+            if not missing:
                 break
+            # In slices that fit one transaction; each key is created only
+            # if still absent, so two controllers seeding at once seed once.
+            chunk = missing[:SEED_KEYS_PER_TRANSACTION]
             try:
-                await self.store.commit(change)
-                LOG.info("seeded %s from %s: %s", self.store.url, self.seed.source, ", ".join(sorted(change.puts)))
+                await self.store.commit(Change(snapshot.revision, puts={key: encode(doc[key]) for key in chunk}).depend(snapshot, *chunk))
+                LOG.info("seeded %s from %s: %d keys (%s)", self.store.url, self.seed.source, len(chunk), ", ".join(chunk[:6]))
             except StoreConflict:
-                continue  # another controller seeded at the same time: read again
+                conflicts += 1
+                if conflicts > SEED_CONFLICTS_TOLERATED:
+                    raise
         snapshot = await self.store.snapshot()
         self.config = assemble(self.local, snapshot.values(), self.rack, self.store.url)
         self.snapshot, self.revision_applied = snapshot, snapshot.revision
@@ -328,19 +340,24 @@ class FleetPolicy:
             )
         self.on_change(self.config, differs)
 
-    def _seed_change(self, snapshot: Snapshot, *, whole: bool = False) -> Change:
-        """Puts for what a new store (no schema) or a rack new to the store (no ports) needs from the file."""
+    def _to_seed(self, snapshot: Snapshot) -> tuple[dict[str, Any], list[str]]:
+        """The file's keys that a new store (no schema) or a rack new to the store (no ports)
+        lacks, in the order to write them: each marker last, so that a seeding cut short
+        is taken up again by the next start instead of leaving a rack half seeded."""
         doc = document(self.seed, self.rack)
-        change = Change(snapshot.revision)
-        if whole or SCHEMA not in snapshot.entries:
-            wanted = [key for key in doc if not key.startswith(("instances/", "racks/"))]
-            change.depend(snapshot, *wanted)
-            change.puts.update({key: encode(doc[key]) for key in wanted})
-        if whole or rack_key(self.rack, "ports") not in snapshot.entries:
-            wanted = [key for key in doc if key.startswith(("instances/", f"racks/{self.rack}/")) and key not in snapshot.entries]
-            change.depend(snapshot, rack_key(self.rack, "ports"), *wanted)
-            change.puts.update({key: encode(doc[key]) for key in wanted})
-        return change
+        missing = []
+        if SCHEMA not in snapshot.entries:
+            missing += [key for key in doc if key.startswith("fleet/") and key not in snapshot.entries] + [SCHEMA]
+        ports = rack_key(self.rack, "ports")
+        if ports not in snapshot.entries:
+            rack_keys = [key for key in doc if key.startswith(("instances/", f"racks/{self.rack}/")) and key != ports]
+            missing += [key for key in rack_keys if key not in snapshot.entries] + [ports]
+        return doc, missing
+
+    def _whole_file(self, snapshot: Snapshot) -> Change:
+        """The lab's memory store: the file's policy, every key of it."""
+        doc = document(self.seed, self.rack)
+        return Change(snapshot.revision, puts={key: encode(value) for key, value in doc.items()})
 
     async def run(self) -> None:
         async for snapshot in self.store.watch(self.revision):
@@ -370,7 +387,7 @@ class FleetPolicy:
         assert isinstance(self.store, MemoryStore)
         self.seed = config
         snapshot = self.store.snapshot_now()
-        change = self._seed_change(snapshot, whole=True)
+        change = self._whole_file(snapshot)
         change.deletes = {key for key in snapshot.entries if key not in change.puts}
         self.store.commit_now(change)
         self.snapshot, self.config = self.store.snapshot_now(), config

@@ -253,7 +253,8 @@ class EtcdStore:
             full = self._full(key)
             # Deleted or recreated since the base: its create revision differs.
             compare.append(rpc.Compare(key=full, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL, create_revision=created))
-            if created:
+            # (A whole-store change compares every key's mod revision at once, below.)
+            if created and not change.whole_store:
                 compare.append(rpc.Compare(key=full, target=rpc.Compare.MOD, result=rpc.Compare.LESS, mod_revision=after))
         if change.whole_store:
             compare.append(
