@@ -228,6 +228,12 @@ class PolicyState:
         if self.instance_jumbo[instance_id] == on:
             return
         self.instance_jumbo[instance_id] = on
+        self._publish_instance(instance_id)
+        self._drop_ineligible_flows(f"instance {instance_id} jumbo turned off")
+        self._bump()
+
+    def _publish_instance(self, instance_id: str) -> None:
+        on = self.instance_jumbo[instance_id]
         self._publish(
             EventKind.INSTANCE_CHANGED,
             instance_id=instance_id,
@@ -235,8 +241,6 @@ class PolicyState:
             instance_mtu=self.effective_mtu(instance_id),
             detail=f"instance {instance_id} jumbo {'on' if on else 'off'}",
         )
-        self._drop_ineligible_flows(f"instance {instance_id} jumbo turned off")
-        self._bump()
 
     def reload(self, config: RackConfig, changed: list[str]) -> None:
         """Take a reloaded config: its values replace the old ones, flags included.
@@ -265,13 +269,7 @@ class PolicyState:
             self._publish(EventKind.FLEET_CHANGED, fleet_jumbo=self.fleet_jumbo, detail=f"fleet jumbo {'on' if self.fleet_jumbo else 'off'}")
         for instance_id, on in self.instance_jumbo.items():
             if old_flags.get(instance_id, on) != on:
-                self._publish(
-                    EventKind.INSTANCE_CHANGED,
-                    instance_id=instance_id,
-                    instance_jumbo=on,
-                    instance_mtu=self.effective_mtu(instance_id),
-                    detail=f"instance {instance_id} jumbo {'on' if on else 'off'}",
-                )
+                self._publish_instance(instance_id)
         others = [name for name in changed if name not in ("fleet.jumbo", "instances")]
         if others:
             self._publish(EventKind.CONFIG_RELOADED, detail=f"{config.source}: {', '.join(others)}")

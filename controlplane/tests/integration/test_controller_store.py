@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 import yaml
-from test_controller_switch import FLEET_OFF, FLEET_ON, PORTS, TARGETS, VENV_BIN, Rig, reconciled, wait_until
+from test_controller_switch import FLEET_OFF, FLEET_ON, TARGETS, VENV_BIN, Rig, reconciled, running, wait_until
 
 from jumbogate import lab
 from jumbogate.store import PREFIX
@@ -49,17 +49,8 @@ class StoreRig(Rig):
 def rig(request, tmp_path_factory, etcd_server):
     etcd_server.ctl("del", "--prefix", "/jumbogate/")
     tmp = tmp_path_factory.mktemp(f"store-{request.param}")
-    with lab.veth_pairs("jgs", len(PORTS)) as veths:
-        rig = StoreRig(tmp, veths, request.param, etcd_server)
-        rig.switch.start()
-        try:
-            rig.start_controller()
-            rig.wait_for_reconcile()
-            yield rig
-        finally:
-            if rig.controller:
-                rig.controller.stop()
-            rig.switch.stop()
+    with running(lambda veths: StoreRig(tmp, veths, request.param, etcd_server), "jgs") as rig:
+        yield rig
 
 
 @pytest.fixture

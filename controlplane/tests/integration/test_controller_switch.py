@@ -162,11 +162,11 @@ class Rig:
         return plan(desired, actual), actual
 
 
-@pytest.fixture(scope="module", params=TARGETS)
-def rig(request, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp(f"controller-{request.param}")
-    with lab.veth_pairs("jgc", len(PORTS)) as veths:
-        rig = Rig(tmp, veths, request.param)
+@contextlib.contextmanager
+def running(make_rig, veth_prefix: str):
+    """A rig (make_rig(veths)) with its switch and controller started and reconciled; both stopped after."""
+    with lab.veth_pairs(veth_prefix, len(PORTS)) as veths:
+        rig = make_rig(veths)
         rig.switch.start()
         try:
             rig.start_controller()
@@ -176,6 +176,13 @@ def rig(request, tmp_path_factory):
             if rig.controller:
                 rig.controller.stop()
             rig.switch.stop()
+
+
+@pytest.fixture(scope="module", params=TARGETS)
+def rig(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp(f"controller-{request.param}")
+    with running(lambda veths: Rig(tmp, veths, request.param), "jgc") as rig:
+        yield rig
 
 
 def test_initial_programming_is_read_back_from_the_switch(rig):
