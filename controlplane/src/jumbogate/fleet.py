@@ -193,14 +193,35 @@ def _mapping(key: str, value: Any, allowed: tuple[str, ...]) -> dict:
     return value
 
 
-def assemble(local: dict[str, Any], values: dict[str, bytes], rack: str, source: str) -> RackConfig:
-    """This rack's config from the store's values and the controller's own settings, or StoreValueError naming the key at fault."""
-    decoded = {}
-    for key, raw in values.items():
-        try:
-            decoded[key] = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise StoreValueError(key, f"not JSON: {err}") from None
+class Decoder:
+    """JSON values of a snapshot, each decoded once per write: a fleet's
+    snapshot holds every rack's instances, and a watch event changes few."""
+
+    def __init__(self):
+        self._cache: dict[str, tuple[int, Any]] = {}
+
+    def decode(self, snapshot: Snapshot) -> dict[str, Any]:
+        """key -> value, or StoreValueError naming the first key (in key order) that is not JSON."""
+        out, cache = {}, {}
+        for key, entry in snapshot.entries.items():
+            hit = self._cache.get(key)
+            if hit is not None and hit[0] == entry.mod_revision:
+                cache[key] = hit
+            else:
+                try:
+                    cache[key] = (entry.mod_revision, json.loads(entry.value))
+                except (UnicodeDecodeError, json.JSONDecodeError) as err:
+                    cache[key] = (entry.mod_revision, StoreValueError(key, f"not JSON: {err}"))
+            out[key] = cache[key][1]
+        self._cache = cache
+        bad = sorted(key for key, value in out.items() if isinstance(value, StoreValueError))
+        if bad:
+            raise out[bad[0]]
+        return out
+
+
+def assemble(local: dict[str, Any], decoded: dict[str, Any], rack: str, source: str) -> RackConfig:
+    """This rack's config from the store's decoded values and the controller's own settings, or StoreValueError naming the key at fault."""
     schema = decoded.get(SCHEMA)
     if schema is None:
         raise StoreValueError(SCHEMA, "missing: the store holds no jumbogate policy (seed it from a rack.yaml: jumbogatectl config import)")
@@ -223,14 +244,19 @@ def assemble(local: dict[str, Any], values: dict[str, bytes], rack: str, source:
     smartnic_part = rack_key(rack, "smartnic")
     if smartnic_part in decoded:
         data["smartnic"].update(_mapping(smartnic_part, decoded[smartnic_part], ("internal_prefixes",)))
+    # Every rack's instances are in the snapshot: pick this rack's in one
+    # cheap pass (a fleet has many), and check only those in full.
     instance_ids = []
-    for key in sorted(k for k in decoded if k.startswith("instances/")):
+    for key, value in decoded.items():
+        if key.startswith("instances/"):
+            if not isinstance(value, dict) or not isinstance(value.get("rack"), str):
+                raise StoreValueError(key, 'needs the name of its rack ("rack": a string)')
+            if value["rack"] == rack:
+                instance_ids.append(key)
+    instance_ids.sort()
+    for key in instance_ids:
         value = _mapping(key, decoded[key], ("rack", "addresses", "jumbo"))
-        if not isinstance(value.get("rack"), str):
-            raise StoreValueError(key, 'needs the name of its rack ("rack": a string)')
-        if value["rack"] == rack:
-            instance_ids.append(key)
-            data.setdefault("instances", []).append({"id": key.removeprefix("instances/"), **{k: v for k, v in value.items() if k != "rack"}})
+        data.setdefault("instances", []).append({"id": key.removeprefix("instances/"), **{k: v for k, v in value.items() if k != "rack"}})
     try:
         return parse_config(data, source, fleet_rule=False)
     except ConfigError as err:
@@ -296,6 +322,7 @@ class FleetPolicy:
         self.revision_applied = 0
         self.refused_revisions = 0
         self.last_refusal = ""
+        self._decoder = Decoder()
         if isinstance(store, MemoryStore):
             # The lab's store is this process's memory, seeded from the file.
             store.commit_now(self._whole_file(Snapshot(0, {})))
@@ -331,7 +358,7 @@ class FleetPolicy:
                 if conflicts > SEED_CONFLICTS_TOLERATED:
                     raise
         snapshot = await self.store.snapshot()
-        self.config = assemble(self.local, snapshot.values(), self.rack, self.store.url)
+        self.config = assemble(self.local, self._decoder.decode(snapshot), self.rack, self.store.url)
         self.snapshot, self.revision_applied = snapshot, snapshot.revision
         differs = policy_changes(self.seed, self.config)
         if differs:
@@ -370,7 +397,7 @@ class FleetPolicy:
             return
         self.snapshot = snapshot
         try:
-            new = assemble(self.local, snapshot.values(), self.rack, self.store.url)
+            new = assemble(self.local, self._decoder.decode(snapshot), self.rack, self.store.url)
         except StoreValueError as err:
             self.refused_revisions += 1
             self.last_refusal = f"revision {snapshot.revision}: {err}"

@@ -34,6 +34,9 @@ PREFIX = "/jumbogate/v1/"
 # Deadline of one etcd request. A store that does not answer within it is
 # reported as unavailable; the request is not retried behind the caller's back.
 REQUEST_TIMEOUT_S = 3.0
+# The largest read of the whole prefix the controller takes: etcd's own
+# database stays well under its 2 to 8 GiB quota long before this.
+MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
 # After a watch breaks (etcd restarted, a member lost), the next attempt waits this long.
 WATCH_RETRY_S = 0.5
 
@@ -225,7 +228,12 @@ class EtcdStore:
     async def open(self) -> None:
         """Connect and read once, so that a store that is not there is reported at start."""
         # Pick the first endpoint that answers, and move on when it stops.
-        options = [("grpc.lb_policy_name", "pick_first"), ("grpc.max_reconnect_backoff_ms", 1000)]
+        options = [
+            ("grpc.lb_policy_name", "pick_first"),
+            ("grpc.max_reconnect_backoff_ms", 1000),
+            # A fleet's snapshot outgrows gRPC's default 4 MiB message.
+            ("grpc.max_receive_message_length", MAX_SNAPSHOT_BYTES),
+        ]
         self._channel = grpc.aio.insecure_channel(_grpc_target(self.endpoints), options=options)
         self._kv = rpc.KVStub(self._channel)
         self._watch = rpc.WatchStub(self._channel)
