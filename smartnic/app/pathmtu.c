@@ -192,7 +192,7 @@ bool nic_pathmtu_receive(struct nic_pathmtu *pm, struct rte_mbuf *m,
 	uint16_t udp_len = 0;
 
 	*reply_count = 0;
-	if (!pmtu_parse(m, &p))
+	if (!pmtu_parse(m, &p, true))
 		return false;
 	if (p.fragment)
 		return p.version == 4 &&

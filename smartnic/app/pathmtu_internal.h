@@ -263,7 +263,9 @@ struct dest *pmtu_insert(struct nic_pathmtu *pm, uint8_t version,
 /* Packets (pathmtu_wire.c). */
 enum message_read { NOT_OURS, OURS, OURS_MALFORMED };
 
-bool pmtu_parse(const struct rte_mbuf *m, struct parsed *p);
+/* The headers of a packet; with whole, the whole IP packet is in the
+ * first segment too (what reads its payload needs that). */
+bool pmtu_parse(const struct rte_mbuf *m, struct parsed *p, bool whole);
 enum message_read pmtu_read_message(const struct nic_pathmtu *pm,
 				    const struct rte_mbuf *m,
 				    const struct parsed *p,

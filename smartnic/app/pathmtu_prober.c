@@ -163,8 +163,11 @@ static bool read_segment(const struct rte_mbuf *m, const struct parsed *p,
 	uint8_t tcp[14];
 	uint32_t header, seq;
 
+	/* A jumbo segment may come in a chain: its headers are in the first
+	 * buffer. */
 	if (p->fragment || p->protocol != IPPROTO_TCP ||
-	    p->l4_len < sizeof(tcp))
+	    p->l4_len < sizeof(tcp) ||
+	    rte_pktmbuf_data_len(m) < p->l4_offset + sizeof(tcp))
 		return false;
 	memcpy(tcp, rte_pktmbuf_mtod_offset(m, void *, p->l4_offset),
 	       sizeof(tcp));
@@ -194,7 +197,7 @@ uint16_t nic_pathmtu_note_outbound(struct nic_pathmtu *pm,
 	struct parsed p;
 	uint16_t sent = 0;
 
-	if (port_index >= 32 || !pmtu_parse(m, &p) ||
+	if (port_index >= 32 || !pmtu_parse(m, &p, false) ||
 	    !read_segment(m, &p, &segment))
 		return 0;
 	/* Only what the rack sends of its own accord may start a round: a

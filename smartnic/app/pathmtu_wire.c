@@ -12,10 +12,13 @@
 /* ------------------------------------------------------------------ */
 /* Packets                                                              */
 
-bool pmtu_parse(const struct rte_mbuf *m, struct parsed *p)
+bool pmtu_parse(const struct rte_mbuf *m, struct parsed *p, bool whole)
 {
 	const uint8_t *data = rte_pktmbuf_mtod(m, const uint8_t *);
 	uint32_t present = rte_pktmbuf_data_len(m);
+	/* Where the whole packet must be: the first segment, or (headers
+	 * only wanted) anywhere in the chain. */
+	uint32_t held = whole ? present : rte_pktmbuf_pkt_len(m);
 	uint16_t ether_type;
 	uint32_t offset = RTE_ETHER_HDR_LEN;
 
@@ -44,7 +47,7 @@ bool pmtu_parse(const struct rte_mbuf *m, struct parsed *p)
 		p->l3_len = (uint16_t)((ip->version_ihl & 0xf) * 4);
 		p->ip_len = rte_be_to_cpu_16(ip->total_length);
 		if ((ip->version_ihl >> 4) != 4 || p->l3_len < sizeof(*ip) ||
-		    p->ip_len < p->l3_len || present < offset + p->ip_len)
+		    p->ip_len < p->l3_len || held < offset + p->ip_len)
 			return false;
 		fragment = rte_be_to_cpu_16(ip->fragment_offset);
 		p->more_fragments = (fragment & RTE_IPV4_HDR_MF_FLAG) != 0;
@@ -66,7 +69,7 @@ bool pmtu_parse(const struct rte_mbuf *m, struct parsed *p)
 		p->ip_len = sizeof(*ip) + rte_be_to_cpu_16(ip->payload_len);
 		/* Probes and replies carry no extension headers. */
 		p->protocol = ip->proto;
-		if (present < offset + p->ip_len)
+		if (held < offset + p->ip_len)
 			return false;
 		memcpy(p->src, ip->src_addr, 16);
 		memcpy(p->dst, ip->dst_addr, 16);

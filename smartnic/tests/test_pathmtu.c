@@ -75,9 +75,13 @@ static uint32_t ipv4_frame(uint8_t *frame, uint32_t src, uint32_t dst,
 	return ETHER_LEN + sizeof(*ip) + length;
 }
 
+/* Buffers this long make a jumbo frame a chain, as a port with
+ * --mbuf-size below its MTU receives it. */
+static uint16_t segment_size;
+
 static struct rte_mbuf *mbuf_of(const uint8_t *frame, uint32_t length)
 {
-	return pb_from_bytes(pool, frame, length, 0);
+	return pb_from_bytes(pool, frame, length, segment_size);
 }
 
 /* A TCP segment from the rack host to dst: flags, seq, payload bytes. */
@@ -290,6 +294,24 @@ static void a_hello_comes_first_and_the_set_only_after_its_answer(void)
 						   1500 + 4000 + 8000 +
 						   PROBE_MTU);
 out:
+	nic_pathmtu_free(pm);
+}
+
+/* A jumbo segment whose buffers are chained starts a round like any
+ * other, and is remembered for matching ICMP errors: only its headers
+ * need to be in the first buffer. */
+static void a_segment_in_a_chain_of_buffers_starts_a_round(void)
+{
+	struct nic_pathmtu *pm = create(1000);
+	struct rte_mbuf *probes[64];
+	uint16_t count;
+
+	segment_size = 2048;
+	count = outbound(pm, segment(PEER_HOST, TCP_ACK, 1, 8000), probes);
+	segment_size = 0;
+	CHECK_EQ(count, 1);
+	free_all(probes, count);
+	CHECK(tracked(pm, PEER_HOST));
 	nic_pathmtu_free(pm);
 }
 
@@ -601,6 +623,7 @@ HARNESS_MAIN(
 	"test_pathmtu",
 	HARNESS_CASE(an_outsiders_syn_makes_the_border_probe_no_one),
 	HARNESS_CASE(a_hello_comes_first_and_the_set_only_after_its_answer),
+	HARNESS_CASE(a_segment_in_a_chain_of_buffers_starts_a_round),
 	HARNESS_CASE(
 		only_an_icmp_error_quoting_what_the_border_sent_asks_for_a_round),
 	HARNESS_CASE(fragment_sizes_must_add_up_to_the_probe),
