@@ -337,6 +337,9 @@ class NicService final : public v1::Nic::Service
 		reply->set_merged_packets(engine.merge.merged_packets);
 		reply->set_segments_merged(totals.segments_merged);
 		reply->set_conversion_yield(totals.conversion_yield);
+		reply->set_tcp_payload_bytes_in(engine.merge.tcp_payload_in);
+		reply->set_tcp_payload_bytes_full(
+			engine.merge.tcp_payload_full);
 		reply->set_split_packets(engine.split.packets_segmented);
 		reply->set_split_segments_out(engine.split.segments_out);
 		reply->set_caravans_packed(engine.caravan.caravans_packed);

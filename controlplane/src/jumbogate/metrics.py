@@ -198,11 +198,16 @@ def _nic_families(nic: nic_pb2.NicStats | None) -> Iterator[Metric]:
     yield count("jumbogate_smartnic_split_segments", "Segments the SmartNIC cut from packets above the path MTU.", "split_segments_out")
     yield count("jumbogate_smartnic_caravans_packed", "UDP caravans the SmartNIC packed.", "caravans_packed")
     yield count("jumbogate_smartnic_caravans_unpacked", "UDP caravans the SmartNIC unpacked.", "caravans_unpacked")
-    # The SmartNIC reports only its own lifetime average; the name says so.
-    yield level(
-        "jumbogate_smartnic_conversion_yield_lifetime_ratio",
-        "Share of input TCP payload bytes that left in packets of at least 90% of the internal MTU, since the SmartNIC started (0 to 1).",
-        "conversion_yield",
+    # The conversion yield's two halves: a query divides their rates over
+    # its own window, where the SmartNIC's own figure is a lifetime average
+    # that a border which stopped merging an hour ago still shows as fine.
+    yield count(
+        "jumbogate_smartnic_tcp_payload_in_bytes", "TCP payload bytes of the complete segments the SmartNIC's merge stage took in.", "tcp_payload_bytes_in"
+    )
+    yield count(
+        "jumbogate_smartnic_tcp_payload_full_bytes",
+        "Of them, the bytes that left in packets of at least 90% of the internal MTU (the conversion yield's numerator).",
+        "tcp_payload_bytes_full",
     )
     yield _counter(
         "jumbogate_smartnic_drop_packets",
