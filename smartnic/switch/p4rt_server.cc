@@ -805,13 +805,16 @@ class Server final : public p4v1::P4Runtime::Service
 					    StatusCode::NOT_FOUND);
 		if (!status.ok())
 			return status;
-		if (!config_)
-			return no_pipeline();
+		// Who may write comes before what there is to write to
+		// (P4Runtime 12.2): a backup is PERMISSION_DENIED even before
+		// any pipeline config.
 		status = check_primary(request->role(),
 				       request->has_election_id(),
 				       from_proto(request->election_id()));
 		if (!status.ok())
 			return status;
+		if (!config_)
+			return no_pipeline();
 		if (request->atomicity() !=
 		    p4v1::WriteRequest::CONTINUE_ON_ERROR)
 			return error(StatusCode::UNIMPLEMENTED,
@@ -992,9 +995,14 @@ class Server final : public p4v1::P4Runtime::Service
 			 const p4v1::MasterArbitrationUpdate &update)
 	{
 		std::lock_guard<std::mutex> lock(mu_);
+		// A stream arbitrated for this device that names another is
+		// FAILED_PRECONDITION (a stream's device cannot change); a new
+		// stream naming an unknown device is NOT_FOUND.
 		if (update.device_id() != sw_->device_id)
 			return error(
-				StatusCode::NOT_FOUND,
+				stream->arbitrated
+					? StatusCode::FAILED_PRECONDITION
+					: StatusCode::NOT_FOUND,
 				"arbitration for device " +
 					std::to_string(update.device_id()) +
 					", this switch is device " +
@@ -1105,7 +1113,8 @@ class Server final : public p4v1::P4Runtime::Service
 
 	void stream_error(Stream *stream, StatusCode code,
 			  const std::string &message,
-			  const p4v1::PacketOut *packet = nullptr)
+			  const p4v1::PacketOut *packet = nullptr,
+			  const p4v1::DigestListAck *ack = nullptr)
 	{
 		p4v1::StreamMessageResponse response;
 		auto *e = response.mutable_error();
@@ -1115,6 +1124,9 @@ class Server final : public p4v1::P4Runtime::Service
 		if (packet != nullptr)
 			*e->mutable_packet_out()->mutable_packet_out() =
 				*packet;
+		if (ack != nullptr)
+			*e->mutable_digest_list_ack()
+				 ->mutable_digest_list_ack() = *ack;
 		stream->send(response);
 	}
 
@@ -1172,9 +1184,12 @@ class Server final : public p4v1::P4Runtime::Service
 	{
 		std::lock_guard<std::mutex> lock(mu_);
 		if (ack.digest_id() != schema_.elephant_digest) {
+			// The error carries the ack (StreamError's
+			// digest_list_ack), so the client knows which one.
 			stream_error(stream, StatusCode::INVALID_ARGUMENT,
 				     "ack for an unknown digest id " +
-					     std::to_string(ack.digest_id()));
+					     std::to_string(ack.digest_id()),
+				     nullptr, &ack);
 			return;
 		}
 		auto found = outstanding_.find(ack.list_id());
@@ -1683,6 +1698,11 @@ class Server final : public p4v1::P4Runtime::Service
 		if (in.idle_timeout_ns() < 0)
 			return error(StatusCode::INVALID_ARGUMENT,
 				     "idle_timeout_ns is negative");
+		if (in.has_time_since_last_hit() && !table.idle_timeout)
+			return error(StatusCode::INVALID_ARGUMENT,
+				     "table " + table.alias +
+					     " has no idle timeout: no "
+					     "time_since_last_hit");
 		if (in.has_meter_config() || in.has_counter_data() ||
 		    in.has_meter_counter_data())
 			return error(StatusCode::INVALID_ARGUMENT,
@@ -1717,9 +1737,17 @@ class Server final : public p4v1::P4Runtime::Service
 				     "table " + table.alias + " is full (" +
 					     std::to_string(table.size) +
 					     " entries)");
-		status = decode_table_action(table, in, &stored);
-		if (!status.ok())
-			return status;
+		if (type == p4v1::Update::MODIFY && !in.has_action()) {
+			// No action in a MODIFY keeps the entry's action
+			// (P4Runtime 9.1): only what else it names changes.
+			stored.action = existing->second.action;
+			*stored.entry.mutable_action() =
+				existing->second.entry.action();
+		} else {
+			status = decode_table_action(table, in, &stored);
+			if (!status.ok())
+				return status;
+		}
 		stored.entry.set_idle_timeout_ns(in.idle_timeout_ns());
 		if (existing != entries.end())
 			existing->second = stored;
@@ -1916,6 +1944,10 @@ class Server final : public p4v1::P4Runtime::Service
 			return error(StatusCode::INVALID_ARGUMENT,
 				     "a default entry has no match and no "
 				     "priority");
+		if (in.idle_timeout_ns() != 0 || in.has_time_since_last_hit())
+			return error(StatusCode::INVALID_ARGUMENT,
+				     "a default entry never ages: no "
+				     "idle_timeout_ns");
 		if (table.const_default_action != 0)
 			return error(StatusCode::PERMISSION_DENIED,
 				     "table " + table.alias +
@@ -2169,6 +2201,18 @@ class Server final : public p4v1::P4Runtime::Service
 			groups_.erase(existing);
 			return Status::OK;
 		}
+		// A group's max_size is fixed when it is inserted (P4Runtime
+		// 9.2.2): a MODIFY naming another is INVALID_ARGUMENT.
+		if (type == p4v1::Update::MODIFY &&
+		    in.max_size() != existing->second.group.max_size())
+			return error(
+				StatusCode::INVALID_ARGUMENT,
+				"max_size of group " +
+					std::to_string(in.group_id()) + " is " +
+					std::to_string(existing->second.group
+							       .max_size()) +
+					" and cannot change (asked " +
+					std::to_string(in.max_size()) + ")");
 		// The most this switch holds in one group (sum of weights):
 		// the P4Info's max_group_size, else the profile's size.
 		const int64_t target_max = schema_.ecmp_max_group_size > 0
@@ -2206,9 +2250,14 @@ class Server final : public p4v1::P4Runtime::Service
 					"member " +
 						std::to_string(m.member_id()) +
 						" listed twice");
-			if (m.weight() < 0)
-				return error(StatusCode::INVALID_ARGUMENT,
-					     "negative weight");
+			if (m.weight() <= 0)
+				return error(
+					StatusCode::INVALID_ARGUMENT,
+					"member " +
+						std::to_string(m.member_id()) +
+						" has weight " +
+						std::to_string(m.weight()) +
+						": a weight is positive");
 			if (m.weight() > p4rt_bounds::kMaxMemberWeight)
 				return error(
 					StatusCode::RESOURCE_EXHAUSTED,
@@ -2219,7 +2268,7 @@ class Server final : public p4v1::P4Runtime::Service
 								kMaxMemberWeight) +
 						" this switch takes for a "
 						"member");
-			total += m.weight() > 0 ? m.weight() : 1;
+			total += m.weight();
 		}
 		if (max_size > 0 && total > max_size)
 			return error(StatusCode::RESOURCE_EXHAUSTED,
@@ -2508,6 +2557,9 @@ class Server final : public p4v1::P4Runtime::Service
 			return error(StatusCode::UNIMPLEMENTED,
 				     "registers are not readable over "
 				     "P4Runtime (as on BMv2)");
+		case p4v1::Entity::ENTITY_NOT_SET:
+			return error(StatusCode::INVALID_ARGUMENT,
+				     "an entity of the read is empty");
 		default:
 			return error(StatusCode::UNIMPLEMENTED,
 				     "this switch does not read that kind of "
@@ -2522,6 +2574,20 @@ class Server final : public p4v1::P4Runtime::Service
 			return error(StatusCode::INVALID_ARGUMENT,
 				     "unknown table id " +
 					     std::to_string(q.table_id()));
+		if (q.table_id() != 0 && q.has_time_since_last_hit() &&
+		    !schema_.tables.at(q.table_id()).idle_timeout)
+			return error(
+				StatusCode::INVALID_ARGUMENT,
+				"table " +
+					schema_.tables.at(q.table_id()).alias +
+					" has no idle timeout: no "
+					"time_since_last_hit");
+		// A read filters on what it sets (P4Runtime 11.1): the match
+		// (with its priority), the priority alone, the action id.
+		const uint32_t action_filter =
+			q.action().has_action()
+				? q.action().action().action_id()
+				: 0;
 		uint64_t now = sw_now_ns();
 		for (const auto &[id, table] : schema_.tables) {
 			if (q.table_id() != 0 && q.table_id() != id)
@@ -2534,7 +2600,7 @@ class Server final : public p4v1::P4Runtime::Service
 				continue;
 			}
 			std::string only;
-			if (q.match_size() > 0 || q.priority() != 0) {
+			if (q.match_size() > 0) {
 				if (q.table_id() == 0)
 					return error(
 						StatusCode::INVALID_ARGUMENT,
@@ -2549,6 +2615,16 @@ class Server final : public p4v1::P4Runtime::Service
 			}
 			for (auto &[key, stored] : entries_[id]) {
 				if (!only.empty() && key != only)
+					continue;
+				if (only.empty() && q.priority() != 0 &&
+				    stored.entry.priority() != q.priority())
+					continue;
+				if (action_filter != 0 &&
+				    (!stored.entry.action().has_action() ||
+				     stored.entry.action()
+						     .action()
+						     .action_id() !=
+					     action_filter))
 					continue;
 				auto *entry = out->emplace_back()
 						      .mutable_table_entry();

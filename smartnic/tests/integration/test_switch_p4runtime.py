@@ -16,7 +16,7 @@ import grpc
 import pytest
 from finsy.proto import p4r
 from nic_harness import PacketPort
-from switch_harness import Client, OnePortSwitch, p4info
+from switch_harness import DEVICE_ID, Client, OnePortSwitch, p4info
 
 OK, INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED = 0, 3, 5, 6, 7
 RESOURCE_EXHAUSTED, FAILED_PRECONDITION, OUT_OF_RANGE = 8, 9, 11
@@ -659,3 +659,142 @@ def test_pending_digests_are_held_to_one_list(switch, primary):
         assert time.monotonic() - started < 8
     finally:
         port.close()
+
+
+# -- issue 34: checks the specification makes, each failing on the switch before its fix --
+
+
+def merge_service(priority: int, third_octet: int) -> p4r.Entity:
+    dst = p4r.FieldMatch(
+        field_id=field_id("merge_services", "dst_addr"), ternary=p4r.FieldMatch.Ternary(value=bytes([10, 1, third_octet, 0]), mask=b"\xff\xff\xff\x00")
+    )
+    return entry("merge_services", [exact("merge_services", "ip_version", b"\x04"), dst], "steer_merge_service", {}, priority=priority)
+
+
+def test_a_modify_without_an_action_keeps_the_entry(primary):
+    """A MODIFY that names no action was refused (INVALID_ARGUMENT); the specification makes it a no-op on the
+    entry's action."""
+    assert primary.write([update(p4r.Update.INSERT, port_role(9, 2))]) == [OK]
+    bare = port_role(9, 2)
+    bare.table_entry.ClearField("action")
+    assert primary.write([update(p4r.Update.MODIFY, bare)]) == [OK]
+    (read,) = all_table_entries(primary)
+    assert read.action.action.action_id == action_id("set_port_role")
+    assert read.action.action.params[0].value == b"\x02"
+    # The entry must still exist.
+    missing = port_role(10, 2)
+    missing.table_entry.ClearField("action")
+    assert primary.write([update(p4r.Update.MODIFY, missing)]) == [NOT_FOUND]
+
+
+def test_a_read_filters_on_the_action_id_and_on_the_priority_alone(primary):
+    """A read's action id was ignored (every entry came back), and a read giving only a priority was refused."""
+    instance = entry("instances_v4", [exact("instances_v4", "instance_addr", bytes([10, 0, 0, 1]))], "set_instance_jumbo", {"enabled": b"\x01"})
+    writes = [port_role(1, 1), port_role(2, 1), instance, merge_service(10, 1), merge_service(20, 2)]
+    assert primary.write([update(p4r.Update.INSERT, e) for e in writes]) == [OK] * 5
+    by_action = p4r.TableEntry()
+    by_action.action.action.action_id = action_id("set_port_role")
+    read = [e.table_entry for e in primary.read([p4r.Entity(table_entry=by_action)])]
+    assert sorted(e.match[0].exact.value for e in read) == [b"\x01", b"\x02"]
+    assert all(e.table_id == table("port_roles").preamble.id for e in read)
+    by_action.table_id = table("port_roles").preamble.id
+    by_action.action.action.action_id = action_id("set_instance_jumbo")
+    assert primary.read([p4r.Entity(table_entry=by_action)]) == []
+    by_priority = p4r.TableEntry(table_id=table("merge_services").preamble.id, priority=20)
+    (read,) = primary.read([p4r.Entity(table_entry=by_priority)])
+    assert read.table_entry.priority == 20
+    assert read.table_entry.match[1].ternary.value == bytes([10, 1, 2, 0])
+
+
+def test_ageing_fields_where_nothing_ages_are_refused(primary):
+    """time_since_last_hit on a table without idle timeout, and idle_timeout_ns on a default entry, were accepted."""
+    role = port_role(3, 1)
+    role.table_entry.time_since_last_hit.elapsed_ns = 5
+    assert primary.write([update(p4r.Update.INSERT, role)]) == [INVALID_ARGUMENT]
+    query = p4r.TableEntry(table_id=table("port_roles").preamble.id)
+    query.time_since_last_hit.SetInParent()
+    with pytest.raises(grpc.RpcError) as caught:
+        primary.read([p4r.Entity(table_entry=query)])
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "idle timeout" in caught.value.details()
+    threshold = entry("elephant_config", [], "set_elephant_threshold", {"bytes": b"\x07"})
+    threshold.table_entry.is_default_action = True
+    threshold.table_entry.idle_timeout_ns = 10**9
+    assert primary.write([update(p4r.Update.MODIFY, threshold)]) == [INVALID_ARGUMENT]
+    (default,) = primary.read([p4r.Entity(table_entry=p4r.TableEntry(table_id=table("elephant_config").preamble.id, is_default_action=True))])
+    assert default.table_entry.action.action.params[0].value == b"\x00"
+    # A table with idle timeout still answers it.
+    assert primary.write([update(p4r.Update.INSERT, merge_flow_entry(1, 10**9))]) == [OK]
+    flows = p4r.TableEntry(table_id=table("merge_flows").preamble.id)
+    flows.time_since_last_hit.SetInParent()
+    (read,) = primary.read([p4r.Entity(table_entry=flows)])
+    assert read.table_entry.HasField("time_since_last_hit")
+
+
+def test_a_member_of_weight_zero_and_a_new_max_size_are_refused(primary):
+    """A member of weight 0 was taken as weight 1, and a group MODIFY could change the group's max_size."""
+    assert primary.write([update(p4r.Update.INSERT, next_hop_member(m, 0)) for m in (1, 2)]) == [OK, OK]
+    assert primary.write([update(p4r.Update.INSERT, ecmp_group(1, {1: 0}))]) == [INVALID_ARGUMENT]
+    sized = ecmp_group(2, {1: 1})
+    sized.action_profile_group.max_size = 8
+    assert primary.write([update(p4r.Update.INSERT, sized)]) == [OK]
+    resized = ecmp_group(2, {1: 1, 2: 1})
+    resized.action_profile_group.max_size = 16
+    same = ecmp_group(2, {1: 1, 2: 1})
+    same.action_profile_group.max_size = 8
+    assert primary.write([update(p4r.Update.MODIFY, resized), update(p4r.Update.MODIFY, same)]) == [INVALID_ARGUMENT, OK]
+    (group,) = primary.read([p4r.Entity(action_profile_group=p4r.ActionProfileGroup())])
+    assert (group.action_profile_group.group_id, group.action_profile_group.max_size, len(group.action_profile_group.members)) == (2, 8, 2)
+
+
+def test_an_empty_entity_in_a_read_is_invalid_argument(primary):
+    """It was UNIMPLEMENTED, as if the switch lacked some kind of entity."""
+    with pytest.raises(grpc.RpcError) as caught:
+        primary.read([p4r.Entity()])
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_an_ack_for_an_unknown_digest_names_the_ack(primary):
+    """The stream error for an ack of an unknown digest id did not carry the ack (StreamError.digest_list_ack)."""
+    primary.send(p4r.StreamMessageRequest(digest_ack=p4r.DigestListAck(digest_id=424242, list_id=17)))
+    deadline = time.monotonic() + 5
+    while True:
+        message = primary.next_response(timeout=max(0.01, deadline - time.monotonic()))
+        if message.HasField("error"):
+            break
+    assert message.error.canonical_code == INVALID_ARGUMENT
+    assert message.error.WhichOneof("details") == "digest_list_ack"
+    ack = message.error.digest_list_ack.digest_list_ack
+    assert (ack.digest_id, ack.list_id) == (424242, 17)
+
+
+def test_a_live_stream_naming_another_device_fails_precondition(switch):
+    """A stream arbitrated for this device that re-arbitrates for another got NOT_FOUND, the answer for a new stream
+    naming an unknown device; the specification says FAILED_PRECONDITION."""
+    client = Client(switch.switch.grpc_address, election_low=300)
+    try:
+        assert client.arbitrate().status.code == OK
+        client.send(p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(device_id=DEVICE_ID + 1, election_id=p4r.Uint128(low=300))))
+        with pytest.raises(grpc.RpcError) as caught:
+            client.next_arbitration()
+        assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    finally:
+        client.close()
+
+
+def test_a_backups_write_before_any_pipeline_is_permission_denied(log_dir):
+    """The switch checked for a pipeline before the primary: a backup's write got FAILED_PRECONDITION. The
+    specification checks the primary first."""
+    wiring = OnePortSwitch(log_dir)
+    clients = []
+    try:
+        clients.append(Client(wiring.switch.grpc_address, election_low=2))
+        assert clients[0].arbitrate().status.code == OK
+        clients.append(Client(wiring.switch.grpc_address, election_low=1))
+        assert clients[1].arbitrate().status.code == ALREADY_EXISTS
+        assert clients[1].write([update(p4r.Update.INSERT, port_role(1, 1))]) == [PERMISSION_DENIED]
+        assert clients[0].write([update(p4r.Update.INSERT, port_role(1, 1))]) == [FAILED_PRECONDITION]
+    finally:
+        for client in clients:
+            client.close()
+        wiring.close()
