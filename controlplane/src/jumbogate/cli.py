@@ -148,12 +148,18 @@ def show_stats(stats: policy_pb2.Stats) -> str:
     else:
         out.append("SmartNIC: unreachable (flows bypass the merge path)")
     out.append("")
-    out.append(show_store(stats.store))
+    out.append(show_store(stats.store, stats.election if stats.HasField("election") else None))
     return "\n".join(out)
 
 
-def show_store(store: policy_pb2.StoreStatus) -> str:
+def show_store(store: policy_pb2.StoreStatus, election: policy_pb2.ElectionStatus | None = None) -> str:
     line = f"store: {store.endpoint}, rack {store.rack}, revision {store.revision}"
+    if election is not None:
+        line += (
+            f"; leading the rack (election id {election.election_id_high}:{election.election_id_low})"
+            if election.leading
+            else "; standby (another controller leads the rack)"
+        )
     if store.revision_applied != store.revision:
         line += f" (revision {store.revision_applied} in force)"
     if store.refused_revisions:

@@ -24,13 +24,14 @@ from finsy.proto import p4r
 
 from . import metrics, metrics_server, p4, translate
 from .config import ConfigError, RackConfig, config_changes, load_config
+from .election import Election
 from .fleet import DEFAULT_RACK, FleetPolicy
-from .nic import RECONNECT_OPTIONS, NicLink
+from .nic import RECONNECT_OPTIONS, NicLink, NicStatus
 from .p4 import names
 from .reconcile import plan
 from .server import PolicyService, serve
 from .state import EventKind, FlowOrigin, PolicyError, PolicyState
-from .store import MemoryStore, Store
+from .store import EtcdStore, MemoryStore, Store, StoreUnavailable
 from .tls import is_loopback, plaintext_refusal
 from .v1 import policy_pb2
 
@@ -62,6 +63,8 @@ RESYNC_INTERVAL_S = 5.0
 # The longest the first switch programming waits to learn whether the
 # SmartNIC is up.
 NIC_FIRST_POLL_WAIT_S = 5.0
+# After a campaign failed for want of etcd, the next one waits this long.
+LEAD_RETRY_S = 0.5
 
 
 class Controller:
@@ -75,6 +78,8 @@ class Controller:
         self.state = PolicyState.from_config(config)
         self.nic = NicLink(config, self.state)
         self.fleet = FleetPolicy(store or MemoryStore(config.source), config, rack, self._on_store_change)
+        # With etcd, the rack's controllers elect the one that programs the switch and the SmartNIC.
+        self.election = Election(self.fleet.store, self.fleet.rack, self.listen) if isinstance(self.fleet.store, EtcdStore) else None
         self.digests_received = 0
         self.digests_shed = 0
         self.digests_refused = 0
@@ -86,12 +91,13 @@ class Controller:
 
     # ----- top level -----
 
-    def make_switch(self) -> fy.Switch:
+    def make_switch(self, election_id: int | None = None) -> fy.Switch:
+        """The P4Runtime client: with the election's id when it leads the rack, else switch.election_id."""
         options = fy.SwitchOptions(
             p4info=self.pipeline / "jumbogate.p4info.txtpb",
             p4blob=self.pipeline / "jumbogate.json",
             device_id=self.config.switch.device_id,
-            initial_election_id=self.config.switch.election_id,
+            initial_election_id=election_id or self.config.switch.election_id,
             ready_handler=self._on_ready,
             channel_credentials=self._switch_credentials(),
         )
@@ -171,19 +177,55 @@ class Controller:
         server = await serve(self.service, self.listen, self.config.tls)
         LOG.info("operator API on %s; switch %s; SmartNIC %s", self.listen, self.config.switch.p4runtime, self.config.smartnic_control)
         metrics_server = None
-        self._switch = self.make_switch()
         try:
             metrics_server = self.serve_metrics()
             async with asyncio.TaskGroup() as tasks:
                 tasks.create_task(self.fleet.run())
-                tasks.create_task(self.nic.run())
                 tasks.create_task(self._digest_worker())
-                tasks.create_task(self._switch.run())
+                if self.election is None:
+                    self._switch = self.make_switch()
+                    tasks.create_task(self.nic.run())
+                    tasks.create_task(self._switch.run())
+                else:
+                    tasks.create_task(self._lead())
         finally:
             if metrics_server is not None:
                 metrics_server.shutdown()
+            if self.election is not None:
+                # A clean stop hands the rack over at once, not after the lease.
+                await self.election.resign()
             await server.stop(grace=0.5)
             await self.fleet.store.close()
+
+    async def _lead(self) -> None:
+        """Campaign; while leading, program the switch (as its primary, with the election's id) and drive the SmartNIC;
+        when the lead is lost, stop both and campaign again. A standby only keeps its view of the store warm."""
+        while True:
+            try:
+                leadership = await self.election.campaign()
+            except StoreUnavailable as err:
+                LOG.warning("campaign for rack %s failed, trying again: %s", self.fleet.rack, err)
+                await asyncio.sleep(LEAD_RETRY_S)
+                continue
+            self.state.note(EventKind.LEADING, detail=f"leading rack {self.fleet.rack} with election id {leadership.election_id >> 64}:{leadership.revision}")
+            self._switch = self.make_switch(leadership.election_id)
+            # What the SmartNIC holds is found again by this term's first poll.
+            self.nic.status = NicStatus()
+            term = [asyncio.create_task(self._switch.run()), asyncio.create_task(self.nic.run())]
+            lost = asyncio.create_task(self.election.lost.wait())
+            done, _ = await asyncio.wait([*term, lost], return_when=asyncio.FIRST_COMPLETED)
+            for task in (*term, lost):
+                task.cancel()
+            await asyncio.gather(*term, lost, return_exceptions=True)
+            failed = [task.exception() for task in done if task is not lost and not task.cancelled() and task.exception()]
+            if not self.election.lost.is_set():
+                # The term ended from within (the switch session failed): give the lead up before campaigning again.
+                await self.election.resign()
+            self.nic.status = NicStatus()
+            self._switch_ready = False
+            self.state.note(EventKind.SWITCH_DISCONNECTED, detail=f"no longer leading rack {self.fleet.rack}: stopped programming the switch")
+            if failed:
+                raise failed[0]
 
     def serve_metrics(self):
         """Start the Prometheus endpoint when controller.metrics is set; its HTTP server runs in a thread."""
@@ -385,6 +427,13 @@ class Controller:
                 applied=self.state.config_reloads, refused=self.state.config_reload_refusals, last_refusal=self.state.last_reload_refusal
             ),
         )
+        if self.election is not None:
+            stats.election.SetInParent()
+            leadership = self.election.leadership
+            if leadership is not None:
+                stats.election.leading = True
+                stats.election.election_id_high = leadership.election_id >> 64
+                stats.election.election_id_low = leadership.revision
         switch = self._switch
         if switch is not None and self._switch_ready:
             fill_switch_stats(stats, await p4.stats.read_stats(switch), self.config, len(self.state.flows))

@@ -63,6 +63,7 @@ class EventKind(Enum):
     INSTANCE_CHANGED = "instance_changed"
     CONFIG_RELOADED = "config_reloaded"
     CONFIG_REFUSED = "config_refused"
+    LEADING = "leading"
 
 
 @dataclass(frozen=True)

@@ -173,7 +173,7 @@ class MemoryStore:
         self._changed.set()
 
 
-def _range_end(prefix: bytes) -> bytes:
+def range_end(prefix: bytes) -> bytes:
     """The end of etcd's key range holding every key that starts with `prefix`."""
     return prefix[:-1] + bytes([prefix[-1] + 1])
 
@@ -219,6 +219,11 @@ class EtcdStore:
         self._kv = None
         self._watch = None
 
+    @property
+    def channel(self) -> grpc.aio.Channel:
+        assert self._channel is not None, "open() first"
+        return self._channel
+
     def _unavailable(self, err: grpc.aio.AioRpcError) -> StoreUnavailable:
         return StoreUnavailable(
             f"etcd at {self.url} did not answer ({err.code().name.lower()}: {err.details()}); "
@@ -240,7 +245,7 @@ class EtcdStore:
         await self.snapshot()
 
     async def snapshot(self) -> Snapshot:
-        request = rpc.RangeRequest(key=self._prefix, range_end=_range_end(self._prefix))
+        request = rpc.RangeRequest(key=self._prefix, range_end=range_end(self._prefix))
         try:
             reply = await self._kv.Range(request, timeout=REQUEST_TIMEOUT_S)
         except grpc.aio.AioRpcError as err:
@@ -266,7 +271,7 @@ class EtcdStore:
                 compare.append(rpc.Compare(key=full, target=rpc.Compare.MOD, result=rpc.Compare.LESS, mod_revision=after))
         if change.whole_store:
             compare.append(
-                rpc.Compare(key=self._prefix, range_end=_range_end(self._prefix), target=rpc.Compare.MOD, result=rpc.Compare.LESS, mod_revision=after)
+                rpc.Compare(key=self._prefix, range_end=range_end(self._prefix), target=rpc.Compare.MOD, result=rpc.Compare.LESS, mod_revision=after)
             )
         success = [rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=self._full(key))) for key in sorted(change.deletes)]
         success += [rpc.RequestOp(request_put=rpc.PutRequest(key=self._full(key), value=value)) for key, value in sorted(change.puts.items())]
@@ -316,7 +321,7 @@ class EtcdStore:
 
     async def _events(self, after: int, entries: dict[str, Entry]) -> AsyncIterator[int]:
         requests: asyncio.Queue = asyncio.Queue()
-        create = rpc.WatchCreateRequest(key=self._prefix, range_end=_range_end(self._prefix), start_revision=after + 1)
+        create = rpc.WatchCreateRequest(key=self._prefix, range_end=range_end(self._prefix), start_revision=after + 1)
         await requests.put(rpc.WatchRequest(create_request=create))
 
         async def outgoing():

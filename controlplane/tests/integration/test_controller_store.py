@@ -9,11 +9,14 @@ read back by an independent P4Runtime client (test_controller_switch's Rig).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import subprocess
+import time
 
+import finsy as fy
 import pytest
 import yaml
 from test_controller_switch import FLEET_OFF, FLEET_ON, TARGETS, VENV_BIN, Rig, reconciled, running, wait_until
@@ -160,3 +163,91 @@ def test_config_export_and_import_round_trip_exactly(rig):
     # What it exported is what the switch holds: importing it writes nothing there.
     reconciled(rig, "a reconcile run after the import")
     assert rig.totals() == before and rig.desired_vs_switch()[0].empty
+
+
+# ----- two controllers of one rack: the election -----
+
+
+def switch_primary_id(rig) -> int:
+    """The election id of the switch's primary, as the switch tells an independent backup client."""
+
+    async def go():
+        options = fy.SwitchOptions(p4info=lab.PIPELINE_512 / "jumbogate.p4info.txtpb", initial_election_id=1)
+        async with fy.Switch("primary-reader", rig.switch.grpc_address, options) as reader:
+            return reader.primary_id
+
+    return asyncio.run(go())
+
+
+def election(stats: dict) -> tuple[bool, int]:
+    shown = stats.get("election", {})
+    return bool(shown.get("leading", False)), (int(shown.get("election_id_high", 0)) << 64) | int(shown.get("election_id_low", 0))
+
+
+def standby(rig) -> tuple[lab.Process, str]:
+    """A second controller of the same rack and switch (another API address)."""
+    config = yaml.safe_load(rig.config_path.read_text())
+    api = f"127.0.0.1:{lab.free_tcp_port()}"
+    config["controller"] = {"listen": api}
+    path = rig.tmp / "standby.yaml"
+    path.write_text(yaml.safe_dump(config))
+    args = [VENV_BIN / "jumbogate-controller", "--config", path, "--store", rig.etcd.store_url, "--rack", "rack-a"]
+    process = lab.Process(args, rig.tmp / "controller-standby.log").start()
+    lab.wait_for_tcp(api, 20, process=process.popen)
+    return process, api
+
+
+def stats_of(api: str) -> dict:
+    done = subprocess.run([VENV_BIN / "jumbogatectl", "--controller", api, "--json", "stats"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_standby_takes_the_switch_when_the_leader_dies_or_pauses(rig):
+    """One leader per rack, the switch's primary with the id it won at; a standby that writes nothing.
+    The leader killed: the standby leads and is the switch's primary. The leader paused past its
+    lease: the same, and once resumed it stays deposed; the switch keeps the policy throughout."""
+    leading, first_id = election(rig.stats())
+    assert leading and switch_primary_id(rig) == first_id
+    other, other_api = standby(rig)
+    try:
+        assert election(stats_of(other_api))[0] is False and stats_of(other_api)["switch_connected"] is False
+        assert switch_primary_id(rig) == first_id
+
+        started = time.monotonic()
+        rig.controller.stop(sig=signal.SIGKILL)
+        second_id = wait_until(lambda: (e := election(stats_of(other_api))) and e[0] and e[1], 30, "the standby to lead")
+        wait_until(lambda: switch_primary_id(rig) == second_id, 30, "the standby to be the switch's primary")
+        print(f"\nleader killed: the switch had a new primary {time.monotonic() - started:.2f} s later")
+        assert second_id > first_id
+        wait_until(lambda: stats_of(other_api)["switch_connected"], 30, "the new leader to program the switch")
+        assert rig.desired_vs_switch()[0].empty
+
+        # The killed one comes back as the standby.
+        rig.start_controller()
+        wait_until(lambda: "election" in rig.stats(), 30, "the restarted controller to campaign")
+        assert election(rig.stats())[0] is False
+
+        # Hand the lead back cleanly: the leader stops, the standby leads at once (no lease to wait out).
+        other.stop()
+        third_id = wait_until(lambda: (e := election(rig.stats())) and e[0] and e[1], 30, "the first controller to lead again")
+        wait_until(lambda: switch_primary_id(rig) == third_id, 30, "it to be the switch's primary again")
+        other, other_api = standby(rig)
+
+        # Paused past its lease.
+        os.kill(rig.controller.popen.pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            fourth_id = wait_until(lambda: (e := election(stats_of(other_api))) and e[0] and e[1], 30, "the standby to lead past the paused one")
+            wait_until(lambda: switch_primary_id(rig) == fourth_id, 30, "the standby to be the switch's primary")
+            print(f"leader paused: the switch had a new primary {time.monotonic() - started:.2f} s later")
+        finally:
+            os.kill(rig.controller.popen.pid, signal.SIGCONT)
+        wait_until(lambda: election(rig.stats())[0] is False, 30, "the resumed controller to learn it was deposed")
+        assert switch_primary_id(rig) == fourth_id > third_id
+        wait_until(lambda: stats_of(other_api)["switch_connected"], 30, "the new leader to program the switch")
+        assert rig.desired_vs_switch()[0].empty
+    finally:
+        other.stop()
+    # The module's controller leads again for whatever runs after.
+    wait_until(lambda: election(rig.stats())[0] and rig.stats()["switch_connected"], 30, "the first controller to lead again")

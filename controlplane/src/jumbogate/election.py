@@ -1,0 +1,189 @@
+"""Which of a rack's controllers leads: an election on etcd, with a lease.
+
+Each controller of a rack puts a key under election/<rack>/ bound to a
+lease of its own (TTL 2 s, kept alive three times a TTL). The key created
+first leads; each other waits for the key created just before its own to
+go. A controller that dies, pauses or loses etcd stops refreshing its
+lease, etcd deletes its key when the lease runs out, and the next in line
+leads.
+
+The leader's P4Runtime election id is its key's create revision (low 64
+bits) under the fleet's fencing epoch (high 64 bits): a later leader's key
+was always created later, so its id is higher, and the switch takes it as
+primary over any earlier leader that is still connected. Revisions, not
+clocks, order the leaders: the only clock here makes a leader that can no
+longer refresh its lease step down before etcd says so, never after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+
+import grpc
+from aetcd import rpc
+
+from .store import REQUEST_TIMEOUT_S, EtcdStore, StoreUnavailable, range_end
+
+LOG = logging.getLogger("jumbogate.election")
+
+# etcd's lease TTL is whole seconds; 2 s bounds a dead leader's reign.
+LEASE_TTL_S = 2
+KEEPALIVE_INTERVAL_S = LEASE_TTL_S / 3
+# The fleet's fencing epoch: the high 64 bits of every leader's election id.
+FENCING_EPOCH = 1
+# Candidates' keys, apart from the policy's (store.PREFIX): a watch on the
+# policy never sees a candidacy.
+ELECTION_PREFIX = "/jumbogate/election/v1/"
+
+
+@dataclass(frozen=True)
+class Leadership:
+    revision: int
+    lease: int
+
+    @property
+    def election_id(self) -> int:
+        return (FENCING_EPOCH << 64) | self.revision
+
+
+class Election:
+    """One controller's candidacy in its rack's election."""
+
+    def __init__(self, store: EtcdStore, rack: str, name: str):
+        self.store = store
+        self.rack = rack
+        self.name = name
+        self.prefix = f"{ELECTION_PREFIX}{rack}/".encode()
+        self.leadership: Leadership | None = None
+        # Set when the leadership (or the candidacy) is lost.
+        self.lost = asyncio.Event()
+        self._keepalive: asyncio.Task | None = None
+        self._lease: int | None = None
+
+    def stubs(self):
+        channel = self.store.channel
+        return rpc.KVStub(channel), rpc.LeaseStub(channel), rpc.WatchStub(channel)
+
+    async def campaign(self) -> Leadership:
+        """Wait until this controller leads; return its leadership (lost is set when it ends)."""
+        kv, lease_stub, _ = self.stubs()
+        self._stop_keepalive()
+        self.lost = asyncio.Event()
+        try:
+            grant = await lease_stub.LeaseGrant(rpc.LeaseGrantRequest(TTL=LEASE_TTL_S), timeout=REQUEST_TIMEOUT_S)
+            self._lease = grant.ID
+            key = self.prefix + f"{grant.ID:x}".encode()
+            self._keepalive = asyncio.create_task(self._keep_alive(grant.ID))
+            put = await kv.Put(rpc.PutRequest(key=key, value=self.name.encode(), lease=grant.ID), timeout=REQUEST_TIMEOUT_S)
+        except grpc.aio.AioRpcError as err:
+            self._stop_keepalive()
+            raise StoreUnavailable(f"etcd at {self.store.url} did not answer the election ({err.code().name.lower()}: {err.details()})") from None
+        mine = put.header.revision
+        try:
+            return await self._wait_to_lead(kv, key, mine, grant.ID)
+        except grpc.aio.AioRpcError as err:
+            self._stop_keepalive()
+            raise StoreUnavailable(f"etcd at {self.store.url} stopped answering the election ({err.code().name.lower()}: {err.details()})") from None
+
+    async def _wait_to_lead(self, kv, key: bytes, mine: int, lease: int) -> Leadership:
+        while not self.lost.is_set():
+            candidates = await kv.Range(
+                rpc.RangeRequest(key=self.prefix, range_end=range_end(self.prefix), sort_target=rpc.RangeRequest.CREATE, sort_order=rpc.RangeRequest.ASCEND),
+                timeout=REQUEST_TIMEOUT_S,
+            )
+            ahead = [kv_ for kv_ in candidates.kvs if kv_.create_revision < mine]
+            if not any(kv_.key == key for kv_ in candidates.kvs):
+                # Our key is gone (the lease ran out while we waited): start over.
+                self.lost.set()
+                break
+            if not ahead:
+                self.leadership = Leadership(mine, lease)
+                LOG.info("leading rack %s (election id %d:%d)", self.rack, FENCING_EPOCH, mine)
+                return self.leadership
+            await self._wait_for_delete(ahead[-1].key, candidates.header.revision)
+        self._stop_keepalive()
+        raise StoreUnavailable(f"lost the election's lease on {self.store.url} while waiting to lead")
+
+    async def _wait_for_delete(self, key: bytes, revision: int) -> None:
+        """Until `key` is deleted (after `revision`), or this candidacy is lost."""
+        _, _, watch_stub = self.stubs()
+        requests: asyncio.Queue = asyncio.Queue()
+        await requests.put(
+            rpc.WatchRequest(create_request=rpc.WatchCreateRequest(key=key, start_revision=revision + 1, filters=[rpc.WatchCreateRequest.NOPUT]))
+        )
+
+        async def outgoing():
+            while True:
+                yield await requests.get()
+
+        call = watch_stub.Watch(outgoing())
+        lost = asyncio.create_task(self.lost.wait())
+        try:
+
+            async def deleted():
+                async for reply in call:
+                    if any(event.type == rpc.Event.DELETE for event in reply.events):
+                        return
+
+            done = asyncio.create_task(deleted())
+            await asyncio.wait({done, lost}, return_when=asyncio.FIRST_COMPLETED)
+            done.cancel()
+            if done.done() and not done.cancelled() and done.exception() is not None:
+                raise done.exception()
+        finally:
+            lost.cancel()
+            call.cancel()
+
+    async def _keep_alive(self, lease: int) -> None:
+        """Refresh the lease; set `lost` when etcd says it expired, or when it could not be refreshed for a whole TTL."""
+        _, lease_stub, _ = self.stubs()
+        refreshed = time.monotonic()
+        requests: asyncio.Queue = asyncio.Queue()
+
+        async def outgoing():
+            while True:
+                yield await requests.get()
+
+        while not self.lost.is_set():
+            call = lease_stub.LeaseKeepAlive(outgoing())
+            try:
+                while True:
+                    await requests.put(rpc.LeaseKeepAliveRequest(ID=lease))
+                    reply = await asyncio.wait_for(call.read(), KEEPALIVE_INTERVAL_S)
+                    if reply is grpc.aio.EOF or reply.TTL <= 0:
+                        self._lose(f"etcd let lease {lease:x} expire")
+                        return
+                    refreshed = time.monotonic()
+                    await asyncio.sleep(KEEPALIVE_INTERVAL_S)
+            except (TimeoutError, grpc.aio.AioRpcError) as err:
+                if time.monotonic() - refreshed >= LEASE_TTL_S:
+                    self._lose(f"lease {lease:x} not refreshed for {LEASE_TTL_S} s ({type(err).__name__})")
+                    return
+            finally:
+                call.cancel()
+
+    def _lose(self, why: str) -> None:
+        if self.leadership is not None:
+            LOG.warning("no longer leading rack %s: %s", self.rack, why)
+        self.leadership = None
+        self.lost.set()
+
+    def _stop_keepalive(self) -> None:
+        if self._keepalive is not None:
+            self._keepalive.cancel()
+            self._keepalive = None
+
+    async def resign(self) -> None:
+        """Step down at once (a clean stop): revoking the lease deletes the key, and the next in line leads."""
+        lease, self._lease = self._lease, None
+        self._stop_keepalive()
+        self.leadership = None
+        self.lost.set()
+        if lease is not None:
+            _, lease_stub, _ = self.stubs()
+            with contextlib.suppress(grpc.aio.AioRpcError):
+                await lease_stub.LeaseRevoke(rpc.LeaseRevokeRequest(ID=lease), timeout=REQUEST_TIMEOUT_S)

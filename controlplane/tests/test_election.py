@@ -1,0 +1,77 @@
+"""A rack's election on a real etcd: one leader, the next in line after it, ids that only grow."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from jumbogate.election import FENCING_EPOCH, LEASE_TTL_S, Election
+from jumbogate.store import EtcdStore
+
+pytestmark = [pytest.mark.timeout(60)]
+# A bound on waits, never a figure asserted: it only stops a broken test.
+BOUND_S = 20
+
+
+async def candidate(url: str, name: str, rack: str = "rack-a") -> Election:
+    store = EtcdStore(url)
+    await store.open()
+    return Election(store, rack, name)
+
+
+async def test_the_first_candidate_leads_and_the_next_leads_when_it_resigns(etcd):
+    first, second = await candidate(etcd.store_url, "first"), await candidate(etcd.store_url, "second")
+    leading = await asyncio.wait_for(first.campaign(), BOUND_S)
+    waiting = asyncio.create_task(second.campaign())
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    assert leading.election_id >> 64 == FENCING_EPOCH and leading.election_id & (2**64 - 1) == leading.revision
+    await first.resign()
+    after = await asyncio.wait_for(waiting, BOUND_S)
+    assert after.election_id > leading.election_id
+    # Another rack has its own election.
+    elsewhere = await candidate(etcd.store_url, "other-rack", rack="rack-b")
+    await asyncio.wait_for(elsewhere.campaign(), BOUND_S)
+    for each in (second, elsewhere):
+        await each.resign()
+        await each.store.close()
+    await first.store.close()
+
+
+async def test_a_leader_that_stops_refreshing_its_lease_is_followed_within_the_ttl(etcd):
+    """A dead or paused leader's lease runs out in etcd: the next in line leads, and the old one learns it lost."""
+    first, second = await candidate(etcd.store_url, "first"), await candidate(etcd.store_url, "second")
+    leading = await asyncio.wait_for(first.campaign(), BOUND_S)
+    waiting = asyncio.create_task(second.campaign())
+    # As if the process stopped: nothing refreshes the lease any more.
+    first._stop_keepalive()
+    started = asyncio.get_running_loop().time()
+    after = await asyncio.wait_for(waiting, BOUND_S)
+    print(f"\nthe next candidate led {asyncio.get_running_loop().time() - started:.2f} s after the leader stopped refreshing (lease TTL {LEASE_TTL_S} s)")
+    assert after.election_id > leading.election_id
+    # The old leader's keys are gone: a new campaign of its own comes after the new leader.
+    again = asyncio.create_task(first.campaign())
+    await asyncio.sleep(0.2)
+    assert not again.done()
+    await second.resign()
+    assert (await asyncio.wait_for(again, BOUND_S)).election_id > after.election_id
+    await first.resign()
+    for each in (first, second):
+        await each.store.close()
+
+
+async def test_a_leader_cut_off_from_etcd_steps_down_and_campaigns_again_when_it_returns(etcd):
+    leader = await candidate(etcd.store_url, "leader")
+    leading = await asyncio.wait_for(leader.campaign(), BOUND_S)
+    etcd.stop()
+    try:
+        # It cannot refresh its lease: it steps down by itself, without waiting for etcd to say so.
+        await asyncio.wait_for(leader.lost.wait(), BOUND_S)
+        assert leader.leadership is None
+    finally:
+        etcd.start()
+    again = await asyncio.wait_for(leader.campaign(), BOUND_S)
+    assert again.election_id > leading.election_id
+    await leader.resign()
+    await leader.store.close()
