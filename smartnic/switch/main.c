@@ -65,6 +65,8 @@ struct options {
 	uint32_t mbufs;
 	uint32_t burst;
 	uint32_t idle_sleep_max_us;
+	bool primary_on_leave_wait;
+	bool fence_election_ids;
 };
 
 static struct sw_switch the_switch;
@@ -113,8 +115,22 @@ static void usage(FILE *out)
 		"  --burst N             packets per receive burst (default "
 		"%d)\n"
 		"  --idle-sleep-max-us N longest sleep of an idle worker "
-		"(default %d; 0 spins)\n" JG_TLS_OPTIONS_HELP
-		"  --help, --version\n",
+		"(default %d; 0 spins)\n"
+		"  --primary-on-leave promote|wait\n"
+		"                        when the primary's stream ends: "
+		"promote\n"
+		"                        the highest backup at once (default), "
+		"or\n"
+		"                        wait for a client to re-arbitrate "
+		"(the\n"
+		"                        P4Runtime specification's "
+		"behaviour)\n"
+		"  --fence-election-ids  never make primary, nor take a write "
+		"from,\n"
+		"                        an election id below the highest "
+		"this\n"
+		"                        device has made primary (until "
+		"exit)\n" JG_TLS_OPTIONS_HELP "  --help, --version\n",
 		DEFAULT_CPU_PORT, DEFAULT_PORT_MTU, DEFAULT_MBUFS,
 		DEFAULT_BURST, DEFAULT_IDLE_SLEEP);
 }
@@ -201,6 +217,8 @@ static int parse_options(struct options *options, int argc, char **argv)
 		{"tls-client-ca", required_argument, NULL, 'T'},
 		{"tls-allow", required_argument, NULL, 'T'},
 		{"insecure", no_argument, NULL, 'T'},
+		{"primary-on-leave", required_argument, NULL, 'P'},
+		{"fence-election-ids", no_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'v'},
 		{NULL, 0, NULL, 0},
@@ -256,6 +274,21 @@ static int parse_options(struct options *options, int argc, char **argv)
 			break;
 		case 'g':
 			options->grpc = optarg;
+			break;
+		case 'P':
+			if (strcmp(optarg, "promote") != 0 &&
+			    strcmp(optarg, "wait") != 0) {
+				fprintf(stderr,
+					PROGRAM ": --primary-on-leave is "
+						"promote or wait, got '%s'\n",
+					optarg);
+				return 2;
+			}
+			options->primary_on_leave_wait =
+				strcmp(optarg, "wait") == 0;
+			break;
+		case 'F':
+			options->fence_election_ids = true;
 			break;
 		case 'd':
 			if (!parse_number("device-id", optarg, 0, UINT64_MAX,
@@ -622,6 +655,8 @@ int main(int argc, char **argv)
 	}
 	rte_rwlock_init(&sw->lock);
 	sw->device_id = options.device_id;
+	sw->primary_on_leave_wait = options.primary_on_leave_wait;
+	sw->fence_election_ids = options.fence_election_ids;
 	sw->parse_depth = options.depth;
 	sw->start_ns = sw_now_ns();
 	RTE_LCORE_FOREACH_WORKER(lcore_id)

@@ -38,6 +38,12 @@ constexpr int32_t kMaxMemberWeight = 256;
 // "Rules for Handling MasterArbitrationUpdate Messages").
 constexpr size_t kMaxStreamsPerRole = 64;
 
+// StreamChannel calls open at once, arbitrated or not: each holds one of
+// the gRPC server's threads for as long as the client keeps it open, so
+// streams that never arbitrate could take every thread. A role's 64 and as
+// many more; beyond, the newest stream is closed with RESOURCE_EXHAUSTED.
+constexpr size_t kMaxStreams = 2 * kMaxStreamsPerRole;
+
 // The elephant digest's config: a list is sent when it holds
 // max_list_size digests or its oldest has waited max_timeout_ns, so both
 // bound what the server holds; 0 for max_list_size (no limit in the

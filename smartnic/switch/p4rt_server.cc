@@ -14,6 +14,7 @@
 // equal it, since the pipeline behind this server is fixed.
 #include "grpc_listen.h"
 #include "p4rt_bounds.h"
+#include "p4rt_writes.h"
 #include "switch.h"
 
 #include <algorithm>
@@ -536,17 +537,7 @@ struct RoleState {
 	Stream *primary = nullptr;
 };
 
-struct Uint128 {
-	uint64_t high = 0, low = 0;
-	bool operator<(const Uint128 &o) const
-	{
-		return high != o.high ? high < o.high : low < o.low;
-	}
-	bool operator==(const Uint128 &o) const
-	{
-		return high == o.high && low == o.low;
-	}
-};
+using Uint128 = p4rt_writes::ElectionId;
 
 Uint128 from_proto(const p4v1::Uint128 &id)
 {
@@ -563,6 +554,11 @@ constexpr size_t kStreamOutbox = 1024;
 std::atomic<uint64_t> g_stream_messages_dropped{0};
 // Digests the server dropped: no digest config, or no primary to send to.
 std::atomic<uint64_t> g_digests_dropped{0};
+// StreamChannel calls open now, and those refused past kMaxStreams.
+std::atomic<size_t> g_open_streams{0};
+std::atomic<uint64_t> g_streams_refused{0};
+// Accepted write updates by election id (/jumbogate_switch/writes).
+p4rt_writes::WriteRecord g_writes;
 
 struct Stream {
 	grpc::ServerReaderWriter<p4v1::StreamMessageResponse,
@@ -844,6 +840,10 @@ class Server final : public p4v1::P4Runtime::Service
 				failed |= !results.back().ok();
 			}
 		}
+		uint64_t accepted = 0;
+		for (const auto &result : results)
+			accepted += result.ok();
+		g_writes.add(from_proto(request->election_id()), accepted);
 		if (!failed)
 			return Status::OK;
 		// One p4.v1.Error per update, in order (P4Runtime 12.3).
@@ -905,6 +905,22 @@ class Server final : public p4v1::P4Runtime::Service
 					       p4v1::StreamMessageRequest> *rw)
 		override
 	{
+		// Each stream holds a thread of the server from its first
+		// message, arbitrated or not: past the bound the newest is
+		// closed at once.
+		struct Open {
+			~Open()
+			{
+				g_open_streams--;
+			}
+		} open;
+		if (++g_open_streams > p4rt_bounds::kMaxStreams) {
+			g_streams_refused++;
+			return error(StatusCode::RESOURCE_EXHAUSTED,
+				     std::to_string(p4rt_bounds::kMaxStreams) +
+					     " streams are open, the most "
+					     "this switch takes");
+		}
 		Stream stream;
 		stream.rw = rw;
 		stream.start();
@@ -973,6 +989,12 @@ class Server final : public p4v1::P4Runtime::Service
 	Status check_primary(const std::string &role, bool has_election,
 			     const Uint128 &election)
 	{
+		if (has_election && below_fence(election))
+			return error(StatusCode::PERMISSION_DENIED,
+				     "election id " + election.text() +
+					     " is below " + fence_->text() +
+					     ", the highest this device made "
+					     "primary (--fence-election-ids)");
 		auto found = roles_.find(role);
 		Stream *primary =
 			found == roles_.end() ? nullptr : found->second.primary;
@@ -1052,6 +1074,15 @@ class Server final : public p4v1::P4Runtime::Service
 		return Status::OK;
 	}
 
+	// With --fence-election-ids, an id below the highest this device ever
+	// made primary: a deposed leader, which may read and be a backup but
+	// never be primary or write again, even once the stream of the id
+	// that deposed it has gone.
+	bool below_fence(const Uint128 &election) const
+	{
+		return sw_->fence_election_ids && fence_ && election < *fence_;
+	}
+
 	// Recomputes the primary of a role and tells who needs to know: every
 	// stream when the primary changed, else only `asking`.
 	void elect(const std::string &role, Stream *asking)
@@ -1059,11 +1090,13 @@ class Server final : public p4v1::P4Runtime::Service
 		auto &state = roles_[role];
 		Stream *best = nullptr;
 		for (Stream *s : state.streams)
-			if (s->has_election &&
+			if (s->has_election && !below_fence(s->election) &&
 			    (best == nullptr || best->election < s->election))
 				best = s;
 		bool changed = best != state.primary;
 		state.primary = best;
+		if (best != nullptr && (!fence_ || *fence_ < best->election))
+			fence_ = best->election;
 		for (Stream *s : state.streams)
 			if (changed || s == asking)
 				send_arbitration(s, state);
@@ -1089,6 +1122,17 @@ class Server final : public p4v1::P4Runtime::Service
 				google::rpc::ALREADY_EXISTS);
 			update->mutable_status()->set_message(
 				"is backup: another client is primary");
+		} else if (stream->has_election &&
+			   below_fence(stream->election)) {
+			update->mutable_status()->set_code(
+				google::rpc::PERMISSION_DENIED);
+			update->mutable_status()->set_message(
+				"no primary client, and election id " +
+				stream->election.text() + " is below " +
+				fence_->text() +
+				", the highest this device made primary "
+				"(--fence-election-ids): never primary "
+				"again");
 		} else {
 			update->mutable_status()->set_code(
 				google::rpc::NOT_FOUND);
@@ -1105,10 +1149,23 @@ class Server final : public p4v1::P4Runtime::Service
 			return;
 		auto &state = roles_[stream->role];
 		state.streams.remove(stream);
-		if (state.streams.empty())
+		if (state.streams.empty()) {
 			roles_.erase(stream->role);
-		else if (state.primary == stream)
-			elect(stream->role, nullptr);
+		} else if (state.primary == stream) {
+			if (!sw_->primary_on_leave_wait) {
+				// A deviation by design (docs/switch.md): the
+				// highest backup takes over at once, so the
+				// device is never left without a primary
+				// while a backup is connected.
+				elect(stream->role, nullptr);
+				return;
+			}
+			// The specification's behaviour: no primary until a
+			// client re-arbitrates; every stream is told.
+			state.primary = nullptr;
+			for (Stream *s : state.streams)
+				send_arbitration(s, state);
+		}
 	}
 
 	void stream_error(Stream *stream, StatusCode code,
@@ -2715,6 +2772,9 @@ class Server final : public p4v1::P4Runtime::Service
 	std::mutex mu_;
 	std::optional<p4v1::ForwardingPipelineConfig> config_, saved_;
 	std::map<std::string, RoleState> roles_;
+	// The highest election id this device made primary (any role): the
+	// fence of --fence-election-ids. Kept across streams and pipelines.
+	std::optional<Uint128> fence_;
 	std::map<uint32_t, std::map<std::string, StoredEntry>> entries_;
 	std::map<uint32_t, StoredEntry> defaults_;
 	std::map<uint32_t, Member> members_;
@@ -2778,6 +2838,21 @@ extern "C" uint64_t sw_p4rt_stream_messages_dropped(void)
 extern "C" uint64_t sw_p4rt_digests_dropped(void)
 {
 	return g_digests_dropped.load();
+}
+
+extern "C" uint64_t sw_p4rt_streams_open(void)
+{
+	return g_open_streams.load();
+}
+
+extern "C" uint64_t sw_p4rt_streams_refused(void)
+{
+	return g_streams_refused.load();
+}
+
+extern "C" void sw_p4rt_writes_telemetry(struct rte_tel_data *d)
+{
+	g_writes.telemetry(d);
 }
 
 extern "C" void sw_p4rt_stop(void)

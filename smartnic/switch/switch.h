@@ -43,6 +43,12 @@ struct sw_switch {
 	/* P4 port -> index in ports[], or -1. */
 	int16_t port_index[SW_PORTS];
 	uint64_t device_id;
+	/* P4Runtime arbitration (--primary-on-leave wait): no primary until
+	 * a client re-arbitrates, instead of promoting the highest backup. */
+	bool primary_on_leave_wait;
+	/* --fence-election-ids: no id below the highest ever primary may be
+	 * primary or write again. */
+	bool fence_election_ids;
 	uint32_t parse_depth;
 	/* struct sw_elephant_digest elements, from workers to control. */
 	struct rte_ring *digests;
@@ -67,6 +73,13 @@ uint64_t sw_now_ns(void);
 uint64_t sw_p4rt_stream_messages_dropped(void);
 /* Digests the P4Runtime server dropped: none configured, or no primary. */
 uint64_t sw_p4rt_digests_dropped(void);
+/* StreamChannel calls open now, and those refused past their bound. */
+uint64_t sw_p4rt_streams_open(void);
+uint64_t sw_p4rt_streams_refused(void);
+
+struct rte_tel_data;
+/* /jumbogate_switch/writes: accepted write updates per election id. */
+void sw_p4rt_writes_telemetry(struct rte_tel_data *d);
 
 /* Serve P4Runtime on address (HOST:PORT or unix:PATH), secured as tls
  * says (runtime/grpc_listen.h). false with the reason when it cannot. */

@@ -9,6 +9,8 @@
  *   /jumbogate_switch/ports    per P4 port: its interface, packets and bytes
  *                              in and out (the port_rx / port_tx counters)
  *   /jumbogate_switch/buffers  buffers of each pool outside it
+ *   /jumbogate_switch/writes   accepted P4Runtime write updates per
+ *                              election id (p4rt_writes.h)
  *
  * (DPDK takes letters, digits, '_' and '/' in a command: hence
  * jumbogate_switch.) The counters are the P4 program's own (what P4Runtime
@@ -77,6 +79,8 @@ static int stats_command(const char *command, const char *params,
 	jg_tel_u64(d, "stream_messages_dropped",
 		   sw_p4rt_stream_messages_dropped());
 	jg_tel_u64(d, "digests_dropped", sw_p4rt_digests_dropped());
+	jg_tel_u64(d, "streams_open", sw_p4rt_streams_open());
+	jg_tel_u64(d, "streams_refused", sw_p4rt_streams_refused());
 	drops = rte_tel_data_alloc();
 	if (drops == NULL)
 		return 0;
@@ -126,6 +130,15 @@ static int ports_command(const char *command, const char *params,
 	return 0;
 }
 
+static int writes_command(const char *command, const char *params,
+			  struct rte_tel_data *d)
+{
+	(void)command;
+	(void)params;
+	sw_p4rt_writes_telemetry(d);
+	return 0;
+}
+
 void sw_telemetry_register(const struct sw_switch *sw)
 {
 	telemetry_switch = sw;
@@ -136,6 +149,10 @@ void sw_telemetry_register(const struct sw_switch *sw)
 	jg_telemetry_register(
 		"jumbogate-switch", "/jumbogate_switch/ports", ports_command,
 		"jumbogate-switch: packets and bytes per P4 port");
+	jg_telemetry_register("jumbogate-switch", "/jumbogate_switch/writes",
+			      writes_command,
+			      "jumbogate-switch: accepted P4Runtime write "
+			      "updates per election id");
 	jg_telemetry_register_buffers("/jumbogate_switch/buffers",
 				      "jumbogate-switch");
 }

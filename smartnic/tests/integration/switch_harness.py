@@ -104,13 +104,14 @@ class OnePortSwitch:
 class Client:
     """A P4Runtime client: one stream, one election id."""
 
-    def __init__(self, address: str, election_low: int | None, device_id: int = DEVICE_ID, role: str = "", options: list | None = None):
+    def __init__(self, address: str, election_low: int | None, device_id: int = DEVICE_ID, role: str = "", options: list | None = None, election_high: int = 0):
         self.channel = grpc.insecure_channel(address, options=options)
         grpc.channel_ready_future(self.channel).result(timeout=10)
         self.stub = p4r_grpc.P4RuntimeStub(self.channel)
         self.device_id = device_id
         self.role = role
         self.election_low = election_low
+        self.election_high = election_high
         self._requests: queue.Queue = queue.Queue()
         self.responses: queue.Queue = queue.Queue()
         self._stream = self.stub.StreamChannel(iter(self._requests.get, None))
@@ -143,6 +144,7 @@ class Client:
         update = p4r.MasterArbitrationUpdate(device_id=self.device_id)
         update.role.name = self.role
         if self.election_low is not None:
+            update.election_id.high = self.election_high
             update.election_id.low = self.election_low
         self.send(p4r.StreamMessageRequest(arbitration=update))
         return self.next_arbitration(timeout)
@@ -161,7 +163,7 @@ class Client:
                 return response.arbitration
 
     def election(self) -> p4r.Uint128:
-        return p4r.Uint128(high=0, low=self.election_low or 0)
+        return p4r.Uint128(high=self.election_high, low=self.election_low or 0)
 
     def set_pipeline(self, info: p4i.P4Info, action=p4r.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT, blob: bytes = b"{}"):
         request = p4r.SetForwardingPipelineConfigRequest(device_id=self.device_id, role=self.role, action=action)

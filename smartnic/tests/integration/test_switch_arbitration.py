@@ -1,0 +1,206 @@
+"""jumbogate-switch's arbitration options for a fleet, and what it records of who wrote.
+
+The real program over real gRPC: --primary-on-leave (promote, the default, or wait, the specification's
+behaviour), --fence-election-ids (a deposed leader never becomes primary again), the record of accepted
+writes by election id (/jumbogate_switch/writes), and the bound on open streams.
+"""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from finsy.proto import p4r, p4r_grpc
+from nic_harness import wait_for
+from switch_harness import Client, OnePortSwitch, p4info
+
+from jumbogate.lab import telemetry_query
+
+OK, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED = 0, 5, 6, 7
+INFO = p4info(512)
+PORT_ROLES = next(t for t in INFO.tables if t.preamble.alias == "port_roles")
+SET_PORT_ROLE = next(a.preamble.id for a in INFO.actions if a.preamble.alias == "set_port_role")
+MAX_STREAMS = 128  # p4rt_bounds.h, docs/switch.md "Bounds"
+
+
+def port_role(port: int, role: int = 1) -> p4r.Update:
+    e = p4r.TableEntry(table_id=PORT_ROLES.preamble.id)
+    e.match.add(field_id=PORT_ROLES.match_fields[0].id, exact=p4r.FieldMatch.Exact(value=port.to_bytes(2, "big")))
+    e.action.action.action_id = SET_PORT_ROLE
+    e.action.action.params.add(param_id=1, value=bytes([role]))
+    return p4r.Update(type=p4r.Update.INSERT, entity=p4r.Entity(table_entry=e))
+
+
+@pytest.fixture
+def started(log_dir):
+    """Starts a switch with the given options; stops every one at the end."""
+    wirings = []
+
+    def start(*options: str) -> OnePortSwitch:
+        wirings.append(OnePortSwitch(log_dir, options))
+        return wirings[-1]
+
+    yield start
+    for wiring in wirings:
+        wiring.close()
+
+
+@pytest.fixture
+def clients():
+    opened: list[Client] = []
+    yield opened
+    for client in opened:
+        client.close()
+
+
+def connect(clients: list[Client], wiring: OnePortSwitch, low: int, high: int = 0) -> Client:
+    clients.append(Client(wiring.switch.grpc_address, election_low=low, election_high=high))
+    return clients[-1]
+
+
+def test_by_default_the_highest_backup_is_promoted_when_the_primary_leaves(started, clients):
+    wiring = started()
+    primary, backup = connect(clients, wiring, 100), connect(clients, wiring, 50)
+    assert primary.arbitrate().status.code == OK
+    primary.set_pipeline(INFO)
+    assert backup.arbitrate().status.code == ALREADY_EXISTS
+    primary.close()
+    assert backup.next_arbitration().status.code == OK
+    assert backup.write([port_role(1)]) == [OK]
+
+
+def test_with_primary_on_leave_wait_no_one_is_primary_until_a_client_re_arbitrates(started, clients):
+    """The specification's behaviour, as an option: the switch refused the option before."""
+    wiring = started("--primary-on-leave", "wait")
+    primary, backup = connect(clients, wiring, 100), connect(clients, wiring, 50)
+    assert primary.arbitrate().status.code == OK
+    primary.set_pipeline(INFO)
+    assert backup.arbitrate().status.code == ALREADY_EXISTS
+    primary.close()
+    told = backup.next_arbitration()
+    assert told.status.code == NOT_FOUND
+    assert backup.write([port_role(1)]) == [PERMISSION_DENIED]
+    assert backup.arbitrate().status.code == OK
+    assert backup.write([port_role(1)]) == [OK]
+
+
+def test_primary_on_leave_takes_promote_or_wait_only(log_dir):
+    with pytest.raises(RuntimeError) as caught:
+        OnePortSwitch(log_dir, ["--primary-on-leave", "sometimes"])
+    assert "promote or wait" in str(caught.value)
+
+
+def test_a_fenced_leader_never_becomes_primary_again(started, clients):
+    """With --fence-election-ids, an election id below the highest the device made primary is never primary
+    again, even once the stream of the id that deposed it has gone; its writes are PERMISSION_DENIED naming
+    both ids. Without the option the deposed leader is promoted back (the first half of the test)."""
+    for options, fenced in (((), False), (("--fence-election-ids",), True)):
+        wiring = started(*options)
+        old = connect(clients, wiring, low=100, high=1)
+        assert old.arbitrate().status.code == OK
+        old.set_pipeline(INFO)
+        new = connect(clients, wiring, low=5, high=2)
+        assert new.arbitrate().status.code == OK
+        assert old.next_arbitration().status.code == ALREADY_EXISTS
+        assert new.write([port_role(1)]) == [OK]
+        new.close()
+        answer = old.next_arbitration()
+        if not fenced:
+            assert answer.status.code == OK
+            assert old.write([port_role(2)]) == [OK]
+            continue
+        assert answer.status.code == PERMISSION_DENIED
+        assert "1:100" in answer.status.message and "2:5" in answer.status.message
+        request = p4r.WriteRequest(device_id=old.device_id, election_id=old.election(), updates=[port_role(2)])
+        with pytest.raises(grpc.RpcError) as caught:
+            old.stub.Write(request, timeout=10)
+        assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert "1:100" in caught.value.details() and "2:5" in caught.value.details()
+        # A reconnect with another id of the old epoch is not primary either; one at the fence or above is.
+        again = connect(clients, wiring, low=150, high=1)
+        answer = again.arbitrate()
+        assert answer.status.code == PERMISSION_DENIED
+        assert "1:150" in answer.status.message and "2:5" in answer.status.message
+        back = connect(clients, wiring, low=5, high=2)
+        assert back.arbitrate().status.code == OK
+        assert back.write([port_role(2)]) == [OK]
+        assert again.next_arbitration().status.code == ALREADY_EXISTS
+        assert [e.table_entry.match[0].exact.value for e in back.read([p4r.Entity(table_entry=p4r.TableEntry())])] == [b"\x01", b"\x02"]
+
+
+def test_accepted_writes_are_recorded_by_election_id(started, clients):
+    """/jumbogate_switch/writes: per election id the accepted updates and the last time; the 64 most recent ids,
+    older ones summed. A refused update is not counted, nor a write from a client that is not primary."""
+    wiring = started()
+    prefix = wiring.switch.file_prefix
+    first = connect(clients, wiring, low=7, high=3)
+    assert first.arbitrate().status.code == OK
+    first.set_pipeline(INFO)
+    assert first.write([port_role(1), port_role(1), port_role(2)]) == [OK, 6, OK]
+    record = telemetry_query(prefix, "/jumbogate_switch/writes")
+    assert record["3_7"]["updates"] == 2 and (record["3_7"]["high"], record["3_7"]["low"]) == (3, 7)
+    assert record["3_7"]["last_unix_ns"] > 0
+    assert record["older"] == {"ids": 0, "updates": 0, "last_unix_ns": 0}
+    leader = first
+    for n in range(1, 66):
+        nxt = connect(clients, wiring, low=n, high=4)
+        assert nxt.arbitrate().status.code == OK
+        assert leader.write([port_role(100 + n)]) == [PERMISSION_DENIED]
+        assert nxt.write([port_role(100 + n)]) == [OK]
+        leader.close()
+        leader = nxt
+    record = telemetry_query(prefix, "/jumbogate_switch/writes")
+    ids = {k: v for k, v in record.items() if k != "older"}
+    assert len(ids) == 64
+    assert set(ids) == {f"4_{n}" for n in range(2, 66)}
+    assert all(v["updates"] == 1 for v in ids.values())
+    # 3:7's two updates and 4:1's one.
+    assert (record["older"]["ids"], record["older"]["updates"]) == (2, 3)
+
+
+def test_open_streams_are_bounded(started):
+    """Streams that never arbitrate each held a server thread, without bound. Past 128 open streams the newest is
+    closed with RESOURCE_EXHAUSTED and counted (streams_open and streams_refused in /jumbogate_switch/stats)."""
+    import queue
+
+    wiring = started()
+    channels = [grpc.insecure_channel(wiring.switch.grpc_address) for _ in range(4)]
+    calls, feeds = [], []
+    try:
+
+        def open_stream(channel):
+            feed: queue.Queue = queue.Queue()
+            call = p4r_grpc.P4RuntimeStub(channel).StreamChannel(iter(feed.get, None))
+            feeds.append(feed)
+            calls.append(call)
+            return call
+
+        for n in range(MAX_STREAMS):
+            open_stream(channels[n % 4])
+        # Every one of them is open at the server before the next is judged.
+        prefix = wiring.switch.file_prefix
+        wait_for(lambda: telemetry_query(prefix, "/jumbogate_switch/stats")["streams_open"] == MAX_STREAMS, "128 streams open")
+        extra = open_stream(channels[0])
+        with pytest.raises(grpc.RpcError) as caught:
+            next(extra)
+        assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert telemetry_query(prefix, "/jumbogate_switch/stats")["streams_refused"] >= 1
+        calls[0].cancel()
+        # Once the server has seen one go, a new stream stays open (an arbitration gets its answer).
+
+        def a_new_stream_is_taken() -> bool:
+            client = Client(wiring.switch.grpc_address, election_low=1)
+            try:
+                return client.arbitrate().status.code == OK
+            except grpc.RpcError:
+                return False
+            finally:
+                client.close()
+
+        wait_for(a_new_stream_is_taken, "a stream taken once another closed")
+    finally:
+        for feed in feeds:
+            feed.put(None)
+        for call in calls:
+            call.cancel()
+        for channel in channels:
+            channel.close()
