@@ -145,6 +145,9 @@ def show_stats(stats: policy_pb2.Stats) -> str:
             f"SmartNIC: {human_count(nic.packets_in)} in, {human_count(nic.packets_out)} out, "
             f"{human_count(nic.merged_packets)} merged, yield {100 * nic.conversion_yield:.1f}%, {human_count(nic.segments_out)} split segments"
         )
+    elif stats.HasField("election") and not stats.election.leading:
+        # A standby neither programs the switch nor calls the SmartNIC: their figures are the leader's to show.
+        out.append("SmartNIC and switch: driven by the rack's leading controller (this one is a standby)")
     else:
         out.append("SmartNIC: unreachable (flows bypass the merge path)")
     out.append("")

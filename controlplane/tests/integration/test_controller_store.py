@@ -212,6 +212,8 @@ def test_the_standby_takes_the_switch_when_the_leader_dies_or_pauses(rig):
     other, other_api = standby(rig)
     try:
         assert election(stats_of(other_api))[0] is False and stats_of(other_api)["switch_connected"] is False
+        shown = subprocess.run([VENV_BIN / "jumbogatectl", "--controller", other_api, "stats"], capture_output=True, text=True, timeout=30)
+        assert "standby (another controller leads the rack)" in shown.stdout and "this one is a standby" in shown.stdout, shown.stdout
         assert switch_primary_id(rig) == first_id
 
         started = time.monotonic()
