@@ -60,6 +60,8 @@ using grpc::StatusCode;
 constexpr const char *kApiVersion = "1.4.0";
 // Read answers are streamed in messages of at most this many entities.
 constexpr int kReadBatch = 1000;
+// The longest message of one update's p4.v1.Error in a failed Write.
+constexpr size_t kMaxErrorMessage = 200;
 // Digests the server remembers for de-duplication (ack_timeout_ns): past
 // this many, the oldest unacknowledged lists are forgotten.
 constexpr size_t kDigestMemory = 4096;
@@ -850,16 +852,30 @@ class Server final : public p4v1::P4Runtime::Service
 		google::rpc::Status details;
 		details.set_code(google::rpc::UNKNOWN);
 		details.set_message("write failure");
+		// The details travel in the trailers, which a gRPC client caps
+		// at 16 KiB by default ("metadata size exceeds hard limit",
+		// RESOURCE_EXHAUSTED, though the batch was applied). So each
+		// detail is as small as the specification lets it be: an OK
+		// update carries only its code (an empty p4.v1.Error), a
+		// message is cut at kMaxErrorMessage bytes, and the Any's type
+		// URL is "/p4.v1.Error" (its last segment names the type, all
+		// an Any needs; the default "type.googleapis.com/" prefix
+		// doubled the size of an OK detail). docs/switch.md gives the
+		// batch sizes a default client reads.
 		for (const auto &result : results) {
 			p4v1::Error e;
-			// Successful updates carry only their code: the
-			// details travel in trailers, which clients cap.
 			e.set_canonical_code(result.error_code());
 			if (!result.ok()) {
-				e.set_message(result.error_message());
+				std::string message = result.error_message();
+				if (message.size() > kMaxErrorMessage)
+					message = message.substr(
+							  0, kMaxErrorMessage -
+								     3) +
+						  "...";
+				e.set_message(message);
 				e.set_space("p4.v1");
 			}
-			details.add_details()->PackFrom(e);
+			details.add_details()->PackFrom(e, "");
 		}
 		return Status(StatusCode::UNKNOWN, "write failure",
 			      details.SerializeAsString());

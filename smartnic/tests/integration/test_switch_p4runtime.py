@@ -798,3 +798,23 @@ def test_a_backups_write_before_any_pipeline_is_permission_denied(log_dir):
         for client in clients:
             client.close()
         wiring.close()
+
+
+def instance(n: int) -> p4r.Entity:
+    return entry("instances_v4", [exact("instances_v4", "instance_addr", n.to_bytes(4, "big"))], "set_instance_jumbo", {"enabled": b"\x01"})
+
+
+def test_a_large_failing_batch_is_read_by_a_client_with_default_limits(switch, primary):
+    """A failed Write carries one p4.v1.Error per update in its trailers, and gRPC clients cap trailers at 16 KiB:
+    a batch of 1,000 updates with one refused was applied, yet a client with default limits saw RESOURCE_EXHAUSTED
+    ("metadata size exceeds hard limit") instead of its codes. Each OK detail is now as small as an Any allows
+    (docs/switch.md, "Errors a client can read"); a larger batch needs a client with higher limits."""
+    batch = [update(p4r.Update.INSERT, instance(n)) for n in range(1, 1000)] + [update(p4r.Update.INSERT, port_role(511, 9))]
+    assert primary.write(batch) == [OK] * 999 + [INVALID_ARGUMENT]
+    assert len(all_table_entries(primary)) == 999
+    raised = Client(switch.switch.grpc_address, election_low=100, options=[("grpc.max_metadata_size", 1 << 20), ("grpc.absolute_max_metadata_size", 1 << 20)])
+    try:
+        big = [update(p4r.Update.INSERT, instance(n)) for n in range(1000, 10000)] + [update(p4r.Update.INSERT, instance(1))]
+        assert raised.write(big) == [OK] * 9000 + [ALREADY_EXISTS]
+    finally:
+        raised.close()
