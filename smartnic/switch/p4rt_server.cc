@@ -514,8 +514,9 @@ struct StoredEntry {
 	p4v1::TableEntry entry; // canonical
 	std::vector<DecodedField> fields;
 	DecodedAction action;
-	// Idle timeouts: the last-hit time already reported idle.
+	// Idle timeouts: the last-hit time already reported idle, and when.
 	uint64_t reported_hit = UINT64_MAX;
+	uint64_t reported_ns = 0;
 };
 
 struct Member {
@@ -1471,10 +1472,17 @@ class Server final : public p4v1::P4Runtime::Service
 			if (slot == nullptr)
 				continue;
 			uint64_t hit = sw_slot_last_hit(slot);
-			if (now - hit < (uint64_t)timeout ||
-			    stored.reported_hit == hit)
+			if (now - hit < (uint64_t)timeout)
+				continue;
+			// While the entry stays idle the notification is sent
+			// again every idle_timeout_ns (the specification's
+			// "Idle-timeout"), so a controller that lost one
+			// still learns of it.
+			if (stored.reported_hit == hit &&
+			    now - stored.reported_ns < (uint64_t)timeout)
 				continue;
 			stored.reported_hit = hit;
+			stored.reported_ns = now;
 			*notification->add_table_entry() = stored.entry;
 		}
 		rte_rwlock_read_unlock(&sw_->lock);
@@ -1822,6 +1830,15 @@ class Server final : public p4v1::P4Runtime::Service
 				return status;
 		}
 		stored.entry.set_idle_timeout_ns(in.idle_timeout_ns());
+		// Opaque to the switch: kept and read back as written.
+		stored.entry.set_metadata(in.metadata());
+		// controller_metadata is deprecated in p4runtime.proto in
+		// favour of metadata, yet still a field a client may set and
+		// read.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+		stored.entry.set_controller_metadata(in.controller_metadata());
+#pragma GCC diagnostic pop
 		if (existing != entries.end())
 			existing->second = stored;
 		else

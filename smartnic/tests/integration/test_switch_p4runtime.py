@@ -818,3 +818,33 @@ def test_a_large_failing_batch_is_read_by_a_client_with_default_limits(switch, p
         assert raised.write(big) == [OK] * 9000 + [ALREADY_EXISTS]
     finally:
         raised.close()
+
+
+def test_an_entry_that_stays_idle_is_notified_again(primary):
+    """One idle-timeout notification was sent, never repeated while the entry stayed idle; the specification
+    sends it again every idle_timeout_ns, so a controller that missed one still learns of it."""
+    flow = merge_flow_entry(7, 200 * 1000 * 1000)
+    assert primary.write([update(p4r.Update.INSERT, flow)]) == [OK]
+    notified = 0
+    deadline = time.monotonic() + 10
+    while notified < 3:
+        message = primary.next_response(timeout=max(0.01, deadline - time.monotonic()))
+        if message.HasField("idle_timeout_notification"):
+            (idle,) = message.idle_timeout_notification.table_entry
+            assert idle.match == flow.table_entry.match
+            notified += 1
+
+
+def test_entry_metadata_is_kept_and_read_back(primary):
+    """TableEntry.metadata and controller_metadata were accepted and read back empty."""
+    role = port_role(12, 1)
+    role.table_entry.metadata = b"owner=reconciler;rev=41"
+    role.table_entry.controller_metadata = 41
+    assert primary.write([update(p4r.Update.INSERT, role)]) == [OK]
+    (read,) = all_table_entries(primary)
+    assert (read.metadata, read.controller_metadata) == (b"owner=reconciler;rev=41", 41)
+    role.table_entry.metadata = b"owner=reconciler;rev=42"
+    role.table_entry.controller_metadata = 42
+    assert primary.write([update(p4r.Update.MODIFY, role)]) == [OK]
+    (read,) = all_table_entries(primary)
+    assert (read.metadata, read.controller_metadata) == (b"owner=reconciler;rev=42", 42)
