@@ -35,6 +35,12 @@ Mininet namespaces only.
                      SmartNIC's Configure, SetPathMtu, OnloadFlow and
                      ProbePath (issue: a certificate from the CA was a grant:
                      it wrote routes and deposed the controller)
+  primary-batch      a client with the controller's own certificate and a
+                     higher election id takes the switch over and writes one
+                     batch of 100,000 updates (existing next-hop members
+                     rewritten as they are) while pings cross the switch
+                     (issue: each batch ran whole under the data plane's
+                     lock: 20,000 updates stopped forwarding for 3.3 s)
 
 The rack runs with mutual TLS on every control channel (as make run TLS=1).
 
@@ -48,6 +54,8 @@ import hashlib
 import json
 import os
 import shlex
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -58,7 +66,7 @@ from . import measure, plan, procs
 from .rack import Rack, cannot_start
 
 RESULTS = procs.REPO / "results"
-SCENARIOS = ("fake-elephants", "elephant-flood", "nic-pinning", "flow-spray", "signal-reflection", "dashboard-certificate")
+SCENARIOS = ("fake-elephants", "elephant-flood", "nic-pinning", "flow-spray", "signal-reflection", "dashboard-certificate", "primary-batch")
 ATTACKER = plan.ROUTERS[1]  # up2: directly connected to external port 2
 LEGIT_SENDER = plan.EXTERNAL_HOSTS[0]  # ext1, reaching the border through up1
 LEGIT_MBPS = 100
@@ -71,6 +79,12 @@ NIC_PIN_BUDGET = 1024
 # of a few seconds to reach them (rack.yaml keeps the production values).
 ATTACK_ELEPHANT_LIMITS = {"threshold_bytes": 30000, "max_flows": 16, "max_onloads_per_epoch": 8}
 LEGIT_SIGNALS = 10  # oversize datagrams the jumbo instance sends during signal-reflection
+PRIMARY_BATCH_UPDATES = 100_000  # jumbogate-switch's most updates in one WriteRequest
+# Forwarding holds during the batch when no two echo replies are further
+# apart than this while the Write runs (a batch under one lock stopped it
+# for the whole Write: 7 to 15 s here; the rest is this small machine's
+# scheduling, a few hundred ms under the emulation's load).
+PRIMARY_BATCH_LONGEST_GAP_S = 2.0
 
 
 @dataclass
@@ -370,6 +384,10 @@ def signal_reflection(rack: Rack, workdir: Path, seconds: float, rate: float) ->
 
     figures, whole, sent, merged = with_legit_traffic(rack, workdir, seconds, plan.IPERF_PORTS[4], attack)
     received = len(capture.stop())
+    # The signals taught the jumbo instance's kernel a 1500-byte path to ext1
+    # (kept ten minutes): its next connections from ext1 would announce an
+    # MSS of 1460, and the attacks after this one would see nothing merged.
+    jumbo.cmd("ip route flush cache")
     delivered = len(lies.stop())
     after = controller_stats(rack)
     result = AttackResult(
@@ -481,6 +499,98 @@ def dashboard_certificate(rack: Rack, workdir: Path, seconds: float, rate: float
     return result
 
 
+def batch_as_primary(credentials, updates: int) -> dict:
+    """Arbitrate above the controller, rewrite the switch's next-hop members as they are, `updates` times in all, in one Write; then leave."""
+    import queue
+
+    import grpc
+    from finsy.proto import p4r, p4r_grpc
+
+    options = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
+    channel = grpc.secure_channel(plan.P4RUNTIME_ADDRESS, credentials, options) if credentials else grpc.insecure_channel(plan.P4RUNTIME_ADDRESS, options)
+    election = p4r.Uint128(high=1 << 62)
+    with channel:
+        stub = p4r_grpc.P4RuntimeStub(channel)
+        outgoing: queue.Queue = queue.Queue()
+        outgoing.put(p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(device_id=1, election_id=election)))
+        stream = stub.StreamChannel(iter(outgoing.get, None))
+        answer = next(stream)
+        if answer.arbitration.status.code != 0:
+            outgoing.put(None)
+            return {"primary": 0, "codes": {}, "started": 0.0, "ended": 0.0, "seconds": 0.0}
+        members = [
+            entity.action_profile_member
+            for reply in stub.Read(p4r.ReadRequest(device_id=1, entities=[p4r.Entity(action_profile_member=p4r.ActionProfileMember())]), timeout=10)
+            for entity in reply.entities
+        ]
+        write = p4r.WriteRequest(device_id=1, election_id=election)
+        for n in range(updates):
+            write.updates.add(type=p4r.Update.MODIFY).entity.action_profile_member.CopyFrom(members[n % len(members)])
+        started = time.time()
+        try:
+            stub.Write(write, timeout=120)
+            codes = {"OK": updates}
+        except grpc.RpcError as err:
+            codes = {err.code().name: updates}
+        ended = time.time()
+        outgoing.put(None)
+        stream.cancel()
+    return {"primary": 1, "codes": codes, "started": started, "ended": ended, "seconds": ended - started, "members": len(members)}
+
+
+def reply_gaps(ping_output: str, start: float, end: float) -> tuple[int, float]:
+    """From `ping -D` output: replies between start and end (unix time) and the longest gap between two of them there."""
+    times = [float(line[1 : line.index("]")]) for line in ping_output.splitlines() if line.startswith("[") and "bytes from" in line]
+    inside = [t for t in times if start <= t <= end]
+    edges = [start, *inside, end]
+    return len(inside), max(b - a for a, b in zip(edges, edges[1:], strict=False))
+
+
+def primary_batch(rack: Rack, workdir: Path, seconds: float, rate: float) -> AttackResult:
+    result = AttackResult("primary-batch", f"one Write of {PRIMARY_BATCH_UPDATES:,} updates from a primary above the controller")
+    before = controller_stats(rack)
+    credentials = rack.tls.credentials("controller") if rack.tls else None
+
+    def attack() -> dict:
+        # To a file: a pipe read only at the end would fill and stop ping.
+        log = workdir / "primary-batch-ping.txt"
+        with open(log, "w") as out:
+            pinger = rack.host(LEGIT_SENDER.host).popen(
+                ["ping", "-D", "-n", "-i", "0.005", "-w", str(int(seconds) + 60), plan.JUMBO.address.ip4], stdout=out, stderr=subprocess.STDOUT
+            )
+        time.sleep(0.5)
+        figures = batch_as_primary(credentials, PRIMARY_BATCH_UPDATES)
+        # SIGINT: ping ends with its summary (SIGTERM could lose what it buffered).
+        pinger.send_signal(signal.SIGINT)
+        pinger.wait(timeout=10)
+        out = log.read_text()
+        figures["replies"], figures["longest_gap"] = reply_gaps(out, figures["started"], figures["ended"])
+        # The controller takes the switch back once the batch's client left.
+        figures["operator_round_trip"] = int(operator_round_trip(rack, 45020))
+        return figures
+
+    figures, whole, sent, merged = with_legit_traffic(rack, workdir, seconds, plan.IPERF_PORTS[7], attack)
+    after = controller_stats(rack)
+    result.border = {
+        "became primary": figures["primary"],
+        "updates applied": figures["codes"].get("OK", 0),
+        "batch seconds": round(figures["seconds"], 2),
+        "echo replies during the Write": figures["replies"],
+        "longest gap between replies (ms)": round(figures["longest_gap"] * 1e3, 1),
+        "controller primary again": int(bool(after.get("switch_connected"))),
+        "operator onload+offload worked": figures["operator_round_trip"],
+        "refused switch writes": nested(after, "reconcile", "failed_batches") - nested(before, "reconcile", "failed_batches"),
+    }
+    legit_verdict(result, whole, sent, merged)
+    if not figures["primary"] or result.border["updates applied"] != PRIMARY_BATCH_UPDATES:
+        result.failures.append(f"the batch did not run whole: {figures['codes']}")
+    if figures["replies"] == 0 or figures["longest_gap"] > PRIMARY_BATCH_LONGEST_GAP_S:
+        result.failures.append(f"forwarding stopped during the batch (longest gap {figures['longest_gap']:.2f} s)")
+    if not result.border["controller primary again"] or not figures["operator_round_trip"]:
+        result.failures.append("the controller did not get the switch back")
+    return result
+
+
 ATTACKS = {
     "fake-elephants": fake_elephants,
     "elephant-flood": elephant_flood,
@@ -488,6 +598,7 @@ ATTACKS = {
     "flow-spray": flow_spray,
     "signal-reflection": signal_reflection,
     "dashboard-certificate": dashboard_certificate,
+    "primary-batch": primary_batch,
 }
 
 

@@ -36,4 +36,7 @@ def test_every_attack_is_held(tmp_path, capsys):
     dashboard = results["dashboard-certificate"]["border"]
     assert dashboard["calls refused (PERMISSION_DENIED)"] == 6 and dashboard["calls answered otherwise"] == 0
     assert dashboard["controller still primary"] == 1 and dashboard["operator onload+offload worked"] == 1
+    batch = results["primary-batch"]["border"]
+    assert batch["updates applied"] == attack.PRIMARY_BATCH_UPDATES and batch["echo replies during the Write"] > 0
+    assert batch["longest gap between replies (ms)"] <= attack.PRIMARY_BATCH_LONGEST_GAP_S * 1e3 and batch["controller primary again"] == 1
     assert f"{len(attack.SCENARIOS)} of {len(attack.SCENARIOS)} attacks held" in (out / "report.txt").read_text()
