@@ -63,6 +63,22 @@ else
   say "jumbogate package installed"
 fi
 
+# p4rt-conformance/'s own venv: p4lang's p4runtime bindings need protobuf
+# < 3.21, which .venv's packages do not take.
+p4rt_lock=p4rt-conformance/requirements.txt
+p4rt_stamp=.venv-p4rt/.lock-installed
+if [ ! -x .venv-p4rt/bin/python ]; then
+  say "creating .venv-p4rt (the P4Runtime conformance suite's)"
+  /usr/bin/python3 -m venv .venv-p4rt
+fi
+if [ ! -f "$p4rt_stamp" ] || ! cmp -s "$p4rt_lock" "$p4rt_stamp"; then
+  say "installing $p4rt_lock into .venv-p4rt"
+  .venv-p4rt/bin/pip install -q --disable-pip-version-check -r "$p4rt_lock"
+  cp "$p4rt_lock" "$p4rt_stamp"
+else
+  say ".venv-p4rt matches $p4rt_lock"
+fi
+
 make --no-print-directory proto
 make --no-print-directory smartnic
 

@@ -36,6 +36,9 @@ run_suite c meson test -C build/smartnic --print-errorlogs
 # simple_switch_grpc is on PATH (else it counts its tests as skipped).
 run_suite ptf-soft bash ptf-tests/run.sh --target soft "$RESULTS/ptf-soft.txt"
 run_suite ptf-bmv2 bash ptf-tests/run.sh --target bmv2 "$RESULTS/ptf-bmv2.txt"
+# P4Runtime conformance from outside the project's client: p4lang's p4runtime
+# bindings in .venv-p4rt (without it, its tests count as skipped).
+run_suite p4rt-conformance bash p4rt-conformance/run.sh "$RESULTS/p4rt-conformance.txt"
 # The engine's C suites and jumbogate-nic's integration tests once more on an
 # AddressSanitizer + UBSan build (build/asan): memory errors and leaks fail.
 run_suite c-asan bash scripts/sanitized.sh c

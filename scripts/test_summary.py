@@ -55,6 +55,7 @@ def main() -> int:
         "nic-asan": pytest_counts(results / "nic-asan.xml"),
         "ptf-soft": ptf_counts(results / "ptf-soft.txt"),
         "ptf-bmv2": ptf_counts(results / "ptf-bmv2.txt"),
+        "p4rt-conformance": ptf_counts(results / "p4rt-conformance.txt"),
     }
     print("\n===== summary =====")
     total = [0, 0, 0]
