@@ -35,6 +35,12 @@ Mininet namespaces only.
                      SmartNIC's Configure, SetPathMtu, OnloadFlow and
                      ProbePath (issue: a certificate from the CA was a grant:
                      it wrote routes and deposed the controller)
+  probe-amplification
+                     spoofed SYNs to an open port of the jumbo instance,
+                     whose SYN-ACKs go out through the SmartNIC, with path
+                     MTU discovery on (issue: every SYN-ACK to a new
+                     destination started a probe round at it: about 1,100
+                     bytes of probes per byte the attacker sent)
   primary-batch      a client with the controller's own certificate and a
                      higher election id takes the switch over and writes one
                      batch of 100,000 updates (existing next-hop members
@@ -66,7 +72,16 @@ from . import measure, plan, procs
 from .rack import Rack, cannot_start
 
 RESULTS = procs.REPO / "results"
-SCENARIOS = ("fake-elephants", "elephant-flood", "nic-pinning", "flow-spray", "signal-reflection", "dashboard-certificate", "primary-batch")
+SCENARIOS = (
+    "fake-elephants",
+    "elephant-flood",
+    "nic-pinning",
+    "flow-spray",
+    "signal-reflection",
+    "dashboard-certificate",
+    "probe-amplification",
+    "primary-batch",
+)
 ATTACKER = plan.ROUTERS[1]  # up2: directly connected to external port 2
 LEGIT_SENDER = plan.EXTERNAL_HOSTS[0]  # ext1, reaching the border through up1
 LEGIT_MBPS = 100
@@ -128,7 +143,10 @@ def nic_stats(tls=None) -> dict[str, int]:
     from jumbogate.v1 import nic_pb2
 
     reply = nic_stub(tls).GetStats(nic_pb2.GetNicStatsRequest(), timeout=10)
-    return {name: int(getattr(reply, name)) for name in ("merged_packets", "flows_active", "flows_evicted", "onloads_refused", "packets_in")}
+    stats = {name: int(getattr(reply, name)) for name in ("merged_packets", "flows_active", "flows_evicted", "onloads_refused", "packets_in")}
+    for name in ("probe_bytes", "rounds_started", "hello_rounds", "outbound_ignored"):
+        stats[f"pmtu_{name}"] = int(reply.path_mtu_discovery.get(name, 0))
+    return stats
 
 
 # ----- the legitimate transfer and the attacker's flood -----
@@ -499,6 +517,49 @@ def dashboard_certificate(rack: Rack, workdir: Path, seconds: float, rate: float
     return result
 
 
+PROBED_PORT = 8443  # an open port of the jumbo instance, for probe-amplification
+
+
+def probe_amplification(rack: Rack, workdir: Path, seconds: float, rate: float) -> AttackResult:
+    syn_rate = min(rate, 2000)  # SYN-ACKs the instance answers: its backlog and syncookies, not the border, bound them
+    jumbo = rack.host(plan.JUMBO.host)
+    listener = jumbo.popen(
+        [sys.executable, "-c", f"import socket, time\ns = socket.socket()\ns.bind(('0.0.0.0', {PROBED_PORT}))\ns.listen(4096)\ntime.sleep({seconds + 30})"]
+    )
+    time.sleep(0.3)
+    before = nic_stats(rack.tls)
+
+    def attack() -> dict:
+        return flood_result(start_flood(rack, "syns", plan.JUMBO.address.ip4, PROBED_PORT, syn_rate, seconds), seconds)
+
+    try:
+        figures, whole, sent, merged = with_legit_traffic(rack, workdir, seconds, plan.IPERF_PORTS[8], attack)
+    finally:
+        listener.kill()
+        listener.wait(timeout=10)
+    after = nic_stats(rack.tls)
+    probe_bytes = after["pmtu_probe_bytes"] - before["pmtu_probe_bytes"]
+    result = AttackResult(
+        "probe-amplification",
+        f"{figures['sent']} spoofed SYNs ({figures['bytes']} bytes) to an open port of the jumbo instance, {figures['sent'] / figures['seconds']:.0f}/s",
+    )
+    result.border = {
+        "bytes of probes sent": probe_bytes,
+        "probe bytes per attacker byte": round(probe_bytes / max(1, figures["bytes"]), 3),
+        "rounds started": after["pmtu_rounds_started"] - before["pmtu_rounds_started"],
+        "outbound packets that started nothing": after["pmtu_outbound_ignored"] - before["pmtu_outbound_ignored"],
+    }
+    legit_verdict(result, whole, sent, merged)
+    if probe_bytes > figures["bytes"]:
+        result.failures.append(f"the border sent {probe_bytes} bytes of probes for {figures['bytes']} bytes of SYNs")
+    # The instance answers each SYN (with a cookie past its backlog), and each
+    # SYN-ACK passes the SmartNIC: unless most of them were seen there, the
+    # attack did not test discovery at all.
+    if result.border["outbound packets that started nothing"] < figures["sent"] // 2:
+        result.failures.append("too few SYN-ACKs reached the SmartNIC's path MTU discovery: the attack did not test it")
+    return result
+
+
 def batch_as_primary(credentials, updates: int) -> dict:
     """Arbitrate above the controller, rewrite the switch's next-hop members as they are, `updates` times in all, in one Write; then leave."""
     import queue
@@ -569,7 +630,7 @@ def primary_batch(rack: Rack, workdir: Path, seconds: float, rate: float) -> Att
         figures["operator_round_trip"] = int(operator_round_trip(rack, 45020))
         return figures
 
-    figures, whole, sent, merged = with_legit_traffic(rack, workdir, seconds, plan.IPERF_PORTS[7], attack)
+    figures, whole, sent, merged = with_legit_traffic(rack, workdir, seconds, plan.IPERF_PORTS[9], attack)
     after = controller_stats(rack)
     result.border = {
         "became primary": figures["primary"],
@@ -598,6 +659,7 @@ ATTACKS = {
     "flow-spray": flow_spray,
     "signal-reflection": signal_reflection,
     "dashboard-certificate": dashboard_certificate,
+    "probe-amplification": probe_amplification,
     "primary-batch": primary_batch,
 }
 
@@ -649,7 +711,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with Rack(
             switch_target=args.switch,
-            nic_options=("--max-onloaded-flows", str(NIC_PIN_BUDGET)),
+            nic_options=("--max-onloaded-flows", str(NIC_PIN_BUDGET), "--pmtu-discovery", "on"),
             config_overrides={"elephant": ATTACK_ELEPHANT_LIMITS},
             workdir=outdir,
             tls=True,

