@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from jumbogate.election import FENCING_EPOCH, LEASE_TTL_S, Election
-from jumbogate.store import EtcdStore
+from jumbogate.election import EPOCH_KEY, FIRST_EPOCH, LEASE_TTL_S, Election
+from jumbogate.store import PREFIX, EtcdStore, StoreUnavailable
 
 pytestmark = [pytest.mark.timeout(60)]
 # A bound on waits, never a figure asserted: it only stops a broken test.
@@ -26,7 +26,7 @@ async def test_the_first_candidate_leads_and_the_next_leads_when_it_resigns(etcd
     waiting = asyncio.create_task(second.campaign())
     await asyncio.sleep(0)
     assert not waiting.done()
-    assert leading.election_id >> 64 == FENCING_EPOCH and leading.election_id & (2**64 - 1) == leading.revision
+    assert leading.election_id >> 64 == FIRST_EPOCH and leading.election_id & (2**64 - 1) == leading.revision
     await first.resign()
     after = await asyncio.wait_for(waiting, BOUND_S)
     assert after.election_id > leading.election_id
@@ -75,3 +75,20 @@ async def test_a_leader_cut_off_from_etcd_steps_down_and_campaigns_again_when_it
     assert again.election_id > leading.election_id
     await leader.resign()
     await leader.store.close()
+
+
+async def test_the_leaders_id_carries_the_stores_fencing_epoch(etcd):
+    """The epoch is read when a leader wins: raised, it puts a leader of a store whose revisions went down
+    (rebuilt, restored) above every earlier one; a value that is no epoch is never guessed at."""
+    first = await candidate(etcd.store_url, "first")
+    leading = await asyncio.wait_for(first.campaign(), BOUND_S)
+    await first.resign()
+    etcd.ctl("put", PREFIX + EPOCH_KEY, "7")
+    again = await asyncio.wait_for(first.campaign(), BOUND_S)
+    assert again.epoch == 7 and again.election_id >> 64 == 7 and again.election_id > leading.election_id
+    await first.resign()
+    etcd.ctl("put", PREFIX + EPOCH_KEY, "seven")
+    with pytest.raises(StoreUnavailable, match="not a fencing epoch"):
+        await asyncio.wait_for(first.campaign(), BOUND_S)
+    assert first.leadership is None
+    await first.store.close()

@@ -138,6 +138,32 @@ async def test_a_change_based_on_a_stale_revision_is_aborted_with_the_current_re
     await second.close()
 
 
+async def test_the_fencing_epoch_only_goes_up_and_reaches_every_controller(etcd):
+    """Raised through one controller (by one, or to a number), seen by another's watch; never lowered,
+    and raised from a stale view it is refused: two operators raising at once both learn which took."""
+    first = await Rack(etcd.store_url).start()
+    epochs: list[int] = []
+    watching = await Rack(etcd.store_url).start(watch=True)
+    watching.policy.on_epoch = epochs.append
+    assert first.policy.epoch == watching.policy.epoch == 1
+    assert (await first.policy.raise_epoch())[0] == 2
+    await watching.wait_for_revision(first.policy.revision)
+    assert watching.policy.epoch == 2 and epochs == [2]
+    with pytest.raises(PolicyError, match="only goes up"):
+        await first.policy.raise_epoch(2)
+    stale = await Rack(etcd.store_url).start()
+    assert (await first.policy.raise_epoch(9))[0] == 9
+    with pytest.raises(StoreConflict, match="fencing/epoch"):
+        await stale.policy.raise_epoch()
+    assert etcd.ctl("get", PREFIX + "fencing/epoch", "--print-value-only").stdout.strip() == "9"
+    # Not policy: the rack's config is untouched, and an export leaves it out.
+    await watching.wait_for_revision(first.policy.revision)
+    assert watching.policy.epoch == 9 and "fencing" not in watching.policy.export_yaml()
+    assert not policy_changes(first.policy.seed, watching.policy.config)
+    for rack in (first, watching, stale):
+        await rack.close()
+
+
 async def test_a_stale_write_cannot_bring_back_an_instance_an_import_removed(etcd):
     first = await Rack(etcd.store_url).start()
     second = await Rack(etcd.store_url).start()

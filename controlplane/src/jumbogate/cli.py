@@ -145,11 +145,15 @@ def show_stats(stats: policy_pb2.Stats) -> str:
             f"SmartNIC: {human_count(nic.packets_in)} in, {human_count(nic.packets_out)} out, "
             f"{human_count(nic.merged_packets)} merged, yield {100 * nic.conversion_yield:.1f}%, {human_count(nic.segments_out)} split segments"
         )
+        if nic.fence_election_id_high or nic.fence_election_id_low or nic.fence_changes_refused:
+            out.append(f"  fence: highest leader id {nic.fence_election_id_high}:{nic.fence_election_id_low}, {nic.fence_changes_refused} changes refused")
     elif stats.HasField("election") and not stats.election.leading:
         # A standby neither programs the switch nor calls the SmartNIC: their figures are the leader's to show.
         out.append("SmartNIC and switch: driven by the rack's leading controller (this one is a standby)")
     else:
         out.append("SmartNIC: unreachable (flows bypass the merge path)")
+    if nic.fenced_calls:
+        out.append(f"  {nic.fenced_calls} changes of this controller refused by the SmartNIC's fence; last: {nic.last_fenced}")
     out.append("")
     out.append(show_store(stats.store, stats.election if stats.HasField("election") else None))
     return "\n".join(out)
@@ -157,6 +161,8 @@ def show_stats(stats: policy_pb2.Stats) -> str:
 
 def show_store(store: policy_pb2.StoreStatus, election: policy_pb2.ElectionStatus | None = None) -> str:
     line = f"store: {store.endpoint}, rack {store.rack}, revision {store.revision}"
+    if election is not None:
+        line += f", fencing epoch {store.fencing_epoch}"
     if election is not None:
         line += (
             f"; leading the rack (election id {election.election_id_high}:{election.election_id_low})"
@@ -248,6 +254,10 @@ def run_command(args, stub: policy_pb2_grpc.PolicyStub, emit: Callable[[object, 
     if args.area == "fleet":
         if args.action == "show":
             fleet = stub.GetFleet(policy_pb2.GetFleetRequest(), timeout=t)
+        elif args.action == "raise-epoch":
+            raised = stub.RaiseFencingEpoch(policy_pb2.RaiseFencingEpochRequest(to=args.to), timeout=t)
+            emit(raised, f"fencing epoch {raised.epoch} (store revision {raised.revision}): each rack's leader leads again under it")
+            return
         else:
             fleet = stub.SetFleet(policy_pb2.SetFleetRequest(jumbo=args.state == "on", revision=args.revision), timeout=t)
         emit(fleet, show_fleet(fleet))
@@ -338,6 +348,10 @@ def build_parser() -> argparse.ArgumentParser:
     jumbo = fleet.add_parser("jumbo", help="turn the fleet flag on or off")
     jumbo.add_argument("state", choices=["on", "off"])
     jumbo.add_argument("--revision", type=int, default=0, help=revision_help)
+    epoch = fleet.add_parser(
+        "raise-epoch", help="raise the fencing epoch of the leaders' election ids (after restoring or rebuilding the store; docs/fleet.md)"
+    )
+    epoch.add_argument("--to", type=int, default=0, help="the new epoch, above the current one (default: the current one plus one)")
 
     inst = areas.add_parser("instance", help="instances and their jumbo flags").add_subparsers(dest="action", required=True)
     inst.add_parser("list", help="all instances with their effective MTU")

@@ -77,9 +77,12 @@ class Controller:
         self.listen = listen or config.controller_listen
         self.state = PolicyState.from_config(config)
         self.nic = NicLink(config, self.state)
-        self.fleet = FleetPolicy(store or MemoryStore(config.source), config, rack, self._on_store_change)
+        self.fleet = FleetPolicy(store or MemoryStore(config.source), config, rack, self._on_store_change, self._on_epoch)
         # With etcd, the rack's controllers elect the one that programs the switch and the SmartNIC.
         self.election = Election(self.fleet.store, self.fleet.rack, self.listen) if isinstance(self.fleet.store, EtcdStore) else None
+        self.nic.fenced = self.election is not None
+        # Set when the store's fencing epoch rises above the one this term leads with.
+        self._epoch_raised = asyncio.Event()
         self.digests_received = 0
         self.digests_shed = 0
         self.digests_refused = 0
@@ -141,6 +144,13 @@ class Controller:
             self.nic.config = config
         self.state.apply_store(config, changed)
         LOG.info("policy from %s at revision %d: %s", self.fleet.store.url, self.fleet.revision, ", ".join(changed))
+
+    def _on_epoch(self, epoch: int) -> None:
+        """A raised fencing epoch ends this leader's term: it leads again (or another does) under the new one."""
+        leadership = self.election.leadership if self.election is not None else None
+        if leadership is not None and epoch > leadership.epoch:
+            LOG.warning("fencing epoch raised to %d: leading again under it (election id %s until then)", epoch, leadership.shown())
+            self._epoch_raised.set()
 
     def _refuse_reload(self, why: str) -> bool:
         LOG.error("configuration reload refused: %s", why)
@@ -207,19 +217,28 @@ class Controller:
                 LOG.warning("campaign for rack %s failed, trying again: %s", self.fleet.rack, err)
                 await asyncio.sleep(LEAD_RETRY_S)
                 continue
-            self.state.note(EventKind.LEADING, detail=f"leading rack {self.fleet.rack} with election id {leadership.election_id >> 64}:{leadership.revision}")
+            self._epoch_raised = asyncio.Event()
+            if self.fleet.epoch > leadership.epoch:
+                # Raised between the win and now: this id is fenced already.
+                self._epoch_raised.set()
+            self.state.note(EventKind.LEADING, detail=f"leading rack {self.fleet.rack} with election id {leadership.shown()}")
             self._switch = self.make_switch(leadership.election_id)
-            # What the SmartNIC holds is found again by this term's first poll.
+            # What the SmartNIC holds is found again by this term's first poll;
+            # every change it makes carries this term's election id.
             self.nic.status = NicStatus()
+            self.nic.election_id = leadership.election_id
             term = [asyncio.create_task(self._switch.run()), asyncio.create_task(self.nic.run())]
-            lost = asyncio.create_task(self.election.lost.wait())
-            done, _ = await asyncio.wait([*term, lost], return_when=asyncio.FIRST_COMPLETED)
-            for task in (*term, lost):
+            ending = [asyncio.create_task(self.election.lost.wait()), asyncio.create_task(self._epoch_raised.wait())]
+            done, _ = await asyncio.wait([*term, *ending], return_when=asyncio.FIRST_COMPLETED)
+            for task in (*term, *ending):
                 task.cancel()
-            await asyncio.gather(*term, lost, return_exceptions=True)
-            failed = [task.exception() for task in done if task is not lost and not task.cancelled() and task.exception()]
+            await asyncio.gather(*term, *ending, return_exceptions=True)
+            # Only now: the link's tasks are gone, and a standby changes nothing.
+            self.nic.election_id = None
+            failed = [task.exception() for task in done if task in term and not task.cancelled() and task.exception()]
             if not self.election.lost.is_set():
-                # The term ended from within (the switch session failed): give the lead up before campaigning again.
+                # The term ended from within (the switch session failed, or the epoch was
+                # raised): give the lead up before campaigning again.
                 await self.election.resign()
             self.nic.status = NicStatus()
             self._switch_ready = False
@@ -260,6 +279,13 @@ class Controller:
 
     async def _on_ready(self, switch: fy.Switch) -> None:
         """Called by finsy on every (re)connect and role change, once the pipeline is in place."""
+        leadership = self.election.leadership if self.election is not None else None
+        if switch.is_primary and leadership is not None and switch.election_id != leadership.election_id:
+            # finsy takes the last primary's id when a switch says no primary is
+            # left: that id is not this leader's, and writing with it would
+            # get round the switch's fence. Program nothing; the term ends.
+            LOG.error("made primary of %s with election id %d, not this leader's %s: writing nothing", switch.address, switch.election_id, leadership.shown())
+            return
         if not switch.is_primary:
             # Another controller with a higher election id owns the switch: a
             # backup reads nothing and writes nothing until it is promoted.
@@ -414,6 +440,7 @@ class Controller:
                 refused_revisions=self.fleet.refused_revisions,
                 last_refusal=self.fleet.last_refusal,
                 rack=self.fleet.rack,
+                fencing_epoch=self.fleet.epoch,
             ),
             admission=policy_pb2.MergeAdmission(
                 flows=len(self.state.flows),
@@ -449,8 +476,13 @@ class Controller:
                     merged_packets=nic.merged_packets,
                     conversion_yield=nic.conversion_yield,
                     segments_out=nic.split_segments_out,
+                    fence_election_id_high=nic.fence.election_id_high,
+                    fence_election_id_low=nic.fence.election_id_low,
+                    fence_changes_refused=nic.fence.changes_refused,
                 )
             )
+        stats.nic.fenced_calls = self.nic.fenced_calls
+        stats.nic.last_fenced = self.nic.last_fenced
         return stats
 
 

@@ -10,7 +10,11 @@ leads.
 The leader's P4Runtime election id is its key's create revision (low 64
 bits) under the fleet's fencing epoch (high 64 bits): a later leader's key
 was always created later, so its id is higher, and the switch takes it as
-primary over any earlier leader that is still connected. Revisions, not
+primary over any earlier leader that is still connected. The epoch is a key
+of the store (EPOCH_KEY, 1 while absent), read when a leader wins: a store
+restored from a backup or rebuilt counts its revisions from lower than the
+ids the switches and SmartNICs already saw, and raising the epoch
+(jumbogatectl fleet raise-epoch) puts every later id above them again. Revisions, not
 clocks, order the leaders: the only clock here makes a leader that can no
 longer refresh its lease step down before etcd says so, never after.
 """
@@ -26,28 +30,47 @@ from dataclasses import dataclass
 import grpc
 from aetcd import rpc
 
-from .store import REQUEST_TIMEOUT_S, EtcdStore, StoreUnavailable, range_end
+from .store import PREFIX, REQUEST_TIMEOUT_S, EtcdStore, StoreUnavailable, range_end
 
 LOG = logging.getLogger("jumbogate.election")
 
 # etcd's lease TTL is whole seconds; 2 s bounds a dead leader's reign.
 LEASE_TTL_S = 2
 KEEPALIVE_INTERVAL_S = LEASE_TTL_S / 3
-# The fleet's fencing epoch: the high 64 bits of every leader's election id.
-FENCING_EPOCH = 1
+# The fleet's fencing epoch, the high 64 bits of every leader's election id:
+# this key under the policy's prefix (so that every controller's watch sees
+# it raised), and its value while the key is absent.
+EPOCH_KEY = "fencing/epoch"
+FIRST_EPOCH = 1
+# P4Runtime's election id is 128 bits: the epoch has the high 64.
+MAX_EPOCH = (1 << 64) - 1
 # Candidates' keys, apart from the policy's (store.PREFIX): a watch on the
 # policy never sees a candidacy.
 ELECTION_PREFIX = "/jumbogate/election/v1/"
+
+
+def parse_epoch(raw: bytes | None) -> int:
+    """The epoch a stored value holds; ValueError when it holds none (not a whole number from 1 to 2^64-1)."""
+    if raw is None:
+        return FIRST_EPOCH
+    text = raw.decode(errors="replace").strip()
+    if not text.isdigit() or not 1 <= int(text) <= MAX_EPOCH:
+        raise ValueError(f"{PREFIX}{EPOCH_KEY} holds {text[:40]!r}, not a fencing epoch (a whole number from 1 to 2^64-1)")
+    return int(text)
 
 
 @dataclass(frozen=True)
 class Leadership:
     revision: int
     lease: int
+    epoch: int = FIRST_EPOCH
 
     @property
     def election_id(self) -> int:
-        return (FENCING_EPOCH << 64) | self.revision
+        return (self.epoch << 64) | self.revision
+
+    def shown(self) -> str:
+        return f"{self.epoch}:{self.revision}"
 
 
 class Election:
@@ -101,12 +124,23 @@ class Election:
                 self.lost.set()
                 break
             if not ahead:
-                self.leadership = Leadership(mine, lease)
-                LOG.info("leading rack %s (election id %d:%d)", self.rack, FENCING_EPOCH, mine)
+                self.leadership = Leadership(mine, lease, await self._epoch(kv))
+                LOG.info("leading rack %s (election id %s)", self.rack, self.leadership.shown())
                 return self.leadership
             await self._wait_for_delete(ahead[-1].key, candidates.header.revision)
         self._stop_keepalive()
         raise StoreUnavailable(f"lost the election's lease on {self.store.url} while waiting to lead")
+
+    async def _epoch(self, kv) -> int:
+        """The fleet's fencing epoch as the store holds it now. One edited by hand
+        into nonsense is refused: leading under a guessed epoch could put this
+        leader below the ids the devices saw, or raise it past any later fix."""
+        reply = await kv.Range(rpc.RangeRequest(key=(PREFIX + EPOCH_KEY).encode()), timeout=REQUEST_TIMEOUT_S)
+        try:
+            return parse_epoch(reply.kvs[0].value if reply.kvs else None)
+        except ValueError as err:
+            await self.resign()
+            raise StoreUnavailable(f"{err}; not leading until it is fixed (jumbogatectl fleet raise-epoch --to N)") from None
 
     async def _wait_for_delete(self, key: bytes, revision: int) -> None:
         """Until `key` is deleted (after `revision`), or this candidacy is lost."""

@@ -17,6 +17,7 @@ section, so that it outlives any one controller and is shared by every rack:
     racks/<rack>/switch           switch.too_deep, icmp_rate_pps, icmp_rate_per_source_pps
     racks/<rack>/routes           routes[] (each route's next hops are its ECMP group)
     racks/<rack>/smartnic         smartnic.internal_prefixes
+    fencing/epoch                 the leaders' fencing epoch (election.py; never seeded nor exported)
 
 (all under store.PREFIX; values are JSON with rack.yaml's field names, so
 the rack config's own parser validates them). docs/fleet.md has the rules.
@@ -35,6 +36,7 @@ from typing import Any
 import yaml
 
 from .config import ConfigError, RackConfig, config_changes, load_yaml, parse_config
+from .election import EPOCH_KEY, FIRST_EPOCH, MAX_EPOCH, parse_epoch
 from .state import PolicyError
 from .store import PREFIX, Change, MemoryStore, Snapshot, Store, StoreConflict, StoreError
 
@@ -310,12 +312,22 @@ class FleetPolicy:
 
     `on_change(config, changed)` is called with every new valid config."""
 
-    def __init__(self, store: Store, seed: RackConfig, rack: str, on_change: Callable[[RackConfig, list[str]], None]):
+    def __init__(
+        self,
+        store: Store,
+        seed: RackConfig,
+        rack: str,
+        on_change: Callable[[RackConfig, list[str]], None],
+        on_epoch: Callable[[int], None] | None = None,
+    ):
         self.store = store
         self.rack = check_name("rack", rack)
         self.seed = seed
         self.local = local_settings(seed)
         self.on_change = on_change
+        # Called with the fencing epoch whenever a snapshot holds a new one.
+        self.on_epoch = on_epoch
+        self.epoch = FIRST_EPOCH
         self.config = seed
         # The newest revision read (valid or not), and what it held.
         self.snapshot = Snapshot(0, {})
@@ -360,6 +372,7 @@ class FleetPolicy:
         snapshot = await self.store.snapshot()
         self.config = assemble(self.local, self._decoder.decode(snapshot), self.rack, self.store.url)
         self.snapshot, self.revision_applied = snapshot, snapshot.revision
+        self._take_epoch(snapshot)
         differs = policy_changes(self.seed, self.config)
         if differs:
             LOG.info(
@@ -396,6 +409,7 @@ class FleetPolicy:
         if snapshot.revision <= self.snapshot.revision:
             return
         self.snapshot = snapshot
+        self._take_epoch(snapshot)
         try:
             new = assemble(self.local, self._decoder.decode(snapshot), self.rack, self.store.url)
         except StoreValueError as err:
@@ -408,6 +422,19 @@ class FleetPolicy:
         if changed:
             self.config = new
             self.on_change(new, changed)
+
+    def _take_epoch(self, snapshot: Snapshot) -> None:
+        """The fencing epoch of a snapshot; one that is not a number is logged and the last stays."""
+        entry = snapshot.entries.get(EPOCH_KEY)
+        try:
+            epoch = parse_epoch(entry.value if entry else None)
+        except ValueError as err:
+            LOG.error("store revision %d: %s; epoch %d stays", snapshot.revision, err, self.epoch)
+            return
+        if epoch != self.epoch:
+            self.epoch = epoch
+            if self.on_epoch is not None:
+                self.on_epoch(epoch)
 
     def replace_now(self, config: RackConfig) -> None:
         """The lab's reload: the memory store takes the file's policy whole (no callback: the caller applies it)."""
@@ -480,3 +507,19 @@ class FleetPolicy:
 
     def export_yaml(self) -> str:
         return export_yaml(self.config)
+
+    async def raise_epoch(self, to: int = 0) -> tuple[int, int]:
+        """Raise the fleet's fencing epoch (to `to`, or by one): (the epoch, the revision it was committed at).
+
+        Conditioned on the epoch this controller's view holds, like any change: two operators
+        raising it at once do not both think theirs took. Lowering it would fence every leader out."""
+        current = self.epoch
+        if to and not current < to <= MAX_EPOCH:
+            raise PolicyError("FAILED_PRECONDITION", f"the fencing epoch is {current}: it only goes up, to at most 2^64-1 (asked for {to})")
+        new = to or current + 1
+        if new > MAX_EPOCH:
+            raise PolicyError("FAILED_PRECONDITION", f"the fencing epoch is {current}, the highest there is")
+        change = Change(self.snapshot.revision, puts={EPOCH_KEY: str(new).encode()}).depend(self.snapshot, EPOCH_KEY)
+        revision = await self._commit(change)
+        LOG.warning("fencing epoch raised from %d to %d at revision %d: every rack's leader leads again under it", current, new, revision)
+        return new, revision

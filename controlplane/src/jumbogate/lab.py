@@ -278,6 +278,8 @@ class SoftSwitch:
     # arguments, e.g. net_memif shared-memory ports).
     devices: dict[int, str] = field(default_factory=dict)
     vdevs: tuple[str, ...] = ()
+    # More of jumbogate-switch's options (--fence-election-ids, say).
+    options: tuple[str, ...] = ()
     process: Process | None = None
     _starts: int = 0
 
@@ -301,6 +303,7 @@ class SoftSwitch:
         args += ["--grpc", self.grpc_address, "--cpu-port", str(self.cpu_port), "--device-id", str(self.device_id), "--depth", str(self.depth)]
         if self.tls:
             args += self.tls.soft_args()
+        args += self.options
         self.process = start_dpdk_service(args, self.log, self.grpc_address, timeout=timeout)
         return self
 

@@ -5,6 +5,13 @@ a new boot id (it restarted and starts empty), the link pushes the MTUs, the
 delay model and the path MTUs, then mirrors the onloaded flows. When it stops
 answering, the link reports it down so the switch programmer removes the
 merge-path entries: traffic bypasses the SmartNIC instead of black-holing.
+
+With an election (an etcd store), only the rack's leader runs the link, and
+each change it makes carries its election id in the jumbogate-election-id
+metadata: the SmartNIC refuses a change whose id is below the highest it has
+seen, so a leader deposed while it was paused or cut off cannot change it
+once its successor has, even before it learns that it lost. A standby
+changes nothing (`election_id` is None while it does not lead).
 """
 
 from __future__ import annotations
@@ -24,6 +31,10 @@ from .tls import channel_credentials
 from .v1 import common_pb2, nic_pb2, nic_pb2_grpc
 
 LOG = logging.getLogger("jumbogate.nic")
+# The SmartNIC's calls that change it: these carry the leader's election id.
+# Reads are never fenced (docs/smartnic.md).
+CHANGES = frozenset({"Configure", "SetPathMtu", "DeletePathMtu", "OnloadFlow", "OffloadFlow", "ProbePath"})
+ELECTION_ID_METADATA = "jumbogate-election-id"
 # Polls in a row that may time out before a SmartNIC that still holds its
 # connection is reported down.
 SLOW_POLLS_BEFORE_DOWN = 2
@@ -83,6 +94,13 @@ class NicLink:
         self.first_poll_done = asyncio.Event()
         # Set by a reload: the SmartNIC's configuration is pushed again.
         self._config_changed = False
+        # Fenced: this controller is one of a rack's elected controllers, and
+        # changes the SmartNIC only while it leads, with the id it leads with.
+        self.fenced = False
+        self.election_id: int | None = None
+        # Changes the SmartNIC refused for a higher leader's id, and the last one's words.
+        self.fenced_calls = 0
+        self.last_fenced = ""
 
     def reconfigure(self, config: RackConfig) -> None:
         """A reloaded config: pushed to the SmartNIC at the next poll (its address and TLS need a restart)."""
@@ -96,9 +114,28 @@ class NicLink:
     def has_flow(self, flow: FiveTuple) -> bool:
         return self.status.reachable and flow in self.status.flows
 
-    async def _call(self, method: str, request):
+    def _metadata(self, method: str) -> list[tuple[str, str]] | None:
+        """The leader's election id for a change (HIGH:LOW); PolicyError for a change by a controller that does not lead."""
+        if not self.fenced or method not in CHANGES:
+            return None
+        if self.election_id is None:
+            raise PolicyError("FAILED_PRECONDITION", "this controller is a standby: the rack's leading controller drives the SmartNIC")
+        return [(ELECTION_ID_METADATA, f"{self.election_id >> 64}:{self.election_id & ((1 << 64) - 1)}")]
+
+    async def _invoke(self, method: str, request, timeout: float):
         assert self._stub is not None
-        return await getattr(self._stub, method)(request, timeout=self.rpc_timeout)
+        try:
+            return await getattr(self._stub, method)(request, timeout=timeout, metadata=self._metadata(method))
+        except grpc.aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.PERMISSION_DENIED and method in CHANGES:
+                self.fenced_calls += 1
+                if err.details() != self.last_fenced:
+                    LOG.error("SmartNIC at %s refused %s from this controller: %s", self.address, method, err.details())
+                self.last_fenced = err.details()
+            raise
+
+    async def _call(self, method: str, request):
+        return await self._invoke(method, request, self.rpc_timeout)
 
     async def run(self) -> None:
         """Poll forever: notice (re)starts and outages, keep flows mirrored."""
@@ -210,10 +247,11 @@ class NicLink:
 
     async def ask(self, method: str, request, timeout: float | None = None):
         """One call on behalf of the operator API: PolicyError (with the SmartNIC's status and words) when it fails."""
+        self._metadata(method)  # a standby is told so before anything else
         if self._stub is None or not self.status.reachable:
             raise PolicyError("UNAVAILABLE", f"the SmartNIC at {self.address} is not reachable")
         try:
-            return await getattr(self._stub, method)(request, timeout=timeout or self.rpc_timeout)
+            return await self._invoke(method, request, timeout or self.rpc_timeout)
         except grpc.aio.AioRpcError as err:
             raise PolicyError(err.code().name, f"SmartNIC: {err.details()}") from None
 

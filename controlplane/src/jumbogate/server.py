@@ -18,7 +18,7 @@ from .fleet import FleetPolicy
 from .flow import FiveTuple
 from .nic import NicLink
 from .state import Event, EventKind, FlowOrigin, MergeFlow, PolicyError, PolicyState, invalid
-from .store import StoreError
+from .store import MemoryStore, StoreError
 from .tls import RoleInterceptor, TlsConfig, server_credentials
 from .v1 import common_pb2, policy_pb2, policy_pb2_grpc
 
@@ -159,6 +159,15 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
         if self.fleet is None:
             await self._abort(context, PolicyError("UNAVAILABLE", "this controller has no store"))
         return policy_pb2.ExportConfigResponse(yaml=self.fleet.export_yaml(), revision=self.fleet.revision_applied)
+
+    async def RaiseFencingEpoch(self, request, context):
+        try:
+            if self.fleet is None or isinstance(self.fleet.store, MemoryStore):
+                raise PolicyError("FAILED_PRECONDITION", "this controller has no etcd store: nothing is elected, nothing fenced")
+            epoch, revision = await self.fleet.raise_epoch(request.to)
+            return policy_pb2.FencingEpoch(epoch=epoch, revision=revision)
+        except (PolicyError, StoreError) as err:
+            await self._abort(context, err)
 
     async def OnloadFlow(self, request, context):
         try:

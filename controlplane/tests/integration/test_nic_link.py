@@ -21,8 +21,8 @@ from jumbogate import lab
 from jumbogate.config import RackConfig, load_config
 from jumbogate.flow import FiveTuple
 from jumbogate.nic import NicLink
-from jumbogate.state import EventKind, FlowOrigin, PolicyState
-from jumbogate.v1 import nic_pb2, nic_pb2_grpc
+from jumbogate.state import EventKind, FlowOrigin, PolicyError, PolicyState
+from jumbogate.v1 import common_pb2, nic_pb2, nic_pb2_grpc
 
 pytestmark = [pytest.mark.timeout(180)]
 
@@ -224,3 +224,58 @@ def test_a_smartnic_back_after_a_long_outage_is_seen_at_once(tmp_path):
 
 
 OUTAGE_S = 25
+
+
+def test_a_deposed_leaders_changes_are_refused_once_its_successor_changed_the_smartnic(tmp_path):
+    """Two controllers' links to one SmartNIC, each with the election id it led with: once the
+    successor (1:12) changed it, the deposed one's (1:10) changes are refused and counted by both
+    sides, while the successor's go through; a standby's link changes nothing at all."""
+    control, config, _ = link_rack(tmp_path)
+    with lab.veth_pairs("jgd", 1) as veths:
+        nic = Nic(tmp_path, veths[0].b, control)
+        nic.start()
+
+        def link(election_id: int | None) -> tuple[NicLink, PolicyState]:
+            state = PolicyState.from_config(config)
+            made = NicLink(config, state, poll_interval=0.1)
+            made.fenced, made.election_id = True, election_id
+            return made, state
+
+        def fence() -> tuple[int, int, int]:
+            f = nic.stub().GetStats(nic_pb2.GetNicStatsRequest(), timeout=5).fence
+            return f.election_id_high, f.election_id_low, f.changes_refused
+
+        async def scenario():
+            (deposed, deposed_state), (leader, leader_state) = link((1 << 64) | 10), link((1 << 64) | 12)
+            standby, _ = link(None)
+            tasks = [asyncio.create_task(deposed.run())]
+            try:
+                await eventually(lambda: deposed.up, "the first leader to configure the SmartNIC")
+                assert await asyncio.to_thread(fence) == (1, 10, 0)
+                tasks.append(asyncio.create_task(leader.run()))
+                await eventually(lambda: leader.up, "the successor to configure the SmartNIC")
+                assert await asyncio.to_thread(fence) == (1, 12, 0)
+
+                deposed_state.onload(ELEPHANT, FlowOrigin.OPERATOR)
+                await eventually(lambda: deposed.fenced_calls >= 1, "the deposed leader's onload to be refused")
+                assert "1:10 is below 1:12" in deposed.last_fenced
+                leader_state.onload(SECOND, FlowOrigin.OPERATOR)
+                await eventually(lambda: nic.flows() == {SECOND}, "the successor's onload on the SmartNIC")
+                assert leader.fenced_calls == 0
+                assert (await asyncio.to_thread(fence))[:2] == (1, 12)
+                assert (await asyncio.to_thread(fence))[2] == deposed.fenced_calls
+
+                # A standby's link refuses a change itself, before any call.
+                with pytest.raises(PolicyError) as refused:
+                    await standby.ask("ProbePath", common_pb2.ProbePathRequest(address="198.51.100.7"))
+                assert refused.value.code == "FAILED_PRECONDITION" and "standby" in refused.value.message
+                assert (await asyncio.to_thread(fence))[2] == deposed.fenced_calls
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+        try:
+            asyncio.run(scenario())
+        finally:
+            nic.kill()
