@@ -18,8 +18,7 @@ def get(client, response_type=Get.ALL):
 
 
 def test_before_a_pipeline_reads_and_writes_fail_precondition(controllers, program):
-    client = controllers((0, 1))
-    assert client.arbitrate().status.code == OK
+    client = arbitrated(controllers)
     with pytest.raises(grpc.RpcError) as caught:
         client.read([p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())])
     assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
@@ -29,9 +28,15 @@ def test_before_a_pipeline_reads_and_writes_fail_precondition(controllers, progr
     assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
 
 
-def test_verify_checks_without_applying(controllers, program):
+def arbitrated(controllers):
+    """A primary on a switch without a pipeline."""
     client = controllers((0, 1))
     assert client.arbitrate().status.code == OK
+    return client
+
+
+def test_verify_checks_without_applying(controllers, program):
+    client = arbitrated(controllers)
     client.set_pipeline(program.p4info, Set.VERIFY)
     with pytest.raises(grpc.RpcError) as caught:
         get(client)
@@ -39,16 +44,14 @@ def test_verify_checks_without_applying(controllers, program):
 
 
 def test_commit_without_a_saved_config_fails_precondition(controllers, program):
-    client = controllers((0, 1))
-    assert client.arbitrate().status.code == OK
+    client = arbitrated(controllers)
     with pytest.raises(grpc.RpcError) as caught:
         client.set_pipeline(None, Set.COMMIT)
     assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
 
 
 def test_verify_and_save_then_commit(controllers, program):
-    client = controllers((0, 1))
-    assert client.arbitrate().status.code == OK
+    client = arbitrated(controllers)
     client.set_pipeline(program.p4info, Set.VERIFY_AND_SAVE, cookie=7)
     client.set_pipeline(None, Set.COMMIT)
     assert get(client, Get.COOKIE_ONLY).cookie.cookie == 7
