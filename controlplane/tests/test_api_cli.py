@@ -198,3 +198,17 @@ def test_udp_flows_are_refused_as_not_merge_eligible(api, capsys):
     assert code == cli.EXIT_REFUSED and "not merge-eligible" in err and "udp" in err
     code, _, _ = ctl(api, capsys, "flows", "onload", "203.0.113.7:40000", "10.10.0.10:5201", "--proto", "tcp")
     assert code == cli.EXIT_OK
+
+
+def test_status_of_a_lab_controller_says_what_it_does_not_drive(api, capsys):
+    """The file store answers always; with no switch and no SmartNIC answering, status says so instead of failing."""
+    code, out, _ = ctl(api, capsys, "status")
+    assert code == 0, out
+    assert f"store     file:{EXAMPLE}: healthy (memory)" in out
+    assert "election" not in out
+    config = load_config(EXAMPLE)
+    assert f"switch    {config.switch.p4runtime}: not connected" in out
+    assert f"smartnic  {config.smartnic_control}: unreachable" in out
+    code, out, _ = ctl(api, capsys, "--json", "status")
+    shown = json.loads(out)
+    assert shown["store"]["healthy"] is True and "election" not in shown and not shown["switch"].get("connected", False)

@@ -176,6 +176,41 @@ def show_store(store: policy_pb2.StoreStatus, election: policy_pb2.ElectionStatu
     return line
 
 
+def show_status(status: policy_pb2.BorderStatus) -> str:
+    store, switch, nic = status.store, status.switch, status.smartnic
+    if store.healthy:
+        health = f"healthy ({store.version}" + (f", {human_count(store.db_size_bytes)}B" if store.db_size_bytes else "") + ")"
+    else:
+        health = f"NOT ANSWERING: {store.error}"
+    in_force = "" if store.revision_applied == store.revision else f" ({store.revision_applied} in force)"
+    lines = [f"store     {store.endpoint}: {health}; revision {store.revision}{in_force}, rack {store.rack}"]
+    if store.refused_revisions:
+        lines.append(f"          {store.refused_revisions} revisions refused (jumbogatectl stats says which)")
+    if status.HasField("election"):
+        election = status.election
+        leader = f"{election.leader} won at revision {election.leader_revision}" if election.leader else "no controller of the rack campaigns"
+        role = f"this controller leads (election id {election.election_id_high}:{election.election_id_low})" if election.leading else "standby"
+        lines.append(f"election  {role}; leader: {leader}; fencing epoch {store.fencing_epoch}")
+    if switch.connected:
+        lines.append(
+            f"switch    {switch.address}: programmed by this controller, primary election id {switch.primary_election_id_high}:{switch.primary_election_id_low}"
+        )
+    elif status.HasField("election") and not status.election.leading:
+        lines.append(f"switch    {switch.address}: programmed by the leader (a standby opens no P4Runtime session)")
+    else:
+        lines.append(f"switch    {switch.address}: not connected")
+    if nic.reachable:
+        fence = f"fence {nic.fence_election_id_high}:{nic.fence_election_id_low}, {nic.fence_changes_refused} changes refused"
+        lines.append(f"smartnic  {nic.address}: up (boot {nic.boot_id:x}), {fence}")
+    elif status.HasField("election") and not status.election.leading:
+        lines.append(f"smartnic  {nic.address}: driven by the leader")
+    else:
+        lines.append(f"smartnic  {nic.address}: unreachable (flows bypass the merge path)")
+    if nic.fenced_calls:
+        lines.append(f"          {nic.fenced_calls} changes of this controller refused by its fence; last: {nic.last_fenced}")
+    return "\n".join(lines)
+
+
 def show_event(event: policy_pb2.Event) -> str:
     stamp = time.strftime("%H:%M:%S", time.localtime(event.time))
     kind = policy_pb2.EventKind.Name(event.kind).removeprefix("EVENT_KIND_").lower()
@@ -296,6 +331,9 @@ def run_command(args, stub: policy_pb2_grpc.PolicyStub, emit: Callable[[object, 
                 raise UsageError(f"cannot read {args.file}: {err.strerror}") from None
             reply = stub.ImportConfig(policy_pb2.ImportConfigRequest(yaml=text, source=str(args.file), revision=args.revision), timeout=t)
             emit(reply, f"imported {args.file}: store revision {reply.revision}")
+    elif args.area == "status":
+        status = stub.GetStatus(policy_pb2.GetStatusRequest(), timeout=t)
+        emit(status, show_status(status))
     elif args.area == "stats":
         stats = stub.GetStats(policy_pb2.GetStatsRequest(), timeout=t)
         emit(stats, show_stats(stats))
@@ -340,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
         parser.add_argument(option, type=Path, default=os.environ.get(env) or None, help=f"{what}; mutual TLS (default: ${env})")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for an answer (default: %(default)s)")
-    areas = parser.add_subparsers(dest="area", required=True, metavar="{fleet,instance,flows,path,config,stats,watch}")
+    areas = parser.add_subparsers(dest="area", required=True, metavar="{fleet,instance,flows,path,config,status,stats,watch}")
     revision_help = "the store revision this change is based on (from show or --json): refused with exit 7 if it moved since (default: the controller's view)"
 
     fleet = areas.add_parser("fleet", help="the fleet jumbo flag").add_subparsers(dest="action", required=True)
@@ -391,6 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     cexport = config.add_parser("export", help="this rack's policy as a rack.yaml (importing it changes nothing)")
     cexport.add_argument("--output", "-o", type=Path, help="write to this file (default: print)")
 
+    areas.add_parser("status", help="the store and its health, the rack's leader, the switch's primary, the SmartNIC and its fence")
     areas.add_parser("stats", help="ports, drop reasons, merge-path share, SmartNIC yield, the store")
     watch = areas.add_parser("watch", help="stream events as they happen")
     watch.add_argument("--count", type=int, default=0, help="stop after this many events")

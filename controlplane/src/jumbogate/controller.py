@@ -31,7 +31,7 @@ from .p4 import names
 from .reconcile import plan
 from .server import PolicyService, serve
 from .state import EventKind, FlowOrigin, PolicyError, PolicyState
-from .store import EtcdStore, MemoryStore, Store, StoreUnavailable
+from .store import EtcdStore, MemoryStore, Store, StoreError, StoreUnavailable
 from .tls import is_loopback, plaintext_refusal
 from .v1 import policy_pb2
 
@@ -90,7 +90,7 @@ class Controller:
         self._digest_queue: asyncio.Queue = asyncio.Queue(DIGEST_QUEUE_SIZE)
         self._switch: fy.Switch | None = None
         self._switch_ready = False
-        self.service = PolicyService(self.state, self.stats, self.nic.has_flow, self.nic, self.fleet)
+        self.service = PolicyService(self.state, self.stats, self.nic.has_flow, self.nic, self.fleet, self.status)
 
     # ----- top level -----
 
@@ -425,6 +425,9 @@ class Controller:
 
     # ----- statistics -----
 
+    async def status(self) -> policy_pb2.BorderStatus:
+        return await border_status(self)
+
     async def stats(self) -> policy_pb2.Stats:
         stats = policy_pb2.Stats(
             digests_received=self.digests_received,
@@ -484,6 +487,44 @@ class Controller:
         stats.nic.fenced_calls = self.nic.fenced_calls
         stats.nic.last_fenced = self.nic.last_fenced
         return stats
+
+
+async def border_status(controller: Controller) -> policy_pb2.BorderStatus:
+    """`jumbogatectl status`: the store asked now, the election, the switch's primary as the switch last said, the SmartNIC asked now."""
+    fleet, out = controller.fleet, policy_pb2.BorderStatus()
+    store = out.store
+    store.endpoint, store.rack, store.fencing_epoch = fleet.store.url, fleet.rack, fleet.epoch
+    store.revision, store.revision_applied, store.refused_revisions = fleet.revision, fleet.revision_applied, fleet.refused_revisions
+    try:
+        health = await fleet.store.health()
+        store.healthy, store.revision, store.version, store.db_size_bytes = True, health.revision, health.version, health.db_size_bytes
+    except StoreError as err:
+        store.error = str(err)
+    election = controller.election
+    if election is not None:
+        out.election.SetInParent()
+        if election.leadership is not None:
+            out.election.leading = True
+            out.election.election_id_high, out.election.election_id_low = election.leadership.epoch, election.leadership.revision
+        if store.healthy:
+            with contextlib.suppress(StoreError):
+                leader = await election.leader()
+                if leader is not None:
+                    out.election.leader, out.election.leader_revision = leader
+    out.switch.address = controller.config.switch.p4runtime
+    switch = controller._switch
+    if switch is not None and controller._switch_ready:
+        out.switch.connected = True
+        primary = switch.primary_id
+        out.switch.primary_election_id_high, out.switch.primary_election_id_low = primary >> 64, primary & ((1 << 64) - 1)
+    nic, link = out.smartnic, controller.nic
+    nic.address, nic.reachable, nic.boot_id = link.address, link.up, link.status.boot_id
+    nic.fenced_calls, nic.last_fenced = link.fenced_calls, link.last_fenced
+    answered = await link.stats()
+    if answered is not None:
+        fence = answered.fence
+        nic.fence_election_id_high, nic.fence_election_id_low, nic.fence_changes_refused = fence.election_id_high, fence.election_id_low, fence.changes_refused
+    return out
 
 
 async def read_managed(switch: fy.Switch, state: PolicyState) -> list[p4r.Entity]:

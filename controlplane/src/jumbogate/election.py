@@ -131,6 +131,20 @@ class Election:
         self._stop_keepalive()
         raise StoreUnavailable(f"lost the election's lease on {self.store.url} while waiting to lead")
 
+    async def leader(self) -> tuple[str, int] | None:
+        """The rack's leader now, (its name, the revision it won at), from the store; None when no one campaigns."""
+        kv, _, _ = self.stubs()
+        request = rpc.RangeRequest(
+            key=self.prefix, range_end=range_end(self.prefix), sort_target=rpc.RangeRequest.CREATE, sort_order=rpc.RangeRequest.ASCEND, limit=1
+        )
+        try:
+            reply = await kv.Range(request, timeout=REQUEST_TIMEOUT_S)
+        except grpc.aio.AioRpcError as err:
+            raise StoreUnavailable(f"etcd at {self.store.url} did not answer ({err.code().name.lower()}: {err.details()})") from None
+        if not reply.kvs:
+            return None
+        return reply.kvs[0].value.decode(errors="replace"), reply.kvs[0].create_revision
+
     async def _epoch(self, kv) -> int:
         """The fleet's fencing epoch as the store holds it now. One edited by hand
         into nonsense is refused: leading under a guessed epoch could put this

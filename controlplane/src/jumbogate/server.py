@@ -51,8 +51,10 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
         nic_has_flow: Callable[[FiveTuple], bool] = lambda _flow: False,
         nic: NicLink | None = None,
         fleet: FleetPolicy | None = None,
+        status: Callable[[], Awaitable[policy_pb2.BorderStatus]] | None = None,
     ):
         self.state = state
+        self._status = status
         self._stats = stats
         self._nic_has_flow = nic_has_flow
         self._nic = nic
@@ -192,6 +194,11 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
 
     async def GetStats(self, request, context):
         return await self._stats()
+
+    async def GetStatus(self, request, context):
+        if self._status is None:
+            await self._abort(context, PolicyError("UNIMPLEMENTED", "this server has no border to report on"))
+        return await self._status()
 
     async def ListPaths(self, request, context):
         try:

@@ -86,6 +86,15 @@ class Snapshot:
         return {key: entry.value for key, entry in self.entries.items()}
 
 
+@dataclass(frozen=True)
+class Health:
+    """What the store says of itself when asked."""
+
+    revision: int
+    version: str = ""
+    db_size_bytes: int = 0
+
+
 @dataclass
 class Change:
     """One transaction: puts and deletes, committed only if the keys in
@@ -129,6 +138,9 @@ class MemoryStore:
 
     async def open(self) -> None:
         return None
+
+    async def health(self) -> Health:
+        return Health(self.revision, "memory")
 
     def snapshot_now(self) -> Snapshot:
         return Snapshot(self.revision, dict(self._entries))
@@ -252,6 +264,14 @@ class EtcdStore:
             raise self._unavailable(err) from None
         self.revision = reply.header.revision
         return Snapshot(reply.header.revision, {self._key(kv.key): Entry(kv.value, kv.create_revision, kv.mod_revision) for kv in reply.kvs})
+
+    async def health(self) -> Health:
+        """The answering member's status (StoreUnavailable when none answers)."""
+        try:
+            reply = await rpc.MaintenanceStub(self.channel).Status(rpc.StatusRequest(), timeout=REQUEST_TIMEOUT_S)
+        except grpc.aio.AioRpcError as err:
+            raise self._unavailable(err) from None
+        return Health(reply.header.revision, reply.version, reply.dbSize)
 
     def _key(self, raw: bytes) -> str:
         return raw[len(self._prefix) :].decode()

@@ -37,7 +37,7 @@ class Role(enum.Enum):
 # Operator API methods that only read; every other method, including one
 # added later and not listed here, needs the admin role (ProbePath changes
 # nothing but sends traffic, so it is not listed).
-READING_METHODS = frozenset({"GetFleet", "ListInstances", "GetInstance", "ListFlows", "GetStats", "Watch", "ListPaths"})
+READING_METHODS = frozenset({"GetFleet", "ListInstances", "GetInstance", "ListFlows", "GetStats", "GetStatus", "Watch", "ListPaths"})
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ telemetry, the SmartNIC's own API), never through the controllers.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import queue
 import signal
@@ -72,6 +73,11 @@ def nic_fence(rig) -> tuple[int, int]:
     """(the highest election id a change to the SmartNIC carried, the changes it refused), from the SmartNIC itself."""
     fence = nic_stats(rig).fence
     return (fence.election_id_high << 64) | fence.election_id_low, fence.changes_refused
+
+
+def nic_info(rig) -> nic_pb2.NicInfo:
+    with grpc.insecure_channel(rig.config.smartnic_control) as channel:
+        return nic_pb2_grpc.NicStub(channel).GetInfo(nic_pb2.GetInfoRequest(), timeout=10)
 
 
 def nic_path_mtus(rig) -> dict[str, int]:
@@ -179,6 +185,57 @@ def test_a_paused_leader_is_not_made_primary_again_when_its_successor_goes(rig):
         other.stop()
     assert rig.ctl("fleet", "jumbo", "on").returncode == 0
     rig.wait_for_table("fleet_policy", FLEET_ON, "the fleet flag back on")
+
+
+def status_of(api: str) -> dict:
+    done = rig_ctl(api, "--json", "status")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_status_shows_the_store_the_leader_the_switchs_primary_and_the_smartnics_fence(rig):
+    """Each figure of `jumbogatectl status` against what the part says itself: etcd (etcdctl), the switch
+    (a backup P4Runtime client), the SmartNIC (its own API); from the leader, from a standby, and with
+    etcd stopped."""
+    leader_id = fully_leading(rig.api)
+    wait_until(lambda: nic_fence(rig)[0] == leader_id, 30, "the leader's id on the SmartNIC")
+    status = status_of(rig.api)
+    etcd_says = json.loads(rig.etcd.ctl("endpoint", "status", "-w", "json").stdout)[0]["Status"]
+    store = status["store"]
+    assert store["healthy"] and store["endpoint"] == rig.etcd.store_url and store["version"] == etcd_says["version"]
+    # Nothing writes to the store meanwhile: the revision the controller was told is the one etcdctl reads after.
+    assert int(store["revision"]) == etcd_says["header"]["revision"]
+    election_ = status["election"]
+    assert election_["leading"] and election_["leader"] == rig.api
+    assert (int(election_["election_id_high"]) << 64 | int(election_["election_id_low"])) == leader_id
+    assert int(election_["leader_revision"]) == leader_id & LOW
+    primary = (int(status["switch"]["primary_election_id_high"]) << 64) | int(status["switch"]["primary_election_id_low"])
+    assert status["switch"]["connected"] and primary == switch_primary_id(rig) == leader_id
+    fence, refused = nic_fence(rig)
+    nic = status["smartnic"]
+    assert nic["reachable"] and int(nic["boot_id"]) == nic_info(rig).boot_id
+    assert ((int(nic["fence_election_id_high"]) << 64) | int(nic["fence_election_id_low"])) == fence == leader_id
+    assert int(nic.get("fence_changes_refused", 0)) == refused
+    text = rig_ctl(rig.api, "status").stdout
+    assert f"this controller leads (election id {shown(leader_id)})" in text and f"primary election id {shown(leader_id)}" in text
+    assert f"fence {shown(leader_id)}" in text
+
+    other, other_api = standby(rig)
+    try:
+        from_standby = status_of(other_api)
+        assert not from_standby["election"].get("leading", False) and from_standby["election"]["leader"] == rig.api
+        text = rig_ctl(other_api, "status").stdout
+        assert "standby; leader: " + rig.api in text and "programmed by the leader" in text and "driven by the leader" in text
+    finally:
+        other.stop()
+
+    rig.etcd.stop()
+    try:
+        down = rig_ctl(rig.api, "status")
+        assert down.returncode == 0 and f"store     {rig.etcd.store_url}: NOT ANSWERING" in down.stdout, down.stdout
+    finally:
+        rig.etcd.start()
+    fully_leading(rig.api)
 
 
 ALREADY_EXISTS, PERMISSION_DENIED = grpc.StatusCode.ALREADY_EXISTS.value[0], grpc.StatusCode.PERMISSION_DENIED.value[0]
