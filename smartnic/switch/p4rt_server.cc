@@ -514,6 +514,9 @@ struct StoredEntry {
 	p4v1::TableEntry entry; // canonical
 	std::vector<DecodedField> fields;
 	DecodedAction action;
+	// One-shot programming of the ECMP selector: the entry's next hops,
+	// each with its weight, in the order given.
+	std::vector<std::pair<sw_next_hop, int32_t>> one_shot;
 	// Idle timeouts: the last-hit time already reported idle, and when.
 	uint64_t reported_hit = UINT64_MAX;
 	uint64_t reported_ns = 0;
@@ -1806,6 +1809,7 @@ class Server final : public p4v1::P4Runtime::Service
 		if (type == p4v1::Update::DELETE) {
 			apply_entry(table, existing->second, true);
 			entries.erase(existing);
+			one_shot_entries_.erase(key);
 			if (table.kind == Table::NextHops)
 				rebuild_next_hops();
 			if (table.kind == Table::MergeServices)
@@ -1822,6 +1826,7 @@ class Server final : public p4v1::P4Runtime::Service
 			// No action in a MODIFY keeps the entry's action
 			// (P4Runtime 9.1): only what else it names changes.
 			stored.action = existing->second.action;
+			stored.one_shot = existing->second.one_shot;
 			*stored.entry.mutable_action() =
 				existing->second.entry.action();
 		} else {
@@ -1843,6 +1848,10 @@ class Server final : public p4v1::P4Runtime::Service
 			existing->second = stored;
 		else
 			entries[key] = stored;
+		if (stored.entry.action().has_action_profile_action_set())
+			one_shot_entries_.insert(key);
+		else
+			one_shot_entries_.erase(key);
 		apply_entry(table, entries[key], false);
 		if (table.kind == Table::NextHops)
 			rebuild_next_hops();
@@ -1857,6 +1866,11 @@ class Server final : public p4v1::P4Runtime::Service
 	{
 		const auto &action = in.action();
 		if (table.action_profile != 0) {
+			if (action.has_action_profile_action_set())
+				return decode_one_shot(table, action, stored);
+			if (!one_shot_entries_.empty())
+				return error(StatusCode::INVALID_ARGUMENT,
+					     kMixedProfile);
 			if (action.has_action_profile_member_id()) {
 				if (!members_.count(
 					    action.action_profile_member_id()))
@@ -1902,6 +1916,93 @@ class Server final : public p4v1::P4Runtime::Service
 		return decode_action(
 			action.action(), &stored->action,
 			stored->entry.mutable_action()->mutable_action());
+	}
+
+	// One-shot action selector programming (P4Runtime "One Shot Action
+	// Selector Programming"): the entry carries its actions and weights,
+	// and the switch keeps them as its hop set; no member or group is made,
+	// so none is read back. An action profile is programmed one way or the
+	// other: mixing the two is INVALID_ARGUMENT.
+	static constexpr const char *kMixedProfile =
+		"ecmp_selector is programmed both one-shot and with members "
+		"and groups: use one or the other";
+
+	Status decode_one_shot(const TableInfo &table,
+			       const p4v1::TableAction &action,
+			       StoredEntry *stored)
+	{
+		if (!members_.empty() || !groups_.empty())
+			return error(StatusCode::INVALID_ARGUMENT,
+				     kMixedProfile);
+		const auto &set = action.action_profile_action_set();
+		if (set.action_profile_actions_size() == 0)
+			return error(StatusCode::INVALID_ARGUMENT,
+				     "an empty one-shot action set");
+		const int64_t max_size = schema_.ecmp_max_group_size > 0
+						 ? schema_.ecmp_max_group_size
+						 : schema_.ecmp_size;
+		int64_t total = 0;
+		auto *out = stored->entry.mutable_action()
+				    ->mutable_action_profile_action_set();
+		for (const auto &a : set.action_profile_actions()) {
+			if (a.weight() <= 0 ||
+			    a.weight() > p4rt_bounds::kMaxMemberWeight)
+				return error(
+					StatusCode::INVALID_ARGUMENT,
+					"a one-shot action's weight is 1.." +
+						std::to_string(
+							p4rt_bounds::
+								kMaxMemberWeight) +
+						", got " +
+						std::to_string(a.weight()));
+			if (a.watch_kind_case() !=
+			    p4v1::ActionProfileAction::WATCH_KIND_NOT_SET)
+				return error(StatusCode::UNIMPLEMENTED,
+					     "watch ports are not supported");
+			total += a.weight();
+			DecodedAction decoded;
+			auto *canonical_action =
+				out->add_action_profile_actions();
+			canonical_action->set_weight(a.weight());
+			Status status = decode_action(
+				a.action(), &decoded,
+				canonical_action->mutable_action());
+			if (!status.ok())
+				return status;
+			if (decoded.alias != "set_next_hop")
+				return error(StatusCode::INVALID_ARGUMENT,
+					     "table " + table.alias +
+						     " takes set_next_hop");
+			stored->one_shot.push_back(
+				{hop_of(decoded), a.weight()});
+		}
+		if (total > max_size)
+			return error(StatusCode::RESOURCE_EXHAUSTED,
+				     "the one-shot weights add up to " +
+					     std::to_string(total) +
+					     ", above the " +
+					     std::to_string(max_size) +
+					     " this switch holds in a group");
+		return Status::OK;
+	}
+
+	// The next hop of a decoded set_next_hop.
+	sw_next_hop hop_of(const DecodedAction &action)
+	{
+		const ActionInfo &info = schema_.actions[action.id];
+		sw_next_hop hop = {};
+		for (size_t i = 0; i < info.params.size(); i++) {
+			const auto &name = info.params[i].name;
+			if (name == "port")
+				hop.port = (uint16_t)action.params[i].u64();
+			else if (name == "src_mac")
+				std::memcpy(hop.src_mac,
+					    action.params[i].tail(6), 6);
+			else if (name == "dst_mac")
+				std::memcpy(hop.dst_mac,
+					    action.params[i].tail(6), 6);
+		}
+		return hop;
 	}
 
 	// Copies one entry into the C table (or removes it). Validation is
@@ -2191,6 +2292,9 @@ class Server final : public p4v1::P4Runtime::Service
 				StatusCode::INVALID_ARGUMENT,
 				"unknown action profile id " +
 					std::to_string(in.action_profile_id()));
+		if (!one_shot_entries_.empty())
+			return error(StatusCode::INVALID_ARGUMENT,
+				     kMixedProfile);
 		auto existing = members_.find(in.member_id());
 		Status status = check_presence(
 			type, existing != members_.end(),
@@ -2224,20 +2328,7 @@ class Server final : public p4v1::P4Runtime::Service
 			return error(StatusCode::INVALID_ARGUMENT,
 				     "members of ecmp_selector take "
 				     "set_next_hop");
-		const ActionInfo &info = schema_.actions[action.id];
-		member.hop = {};
-		for (size_t i = 0; i < info.params.size(); i++) {
-			const auto &name = info.params[i].name;
-			if (name == "port")
-				member.hop.port =
-					(uint16_t)action.params[i].u64();
-			else if (name == "src_mac")
-				std::memcpy(member.hop.src_mac,
-					    action.params[i].tail(6), 6);
-			else if (name == "dst_mac")
-				std::memcpy(member.hop.dst_mac,
-					    action.params[i].tail(6), 6);
-		}
+		member.hop = hop_of(action);
 		members_[in.member_id()] = member;
 		rebuild_next_hops();
 		return Status::OK;
@@ -2267,6 +2358,9 @@ class Server final : public p4v1::P4Runtime::Service
 				StatusCode::INVALID_ARGUMENT,
 				"unknown action profile id " +
 					std::to_string(in.action_profile_id()));
+		if (!one_shot_entries_.empty())
+			return error(StatusCode::INVALID_ARGUMENT,
+				     kMixedProfile);
 		auto existing = groups_.find(in.group_id());
 		Status status = check_presence(
 			type, existing != groups_.end(),
@@ -2392,7 +2486,12 @@ class Server final : public p4v1::P4Runtime::Service
 				(uint32_t)stored.fields[0].value.u64() & 0xffff;
 			std::vector<sw_next_hop> list;
 			const auto &action = stored.entry.action();
-			if (action.has_action_profile_member_id()) {
+			if (action.has_action_profile_action_set()) {
+				for (const auto &[hop, weight] :
+				     stored.one_shot)
+					for (int32_t w = 0; w < weight; w++)
+						list.push_back(hop);
+			} else if (action.has_action_profile_member_id()) {
 				auto m = members_.find(
 					action.action_profile_member_id());
 				if (m != members_.end())
@@ -2793,6 +2892,7 @@ class Server final : public p4v1::P4Runtime::Service
 		defaults_.clear();
 		members_.clear();
 		groups_.clear();
+		one_shot_entries_.clear();
 		meters_.clear();
 		digest_config_.reset();
 		pending_.clear();
@@ -2812,6 +2912,9 @@ class Server final : public p4v1::P4Runtime::Service
 	std::map<uint32_t, StoredEntry> defaults_;
 	std::map<uint32_t, Member> members_;
 	std::map<uint32_t, Group> groups_;
+	// Entries programmed one-shot, by their key: while any is held,
+	// members and groups are refused, and the other way round.
+	std::set<std::string> one_shot_entries_;
 	// (meter id, index) -> its configuration, for reads.
 	std::map<std::pair<uint32_t, int64_t>, p4v1::MeterConfig> meters_;
 	std::optional<DigestConfig> digest_config_;

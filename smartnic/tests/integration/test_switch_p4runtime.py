@@ -848,3 +848,33 @@ def test_entry_metadata_is_kept_and_read_back(primary):
     assert primary.write([update(p4r.Update.MODIFY, role)]) == [OK]
     (read,) = all_table_entries(primary)
     assert (read.metadata, read.controller_metadata) == (b"owner=reconciler;rev=42", 42)
+
+
+def test_one_shot_programming_of_the_selector(switch, primary):
+    """An entry of next_hops could only name a member or a group; one-shot programming (the entry carries its
+    actions and weights) was refused. The switch now keeps the set as the entry's hop set, creates no member or
+    group, reads the entry back as written, and refuses mixing the two ways on one action profile."""
+    frame = udp_frame(64)
+    hop = next_hop_member(0, 0, src_mac=frame[6:12], dst_mac=frame[0:6]).action_profile_member.action
+    for param in hop.params:  # as the switch reads them back: the shortest form
+        param.value = param.value.lstrip(b"\0") or b"\0"
+    one_shot = next_hops_entry(1, member_id=0)
+    one_shot.table_entry.action.ClearField("action_profile_member_id")
+    one_shot.table_entry.action.action_profile_action_set.action_profile_actions.add(action=hop, weight=2)
+    writes = [port_role(0, 1), one_shot, route_v4(bytes([10, 9, 0, 0]), 16, group=1)]
+    assert primary.write([update(p4r.Update.INSERT, e) for e in writes]) == [OK] * 3
+    (read,) = primary.read([p4r.Entity(table_entry=p4r.TableEntry(table_id=table("next_hops").preamble.id))])
+    assert read.table_entry.action.action_profile_action_set == one_shot.table_entry.action.action_profile_action_set
+    assert primary.read([p4r.Entity(action_profile_member=p4r.ActionProfileMember())]) == []
+    assert primary.write([update(p4r.Update.INSERT, next_hop_member(5, 0))]) == [INVALID_ARGUMENT]
+    zero = next_hops_entry(2, member_id=0)
+    zero.table_entry.action.ClearField("action_profile_member_id")
+    zero.table_entry.action.action_profile_action_set.action_profile_actions.add(action=hop, weight=0)
+    assert primary.write([update(p4r.Update.INSERT, zero)]) == [INVALID_ARGUMENT]
+    port = PacketPort(switch.ns, switch.peer)
+    try:
+        port.drain()
+        port.send([frame])
+        assert forwarded(frame) in port.receive(count=1)
+    finally:
+        port.close()
