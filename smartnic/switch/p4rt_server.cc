@@ -14,6 +14,7 @@
 // equal it, since the pipeline behind this server is fixed.
 #include "grpc_listen.h"
 #include "p4rt_bounds.h"
+#include "p4rt_pre.h"
 #include "p4rt_writes.h"
 #include "switch.h"
 
@@ -1738,6 +1739,10 @@ class Server final : public p4v1::P4Runtime::Service
 		case p4v1::Entity::kDigestEntry:
 			return write_digest(update.type(),
 					    entity.digest_entry());
+		case p4v1::Entity::kPacketReplicationEngineEntry:
+			return pre_.write(
+				update.type(),
+				entity.packet_replication_engine_entry());
 		case p4v1::Entity::ENTITY_NOT_SET:
 			return error(StatusCode::INVALID_ARGUMENT,
 				     "update without an entity");
@@ -2740,7 +2745,8 @@ class Server final : public p4v1::P4Runtime::Service
 			return Status::OK;
 		}
 		case p4v1::Entity::kPacketReplicationEngineEntry:
-			// The program uses no multicast group or clone session.
+			pre_.read(entity.packet_replication_engine_entry(),
+				  out);
 			return Status::OK;
 		case p4v1::Entity::kRegisterEntry:
 			return error(StatusCode::UNIMPLEMENTED,
@@ -2893,6 +2899,7 @@ class Server final : public p4v1::P4Runtime::Service
 		members_.clear();
 		groups_.clear();
 		one_shot_entries_.clear();
+		pre_.clear();
 		meters_.clear();
 		digest_config_.reset();
 		pending_.clear();
@@ -2915,6 +2922,8 @@ class Server final : public p4v1::P4Runtime::Service
 	// Entries programmed one-shot, by their key: while any is held,
 	// members and groups are refused, and the other way round.
 	std::set<std::string> one_shot_entries_;
+	// Multicast groups and clone sessions (p4rt_pre.h).
+	p4rt_pre::Engine pre_;
 	// (meter id, index) -> its configuration, for reads.
 	std::map<std::pair<uint32_t, int64_t>, p4v1::MeterConfig> meters_;
 	std::optional<DigestConfig> digest_config_;

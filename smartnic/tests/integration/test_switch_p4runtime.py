@@ -878,3 +878,47 @@ def test_one_shot_programming_of_the_selector(switch, primary):
         assert forwarded(frame) in port.receive(count=1)
     finally:
         port.close()
+
+
+def pre(group: int | None = None, session: int | None = None, ports=(), truncate: int = 0) -> p4r.Entity:
+    entry = p4r.PacketReplicationEngineEntry()
+    if group is not None:
+        entry.multicast_group_entry.multicast_group_id = group
+        target = entry.multicast_group_entry
+    else:
+        entry.clone_session_entry.session_id = session
+        entry.clone_session_entry.packet_length_bytes = truncate
+        target = entry.clone_session_entry
+    for port, instance in ports:
+        target.replicas.add(port=port.to_bytes(2, "big"), instance=instance)
+    return p4r.Entity(packet_replication_engine_entry=entry)
+
+
+def test_multicast_groups_and_clone_sessions_are_kept_and_read_back(primary):
+    """Every packet replication entry was refused (UNIMPLEMENTED) and reads answered nothing. Multicast groups and
+    clone sessions (with truncation) are now validated, kept and read back; the software pipeline replicates
+    nothing, since the program calls neither (docs/switch.md)."""
+    session = pre(session=5, ports=[(1, 0), (2, 0)], truncate=128)
+    group = pre(group=7, ports=[(1, 1), (1, 2), (3, 1)])
+    codes = primary.write(
+        [
+            update(p4r.Update.INSERT, session),
+            update(p4r.Update.INSERT, group),
+            update(p4r.Update.INSERT, pre(session=5, ports=[(1, 0)])),
+            update(p4r.Update.INSERT, pre(group=0, ports=[(1, 0)])),
+            update(p4r.Update.INSERT, pre(group=8, ports=[(1, 0), (1, 0)])),
+            update(p4r.Update.INSERT, pre(group=9, ports=[(600, 0)])),
+            update(p4r.Update.INSERT, pre(session=6, ports=[(1, 0)], truncate=-1)),
+            update(p4r.Update.MODIFY, pre(group=10, ports=[(1, 0)])),
+        ]
+    )
+    assert codes == [OK, OK, ALREADY_EXISTS, INVALID_ARGUMENT, INVALID_ARGUMENT, INVALID_ARGUMENT, INVALID_ARGUMENT, NOT_FOUND]
+    everything = primary.read([p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry())])
+    assert sorted(e.SerializeToString() for e in everything) == sorted([session.SerializeToString(), group.SerializeToString()])
+    (read,) = primary.read([pre(session=5)])
+    assert read.packet_replication_engine_entry.clone_session_entry.packet_length_bytes == 128
+    smaller = pre(group=7, ports=[(3, 1)])
+    assert primary.write([update(p4r.Update.MODIFY, smaller)]) == [OK]
+    assert primary.read([pre(group=7)]) == [smaller]
+    assert primary.write([update(p4r.Update.DELETE, pre(session=5)), update(p4r.Update.DELETE, pre(group=7))]) == [OK, OK]
+    assert primary.read([p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry())]) == []
