@@ -33,6 +33,8 @@ SWEEP_MARKERS = (
     f"--file-prefix={plan.SWITCH_FILE_PREFIX}",
     "mininet/rack.yaml",
     plan.P4RUNTIME_ADDRESS,
+    # The emulation's etcd, and a controller using it as its store.
+    plan.ETCD_CLIENT_ADDRESS,
 )
 DPDK_RUNTIME_DIRS = [Path("/var/run/dpdk") / prefix for prefix in (plan.NIC_FILE_PREFIX, plan.SWITCH_FILE_PREFIX)]
 

@@ -29,6 +29,11 @@ from dataclasses import dataclass, field
 P4RUNTIME_ADDRESS = "127.0.0.1:59559"
 THRIFT_PORT = 59090
 CONTROLLER_ADDRESS = "127.0.0.1:50151"
+# The emulation's own single-member etcd (the policy's store), beside the
+# controller in the root namespace; not etcd's 2379/2380, which Debian's
+# package serves.
+ETCD_CLIENT_ADDRESS = "127.0.0.1:50179"
+ETCD_PEER_ADDRESS = "127.0.0.1:50180"
 NIC_CONTROL_PORT = 50161
 DEVICE_ID = 1
 CPU_PORT = 255

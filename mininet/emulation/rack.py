@@ -24,6 +24,7 @@ from mininet.net import Mininet
 from mininet.node import Host, Switch
 
 from jumbogate import lab
+from jumbogate.etcd_process import etcd_argv, etcdctl, missing_etcd
 
 from . import cleanup, plan, procs
 from .switches import Bmv2Switch, QuietBridge, SoftSwitch, missing_switch, resolve_target
@@ -36,6 +37,10 @@ VENV_BIN = procs.REPO / ".venv" / "bin"
 CONTROLLER = VENV_BIN / "jumbogate-controller"
 JUMBOGATECTL = VENV_BIN / "jumbogatectl"
 
+# The emulation's etcd keeps its data here, wiped at every start: each run
+# seeds its store from mininet/rack.yaml, as the file store did.
+ETCD_DATA = procs.STATE_DIR / "etcd"
+ETCD_START_TIMEOUT_S = 30.0
 NIC_START_TIMEOUT_S = 30.0
 CONTROLLER_START_TIMEOUT_S = 30.0
 # From the controller answering to the first packet forwarded end to end:
@@ -91,6 +96,8 @@ def missing_prerequisites(parts: Parts = Parts(), target: str | None = None) -> 
         missing.append(f"no {NIC_BINARY} (run 'make smartnic')")
     if parts.controller and not CONTROLLER.exists():
         missing.append("no .venv/bin/jumbogate-controller (run 'make setup')")
+    if parts.controller and missing_etcd():
+        missing.append(f"no {' and '.join(missing_etcd())} on PATH, the controller's store (Debian's etcd-server and etcd-client; run 'make setup')")
     for tool in ("ethtool", "iperf3", "tcpdump"):
         if shutil.which(tool) is None:
             missing.append(f"{tool} is not installed (run 'make setup')")
@@ -190,6 +197,7 @@ class Rack(Emulation):
         self.net: Mininet | None = None
         self.nic_process: subprocess.Popen | None = None
         self.controller_process: subprocess.Popen | None = None
+        self.etcd_process: subprocess.Popen | None = None
 
     # ----- access -----
 
@@ -224,6 +232,7 @@ class Rack(Emulation):
         if self.parts.nic:
             self._start_nic()
         if self.parts.controller:
+            self._start_store()
             self._start_controller()
             self.wait_forwarding()
 
@@ -381,9 +390,24 @@ class Rack(Emulation):
             credentials=self.tls.credentials() if self.tls else None,
         )
 
+    def _start_store(self) -> None:
+        """The policy's store: a single-member etcd of the emulation's own, empty, so that the controller seeds it from its file."""
+        shutil.rmtree(ETCD_DATA, ignore_errors=True)
+        client_url = f"http://{plan.ETCD_CLIENT_ADDRESS}"
+        argv = etcd_argv("jumbogate-emulation", ETCD_DATA, client_url, f"http://{plan.ETCD_PEER_ADDRESS}")
+        self.etcd_process = procs.start_process("etcd", argv, plan.ETCD_CLIENT_ADDRESS)
+        procs.wait_until(
+            "etcd to answer",
+            lambda: etcdctl(client_url, "endpoint", "health").returncode == 0,
+            timeout=ETCD_START_TIMEOUT_S,
+            proc=self.etcd_process,
+            role="etcd",
+        )
+
     def _start_controller(self) -> None:
         config = self.config_path.relative_to(procs.REPO) if self.config_path.is_relative_to(procs.REPO) else self.config_path
         argv = [str(CONTROLLER), "--config", str(config), "--pipeline", str(PIPELINE.relative_to(procs.REPO))]
+        argv += ["--store", f"etcd://{plan.ETCD_CLIENT_ADDRESS}"]
         self.controller_process = procs.start_grpc_service(
             "controller",
             "jumbogate-controller operator API",
@@ -426,11 +450,17 @@ class Rack(Emulation):
                 addresses["BMv2's thrift"] = f"127.0.0.1:{plan.THRIFT_PORT}"
         if self.parts.controller:
             addresses["the controller's operator API"] = plan.CONTROLLER_ADDRESS
+            addresses["etcd's client URL"] = plan.ETCD_CLIENT_ADDRESS
+            addresses["etcd's peer URL"] = plan.ETCD_PEER_ADDRESS
         return addresses
 
     def stop_processes(self) -> None:
         procs.stop_process(self.controller_process)
         procs.stop_process(self.nic_process)
+        # After the controller: a clean stop revokes its election lease in etcd.
+        procs.stop_process(self.etcd_process)
+        if self.etcd_process is not None:
+            shutil.rmtree(ETCD_DATA, ignore_errors=True)
 
 
 # ----- host configuration, shared by every kind of node -----

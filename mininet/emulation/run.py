@@ -38,6 +38,7 @@ def banner(target: str, tls: RackTls | None = None) -> str:
     lines += [
         f"  SmartNIC    jumbogate-nic in namespace '{plan.NIC_HOST}' on {plan.NIC_INTF} (af_packet), control {plan.NIC_CONTROL_ADDRESS}; log {logs}/nic.log",
         f"  controller  jumbogate-controller, operator API {plan.CONTROLLER_ADDRESS}, config mininet/rack.yaml; log {logs}/controller.log",
+        f"  store       etcd, one member, client URL http://{plan.ETCD_CLIENT_ADDRESS}, seeded from mininet/rack.yaml at start; log {logs}/etcd.log",
         (
             f"  TLS         mutual TLS on P4Runtime, the SmartNIC's API and the operator API; throwaway CA and certificates in {tls.pki.directory.relative_to(procs.REPO)}"
             " (admin: admin.pem, read-only: viewer.pem)"
@@ -56,6 +57,7 @@ def banner(target: str, tls: RackTls | None = None) -> str:
     lines += [
         "",
         "From another shell (repository root):",
+        f"  {ctl} status             # the store, the leader, the switch's primary, the SmartNIC and its fence",
         f"  {ctl} stats",
         f"  {ctl} instance list",
         f"  {ctl} fleet jumbo off        # and 'on'; 'instance jumbo jumbo1 off'",

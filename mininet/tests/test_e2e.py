@@ -14,6 +14,9 @@ import pytest
 from emulation import cleanup, measure, plan, procs
 from emulation.rack import Parts, Rack, missing_prerequisites
 
+from jumbogate.etcd_process import etcdctl
+from jumbogate.store import PREFIX
+
 FILE_MB = 50
 INBOUND_PORT = plan.IPERF_PORTS[4]  # a merge service of the jumbo instance
 RETURN_PORT = 6001
@@ -228,6 +231,21 @@ def test_transfer_survives_a_controller_restart(rack, payload, tmp_path):
     assert sent == received == digest
     assert first_run, "the restarted controller never reconciled"
     assert (int(first_run["inserted"]), int(first_run["modified"]), int(first_run["deleted"])) == (0, 0, 0), first_run
+
+
+def test_the_rack_keeps_its_policy_in_its_own_etcd_and_status_says_so(rack):
+    """make run's embedded store: the controller leads the rack's election on the emulation's etcd, and
+    `status` shows that etcd, the leader's id as the switch's primary and on the SmartNIC's fence."""
+    status = json.loads(rack.ctl("status", json_output=True).stdout)
+    assert status["store"]["endpoint"] == f"etcd://{plan.ETCD_CLIENT_ADDRESS}" and status["store"]["healthy"], status["store"]
+    election = status["election"]
+    assert election["leading"] and election["leader"] == plan.CONTROLLER_ADDRESS, election
+    leader_id = (int(election["election_id_high"]), int(election["election_id_low"]))
+    switch, nic = status["switch"], status["smartnic"]
+    assert switch["connected"] and (int(switch["primary_election_id_high"]), int(switch["primary_election_id_low"])) == leader_id, switch
+    assert nic["reachable"] and (int(nic["fence_election_id_high"]), int(nic["fence_election_id_low"])) == leader_id, nic
+    # The policy lives in that etcd, seeded from mininet/rack.yaml (fleet jumbo on).
+    assert json.loads(etcdctl(f"http://{plan.ETCD_CLIENT_ADDRESS}", "get", PREFIX + "fleet/jumbo", "--print-value-only").stdout) is True
 
 
 def test_teardown_leaves_nothing(rack):

@@ -107,6 +107,10 @@ def test_the_rack_runs_with_mutual_tls_on_every_control_channel():
         assert "mutual TLS" in procs.log_path("nic").read_text()
         viewer = [str(JUMBOGATECTL), "--controller", plan.CONTROLLER_ADDRESS, *rack.tls.ctl_args(VIEWER)]
         assert subprocess.run([*viewer, "fleet", "show"], capture_output=True, timeout=30).returncode == 0
+        # status is a read: the viewer sees the rack's own etcd and the controller leading it.
+        status = subprocess.run([*viewer, "status"], capture_output=True, text=True, timeout=30)
+        assert status.returncode == 0 and f"store     etcd://{plan.ETCD_CLIENT_ADDRESS}: healthy" in status.stdout, status.stdout
+        assert "this controller leads" in status.stdout, status.stdout
         denied = subprocess.run([*viewer, "fleet", "jumbo", "off"], capture_output=True, text=True, timeout=30)
         assert denied.returncode == 6 and "read-only" in denied.stderr, denied.stderr
         plaintext = subprocess.run(

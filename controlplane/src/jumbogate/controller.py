@@ -67,6 +67,10 @@ NIC_FIRST_POLL_WAIT_S = 5.0
 LEAD_RETRY_S = 0.5
 
 
+class SwitchIdentityError(RuntimeError):
+    """The switch made this leader primary under an election id other than its own."""
+
+
 class Controller:
     def __init__(self, config: RackConfig, pipeline: Path, *, listen: str | None = None, store: Store | None = None, rack: str = DEFAULT_RACK):
         self.config = config
@@ -281,11 +285,15 @@ class Controller:
         """Called by finsy on every (re)connect and role change, once the pipeline is in place."""
         leadership = self.election.leadership if self.election is not None else None
         if switch.is_primary and leadership is not None and switch.election_id != leadership.election_id:
-            # finsy takes the last primary's id when a switch says no primary is
-            # left: that id is not this leader's, and writing with it would
-            # get round the switch's fence. Program nothing; the term ends.
-            LOG.error("made primary of %s with election id %d, not this leader's %s: writing nothing", switch.address, switch.election_id, leadership.shown())
-            return
+            # finsy takes the last primary's id when it is promoted after a
+            # higher client left (or told none is left): that id is not this
+            # leader's, and writing with it would get round the switch's fence.
+            # Failing this task makes finsy reconnect and arbitrate with the
+            # leader's own id, which the switch makes primary if it may.
+            raise SwitchIdentityError(
+                f"made primary of {switch.address} with election id {switch.election_id >> 64}:{switch.election_id & ((1 << 64) - 1)},"
+                f" not this leader's {leadership.shown()}: reconnecting with its own"
+            )
         if not switch.is_primary:
             # Another controller with a higher election id owns the switch: a
             # backup reads nothing and writes nothing until it is promoted.

@@ -23,6 +23,34 @@ def missing_etcd() -> list[str]:
     return [tool for tool in (ETCD, ETCDCTL) if shutil.which(tool) is None]
 
 
+def etcd_argv(name: str, data_dir: Path, client_url: str, peer_url: str) -> list[str]:
+    """A single-member etcd serving clients on `client_url`, its data in `data_dir`."""
+    return [
+        ETCD,
+        "--name", name,
+        "--data-dir", str(data_dir),
+        "--listen-client-urls", client_url,
+        "--advertise-client-urls", client_url,
+        "--listen-peer-urls", peer_url,
+        "--initial-advertise-peer-urls", peer_url,
+        "--initial-cluster", f"{name}={peer_url}",
+        "--log-level", "warn",
+        "--logger", "zap",
+    ]  # fmt: skip
+
+
+def etcdctl(client_url: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """etcdctl (v3 API) against one member; never raises for its exit status."""
+    return subprocess.run(
+        [ETCDCTL, "--endpoints", client_url, "--command-timeout=5s", *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=30,
+        env={"ETCDCTL_API": "3", "PATH": "/usr/bin:/bin"},
+    )
+
+
 @dataclass
 class EtcdServer:
     data_dir: Path
@@ -45,19 +73,7 @@ class EtcdServer:
         """Start (or restart from its data directory) and return once it serves reads."""
         self.client_port = self.client_port or free_tcp_port()
         self.peer_port = self.peer_port or free_tcp_port()
-        peer = f"http://127.0.0.1:{self.peer_port}"
-        args = [
-            ETCD,
-            "--name", self.name,
-            "--data-dir", str(self.data_dir),
-            "--listen-client-urls", self.client_url,
-            "--advertise-client-urls", self.client_url,
-            "--listen-peer-urls", peer,
-            "--initial-advertise-peer-urls", peer,
-            "--initial-cluster", f"{self.name}={peer}",
-            "--log-level", "warn",
-            "--logger", "zap",
-        ]  # fmt: skip
+        args = etcd_argv(self.name, self.data_dir, self.client_url, f"http://127.0.0.1:{self.peer_port}")
         self.process = Process(args, self.log).start()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -71,14 +87,7 @@ class EtcdServer:
 
     def ctl(self, *args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess:
         """etcdctl (v3 API) against this member."""
-        done = subprocess.run(
-            [ETCDCTL, "--endpoints", self.client_url, "--command-timeout=5s", *args],
-            capture_output=True,
-            text=True,
-            input=stdin,
-            timeout=30,
-            env={"ETCDCTL_API": "3", "PATH": "/usr/bin:/bin"},
-        )
+        done = etcdctl(self.client_url, *args, stdin=stdin)
         if check and done.returncode != 0:
             raise LabError(f"etcdctl {' '.join(args)} failed: {done.stderr.strip()}")
         return done

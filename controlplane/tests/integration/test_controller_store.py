@@ -19,7 +19,7 @@ import time
 import finsy as fy
 import pytest
 import yaml
-from test_controller_switch import FLEET_OFF, FLEET_ON, TARGETS, VENV_BIN, Rig, reconciled, running, wait_until
+from test_controller_switch import FLEET_OFF, FLEET_ON, TARGETS, VENV_BIN, Rig, intruder, reconciled, running, wait_until
 
 from jumbogate import lab
 from jumbogate.store import PREFIX
@@ -253,3 +253,17 @@ def test_the_standby_takes_the_switch_when_the_leader_dies_or_pauses(rig):
         other.stop()
     # The module's controller leads again for whatever runs after.
     wait_until(lambda: election(rig.stats())[0] and rig.stats()["switch_connected"], 30, "the first controller to lead again")
+
+
+def test_a_leader_gets_the_switch_back_under_its_own_id_after_an_intruder_leaves(rig):
+    """A client above the leader takes the switch, then leaves. finsy, promoted back, would carry on
+    with the intruder's id (it asks for the last primary's); an elected leader reconnects under its
+    own instead, so that its writes carry the id the fence knows (on a fenced switch the intruder's
+    id would fence it out: docs/fleet.md)."""
+    leader_id = wait_until(lambda: (e := election(rig.stats())) and e[0] and rig.stats()["switch_connected"] and e[1], 30, "the leader")
+    with intruder(rig, ((leader_id >> 64) + 1) << 64):
+        wait_until(lambda: not rig.stats()["switch_connected"], 30, "the leader to step back")
+    wait_until(lambda: rig.stats()["switch_connected"] and switch_primary_id(rig) == leader_id, 30, "the leader primary again under its own id")
+    assert election(rig.stats()) == (True, leader_id)
+    reconciled(rig, "a reconcile run once primary again")
+    assert rig.desired_vs_switch()[0].empty

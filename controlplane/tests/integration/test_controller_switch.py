@@ -293,15 +293,16 @@ def test_controller_restart_writes_nothing(rig):
 
 
 @contextlib.contextmanager
-def intruder(rig):
-    """Another client takes the switch (a higher election id) and may write
-    until the block ends, when it leaves: changes made behind the
-    controller's back. Raw P4Runtime, so nothing of the controller's own
-    code is involved."""
+def intruder(rig, election_id: int | None = None):
+    """Another client takes the switch (a higher election id: `election_id`, or the
+    file's plus 1000) and may write until the block ends, when it leaves: changes
+    made behind the controller's back. Raw P4Runtime, so nothing of the
+    controller's own code is involved."""
     import grpc
     from finsy.proto import p4r, p4r_grpc
 
-    election = p4r.Uint128(high=0, low=rig.config.switch.election_id + 1000)
+    election_id = election_id or rig.config.switch.election_id + 1000
+    election = p4r.Uint128(high=election_id >> 64, low=election_id & ((1 << 64) - 1))
     schema = fy.P4Schema(lab.PIPELINE_512 / "jumbogate.p4info.txtpb")
     with grpc.insecure_channel(rig.switch.grpc_address) as channel:
         stub = p4r_grpc.P4RuntimeStub(channel)
