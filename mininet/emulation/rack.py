@@ -422,13 +422,7 @@ class Rack(Emulation):
         """Until every external host reaches every instance over IPv4 and IPv6 (the switch is programmed)."""
         pairs = [(ext.host, inst.address.ip4) for ext in plan.EXTERNAL_HOSTS for inst in plan.INSTANCES]
         pairs += [(ext.host, inst.address.ip6) for ext in plan.EXTERNAL_HOSTS for inst in plan.INSTANCES]
-        pending = list(pairs)
-
-        def reached() -> bool:
-            pending[:] = [(src, dst) for src, dst in pending if self.host(src).cmd(f"ping -c1 -W1 {dst} >/dev/null 2>&1; echo $?").strip() != "0"]
-            return not pending
-
-        procs.wait_until("forwarding through the border", reached, timeout=FORWARDING_TIMEOUT_S, proc=self.controller_process, role="controller")
+        wait_reachable(self, pairs, "forwarding through the border", FORWARDING_TIMEOUT_S, proc=self.controller_process, role="controller")
 
     # ----- down -----
 
@@ -463,6 +457,17 @@ class Rack(Emulation):
             shutil.rmtree(ETCD_DATA, ignore_errors=True)
 
 
+def wait_reachable(emulation, pairs: list[tuple[str, str]], what: str, timeout: float, *, proc: subprocess.Popen | None = None, role: str = "") -> None:
+    """Until every (host, address) pair answers a ping; each round pings only those that have not yet."""
+    pending = list(pairs)
+
+    def reached() -> bool:
+        pending[:] = [(src, dst) for src, dst in pending if emulation.host(src).cmd(f"ping -c1 -W1 {dst} >/dev/null 2>&1; echo $?").strip() != "0"]
+        return not pending
+
+    procs.wait_until(what, reached, timeout=timeout, proc=proc, role=role)
+
+
 # ----- host configuration, shared by every kind of node -----
 
 
@@ -491,6 +496,19 @@ def host_sysctls(node: Host, *, forwarding: bool = False) -> None:
         "net.ipv6.fib_multipath_hash_policy": 1,
     }
     node.cmd("; ".join(f"sysctl -qw {key}={value}" for key, value in settings.items()))
+
+
+def instance_behind_switch(node: Host, intf: str, mtu: int, addresses: list[tuple[str, str]], gateways: tuple[str, str], gateway_mac: str) -> None:
+    """An instance of a rack (the multi-rack topologies): its (IPv4, IPv6) addresses in a /24 and a /64, and its
+    default routes through the switch's port, whose MAC is pinned (the switch answers no neighbour discovery)."""
+    host_sysctls(node)
+    set_link(node, intf, mtu)
+    for a4, a6 in addresses:
+        node.cmd(f"ip addr add {a4}/24 dev {intf}; ip -6 addr add {a6}/64 dev {intf} nodad")
+    gateway4, gateway6 = gateways
+    node.cmd(f"ip neigh replace {gateway4} lladdr {gateway_mac} dev {intf} nud permanent")
+    node.cmd(f"ip -6 neigh replace {gateway6} lladdr {gateway_mac} dev {intf} nud permanent")
+    node.cmd(f"ip route add default via {gateway4}; ip -6 route add default via {gateway6}")
 
 
 def add_addresses(node: Host, intf: str, address: plan.Address) -> None:

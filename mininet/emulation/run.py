@@ -93,16 +93,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--switch", choices=("soft", "bmv2"), help="the switch target (default: $SWITCH, else BMv2 where installed, else jumbogate-switch)")
     parser.add_argument(
         "--topo",
-        choices=("rack", "two-racks"),
+        choices=("rack", "two-racks", "fleet"),
         default=os.environ.get("TOPO") or "rack",
-        help="one rack, or two racks across a small WAN for path MTU discovery (jumbogate-switch only; default: $TOPO, else rack)",
+        help="one rack; two racks across a small WAN for path MTU discovery; or a fleet of three racks on one etcd cluster"
+        " (both jumbogate-switch only; default: $TOPO, else rack)",
     )
     args = parser.parse_args(argv)
-    two_racks = args.topo == "two-racks"
-    refusal = cannot_start("make run TOPO=two-racks" if two_racks else "make run", "soft" if two_racks else args.switch)
+    two_racks, fleet = args.topo == "two-racks", args.topo == "fleet"
+    refusal = cannot_start(f"make run TOPO={args.topo}" if two_racks or fleet else "make run", "soft" if two_racks or fleet else args.switch)
     if refusal:
         print(refusal, file=sys.stderr)
         return 1
+    if fleet:
+        from .fleet import Fleet
+        from .fleet import banner as fleet_banner
+
+        racks = Fleet(verbose=args.verbose)
+        return serve(
+            racks,
+            "three racks (jumbogate-switch, jumbogate-nic, two jumbogate-controllers each), a three-member etcd and an upstream",
+            lambda: fleet_banner(racks),
+        )
     if two_racks:
         from .two_racks import TwoRacks
         from .two_racks import banner as two_racks_banner

@@ -45,8 +45,10 @@ from .rack import (
     begin_run,
     claim_the_machine,
     host_sysctls,
+    instance_behind_switch,
     permanent_neighbour,
     set_link,
+    wait_reachable,
 )
 from .switches import SoftSwitch
 
@@ -151,34 +153,60 @@ SIDES = (A, B)
 
 
 def rack_config(side: Side, nic_socket: str) -> dict:
-    wan = {"port": 1, "src_mac": side.mac(1, 1), "dst_mac": side.mac(4)}
+    services = [f"{a}/32" for a in side.addresses4] + [f"{a}/128" for a in side.addresses6]
+    return border_config(
+        p4runtime=side.p4runtime,
+        uplink=(side.mac(1, 1), side.mac(4)),
+        instance=(side.instance, side.mac(1, 3), side.mac(2)),
+        addresses=(side.addresses4, side.addresses6),
+        internal_prefixes=[side.prefix4, side.prefix6],
+        merge_services=services,
+        nic_socket=nic_socket,
+        listen=side.controller,
+    )
+
+
+def border_config(
+    *,
+    p4runtime: str,
+    uplink: tuple[str, str],
+    instance: tuple[str, str, str],
+    addresses: tuple[tuple[str, ...], tuple[str, ...]],
+    internal_prefixes: list[str],
+    merge_services: list[str],
+    nic_socket: str,
+    listen: str,
+) -> dict:
+    """The rack.yaml of a border with one uplink (port 1: `uplink` is the switch's MAC and its
+    neighbour's) and one instance (port 3: its name, the switch's MAC, the instance's), the SmartNIC on 5."""
+    (switch_mac, neighbour_mac), (name, towards_instance, instance_mac) = uplink, instance
+    addresses4, addresses6 = addresses
+    wan = {"port": 1, "src_mac": switch_mac, "dst_mac": neighbour_mac}
     routes = [{"prefix": "0.0.0.0/0", "next_hops": [wan]}, {"prefix": "::/0", "next_hops": [wan]}]
-    to_instance = {"port": 3, "src_mac": side.mac(1, 3), "dst_mac": side.mac(2)}
-    routes += [{"prefix": f"{a}/32", "next_hops": [to_instance]} for a in side.addresses4]
-    routes += [{"prefix": f"{a}/128", "next_hops": [to_instance]} for a in side.addresses6]
-    services = [{"prefix": f"{a}/32", "ports": "5201-5210"} for a in side.addresses4]
-    services += [{"prefix": f"{a}/128", "ports": "5201-5210"} for a in side.addresses6]
+    to_instance = {"port": 3, "src_mac": towards_instance, "dst_mac": instance_mac}
+    routes += [{"prefix": f"{a}/32", "next_hops": [to_instance]} for a in addresses4]
+    routes += [{"prefix": f"{a}/128", "next_hops": [to_instance]} for a in addresses6]
     return {
         "fleet": {"jumbo": True},
         "mtu": {"internal": MTU_UNDERLAY, "guest_jumbo": MTU_GUEST, "default_external": 1500},
         "switch": {
-            "p4runtime": side.p4runtime,
+            "p4runtime": p4runtime,
             "device_id": 1,
             "election_id": 10,
             "pipeline": str(PIPELINE.relative_to(procs.REPO)),
             "ports": [
                 {"port": 1, "name": "wan", "role": "external"},
-                {"port": 3, "name": side.instance, "role": "internal"},
+                {"port": 3, "name": name, "role": "internal"},
                 {"port": 5, "name": "smartnic", "role": "nic"},
                 {"port": 255, "name": "cpu", "role": "cpu"},
             ],
         },
         "routes": routes,
-        "instances": [{"id": side.instance, "addresses": [*side.addresses4, *side.addresses6], "jumbo": True}],
-        "merge_services": services,
+        "instances": [{"id": name, "addresses": [*addresses4, *addresses6], "jumbo": True}],
+        "merge_services": [{"prefix": prefix, "ports": "5201-5210"} for prefix in merge_services],
         "elephant": {"threshold_bytes": 1000000, "idle_timeout_s": 10},
-        "smartnic": {"control": nic_socket, "internal_prefixes": [side.prefix4, side.prefix6]},
-        "controller": {"listen": side.controller},
+        "smartnic": {"control": nic_socket, "internal_prefixes": internal_prefixes},
+        "controller": {"listen": listen},
     }
 
 
@@ -268,14 +296,8 @@ class TwoRacks(Emulation):
             for port in (1, 3, 5):
                 set_link(root, f"{side.switch}-eth{port}", MTU_SWITCH_SIDE, ipv6=False)
             instance, nic, router = self.host(side.instance), self.host(side.nic), self.host(side.router)
-            host_sysctls(instance)
-            set_link(instance, f"{side.instance}-eth0", MTU_GUEST)
-            for a4, a6 in zip(side.addresses4, side.addresses6, strict=True):
-                instance.cmd(f"ip addr add {a4}/24 dev {side.instance}-eth0; ip -6 addr add {a6}/64 dev {side.instance}-eth0 nodad")
-            gateway = side.mac(1, 3)
-            instance.cmd(f"ip neigh replace {side.gateway4} lladdr {gateway} dev {side.instance}-eth0 nud permanent")
-            instance.cmd(f"ip -6 neigh replace {side.gateway6} lladdr {gateway} dev {side.instance}-eth0 nud permanent")
-            instance.cmd(f"ip route add default via {side.gateway4}; ip -6 route add default via {side.gateway6}")
+            addresses = list(zip(side.addresses4, side.addresses6, strict=True))
+            instance_behind_switch(instance, f"{side.instance}-eth0", MTU_GUEST, addresses, (side.gateway4, side.gateway6), side.mac(1, 3))
             host_sysctls(nic)
             set_link(nic, f"{side.nic}-eth0", MTU_SWITCH_SIDE, ipv6=False)
             host_sysctls(router, forwarding=True)
@@ -393,14 +415,7 @@ class TwoRacks(Emulation):
         )
 
     def wait_forwarding(self) -> None:
-        pairs = [(A.instance, dest) for dest in (*B.addresses4, *B.addresses6)]
-        pending = list(pairs)
-
-        def reached() -> bool:
-            pending[:] = [(src, dst) for src, dst in pending if self.host(src).cmd(f"ping -c1 -W1 {dst} >/dev/null 2>&1; echo $?").strip() != "0"]
-            return not pending
-
-        procs.wait_until("forwarding from rack A to rack B", reached, timeout=FORWARDING_TIMEOUT_S)
+        wait_reachable(self, [(A.instance, dest) for dest in (*B.addresses4, *B.addresses6)], "forwarding from rack A to rack B", FORWARDING_TIMEOUT_S)
 
     # ----- down -----
 
