@@ -9,6 +9,7 @@ controllers. Bounded: one bring-up for the module.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import os
 import time
@@ -17,8 +18,10 @@ import finsy as fy
 import grpc
 import pytest
 from emulation import cleanup
-from emulation.fleet import CONTROLLERS_PER_RACK, RACKS, STORE_URL, Fleet
+from emulation.fleet import CONTROLLERS_PER_RACK, ETCD_MEMBERS, RACKS, STORE_URL, Fleet
 from emulation.rack import PIPELINE, Parts, missing_prerequisites
+
+from jumbogate.etcd_process import etcdctl
 
 pytestmark = [pytest.mark.timeout(600)]
 # A bound on waits, never a figure asserted.
@@ -99,6 +102,42 @@ def test_a_fleet_flip_through_any_controller_reaches_all_three_switches(fleet):
         fleet.ctl(RACKS[0], "fleet", "jumbo", "on")
     for rack in RACKS:
         wait_for(lambda rack=rack: fleet_flags(rack.p4runtime) == {1}, f"the flag back on on {rack.rack}'s switch")
+
+
+def instances_v4(address: str) -> dict[int, int]:
+    """instances_v4 on one switch, read by a backup client: address (as an integer) -> enabled."""
+
+    async def go():
+        options = fy.SwitchOptions(p4info=PIPELINE / "jumbogate.p4info.txtpb", initial_election_id=1)
+        async with fy.Switch("instance-reader", address, options) as reader:
+            return {e.match["instance_addr"]: e.action.args["enabled"] async for e in reader.read(fy.P4TableEntry("instances_v4"))}
+
+    return asyncio.run(go())
+
+
+def test_an_instance_moved_to_another_rack_keeps_its_flag_and_its_entries_move(fleet):
+    """a1 turned off through rack A, then moved to rack B (its key's rack, as an operator edits it in etcd):
+    rack A's switch drops its entry, rack B's gains it, off; rack B's controllers show it, off."""
+    a, b = RACKS[0], RACKS[1]
+    address = int(ipaddress.ip_address(a.address4))
+    key = "/jumbogate/v1/instances/" + a.instance
+    member = f"http://127.0.0.1:{ETCD_MEMBERS[0][1]}"
+    original = etcdctl(member, "get", key, "--print-value-only").stdout.strip()
+    try:
+        fleet.ctl(a, "instance", "jumbo", a.instance, "off", index=leader_of(fleet, a))
+        wait_for(lambda: instances_v4(a.p4runtime).get(address) == 0, "a1 off on rack A's switch")
+        # Only its rack changes: the flag travels with the key.
+        now = json.loads(etcdctl(member, "get", key, "--print-value-only").stdout)
+        assert now["jumbo"] is False
+        moved = dict(now, rack=b.rack)
+        assert etcdctl(member, "put", key, json.dumps(moved)).returncode == 0
+        wait_for(lambda: address not in instances_v4(a.p4runtime), "a1's entry gone from rack A's switch")
+        wait_for(lambda: instances_v4(b.p4runtime).get(address) == 0, "a1's entry, off, on rack B's switch")
+        shown = json.loads(fleet.ctl(b, "--json", "instance", "show", a.instance, index=1 - leader_of(fleet, b)).stdout)
+        assert shown["jumbo"] is False
+    finally:
+        etcdctl(member, "put", key, original)
+    wait_for(lambda: instances_v4(a.p4runtime).get(address) == 1 and address not in instances_v4(b.p4runtime), "a1 back in rack A, on")
 
 
 # Flips timed by test_the_time_from_a_flips_acknowledgement_to_all_three_switches_is_printed
