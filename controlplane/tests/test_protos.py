@@ -11,7 +11,7 @@ def test_policy_service_has_the_operator_calls():
     assert method_names(policy_pb2, "Policy") == {
         "GetFleet", "SetFleet", "ListInstances", "GetInstance", "SetInstanceJumbo",
         "OnloadFlow", "OffloadFlow", "ListFlows", "GetStats", "Watch", "ListPaths", "ProbePath",
-        "ImportConfig", "ExportConfig",
+        "ImportConfig", "ExportConfig", "RaiseFencingEpoch", "GetStatus",
     }  # fmt: skip
     watch = policy_pb2.DESCRIPTOR.services_by_name["Policy"].methods_by_name["Watch"]
     assert watch.server_streaming and not watch.client_streaming
