@@ -320,6 +320,11 @@ def nic_pinning(rack: Rack, workdir: Path, seconds: float, rate: float) -> Attac
 
     stub = nic_stub(rack.tls)
     before = nic_stats(rack.tls)
+    # The client holds what the leading controller holds: its certificate
+    # and its election id (the SmartNIC refuses changes without the
+    # leader's id). What is tested is the pin budget, not the fence.
+    fence = stub.GetStats(nic_pb2.GetNicStatsRequest(), timeout=10).fence
+    leader = [("jumbogate-election-id", f"{fence.election_id_high}:{fence.election_id_low}")] if fence.election_id_high else None
 
     def request(n: int) -> nic_pb2.NicFlowRequest:
         flow = common_pb2.FiveTuple(
@@ -335,7 +340,7 @@ def nic_pinning(rack: Rack, workdir: Path, seconds: float, rate: float) -> Attac
         calls += [(stub.OnloadFlow.future, 10 * NIC_PIN_BUDGET + n) for n in range(2 * NIC_PIN_BUDGET)]
         start, outcomes, window = time.monotonic(), {}, []
         for method, n in calls:
-            window.append(method(request(n), timeout=10))
+            window.append(method(request(n), timeout=10, metadata=leader))
             if len(window) == 64:
                 for done in window:
                     code = done.code().name if done.exception() else "OK"
