@@ -20,7 +20,8 @@ export SWITCH
 # throwaway CA made at start (mininet/emulation/tls.py).
 export TLS
 # TOPO=two-racks: make run brings up two racks across a small WAN instead
-# (path MTU discovery between borders, docs/pathmtu.md).
+# (path MTU discovery between borders, docs/pathmtu.md); TOPO=fleet: three
+# racks, two controllers each, on a three-member etcd (docs/fleet.md).
 export TOPO
 comma      := ,
 space      := $(subst ,, )
@@ -36,7 +37,7 @@ help:
 	@echo "make bench   benchmark the SmartNIC engine against DPDK GRO (TRACE=capture.pcap to replay a capture)"
 	@echo "make fleet-scale  the fleet's store at scale: RACKS (1000) racks, INSTANCES (100000) instances, one watcher per rack, FLIPS (100) flag flips, against one etcd"
 	@echo "make lint    ruff, clang-format check, P4 warnings as errors"
-	@echo "make run     bring up the emulated rack (Mininet + switch + SmartNIC + controller; SWITCH=soft|bmv2, TLS=1; TOPO=two-racks: two racks across a WAN); make stop tears it down"
+	@echo "make run     bring up the emulated rack (Mininet + switch + SmartNIC + controller; SWITCH=soft|bmv2, TLS=1; TOPO=two-racks: two racks across a WAN; TOPO=fleet: three racks on one etcd cluster); make stop tears it down"
 	@echo "make demo    scripted demo with report and plots"
 	@echo "make attack  cheap attacks on the border's state through the emulated rack, with legitimate traffic alongside; report per attack"
 	@echo "make soak    the emulated rack under chaos for SOAK_MINUTES (default 10): kills, flag flips, floods; nothing may be lost"
