@@ -13,16 +13,18 @@
 # what is missing, counts every test as skipped and exits 0.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-cd "$repo/p4rt-conformance"
 summary=${1:-}
+# Taken from where the caller stands, before the cd below.
+[ -n "$summary" ] && summary=$(realpath -m -- "$summary")
 [ $# -gt 0 ] && shift
+cd "$repo/p4rt-conformance"
 [ "${1:-}" = "--" ] && shift
 PY="$repo/.venv-p4rt/bin/python"
 SWITCH="${JUMBOGATE_SWITCH:-$repo/build/smartnic/switch/jumbogate-switch}"
 
 finish() {  # exit code, closing line
     echo "$2"
-    [ -n "$summary" ] && echo "$2" >"$summary"
+    [ -n "$summary" ] && mkdir -p "$(dirname "$summary")" && echo "$2" >"$summary"
     exit "$1"
 }
 

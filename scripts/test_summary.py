@@ -6,10 +6,13 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+# (passed, failed, skipped), or None when the suite left no result to read.
+Counts = tuple[int, int, int] | None
 
-def pytest_counts(path: Path) -> tuple[int, int, int]:
+
+def pytest_counts(path: Path) -> Counts:
     if not path.exists():
-        return 0, 0, 0
+        return None
     root = ET.parse(path).getroot()
     suites = root.iter("testsuite")
     tests = failed = skipped = 0
@@ -20,9 +23,9 @@ def pytest_counts(path: Path) -> tuple[int, int, int]:
     return tests - failed - skipped, failed, skipped
 
 
-def meson_counts(log: Path) -> tuple[int, int, int]:
+def meson_counts(log: Path) -> Counts:
     if not log.exists():
-        return 0, 0, 0
+        return None
     passed = failed = skipped = 0
     for line in log.read_text().splitlines():
         result = json.loads(line).get("result")
@@ -35,12 +38,12 @@ def meson_counts(log: Path) -> tuple[int, int, int]:
     return passed, failed, skipped
 
 
-def ptf_counts(path: Path) -> tuple[int, int, int]:
+def ptf_counts(path: Path) -> Counts:
     if not path.exists():
-        return 0, 0, 0
+        return None
     match = re.search(r"(\d+) passed, (\d+) failed(?:, (\d+) skipped)?", path.read_text())
     if not match:
-        return 0, 0, 0
+        return None
     return int(match[1]), int(match[2]), int(match[3] or 0)
 
 
@@ -60,14 +63,18 @@ def main() -> int:
     print("\n===== summary =====")
     total = [0, 0, 0]
     for name, status in zip(names, statuses, strict=True):
-        p, f, s = counts.get(name, (0, 0, 0))
-        # A suite that crashed before reporting still counts as a failure.
-        if status != 0 and f == 0:
+        found = counts.get(name)
+        p, f, s = found if found is not None else (0, 0, 0)
+        # A suite that crashed before reporting still counts as a failure,
+        # and so does one that exited 0 but left nothing to count: its
+        # tests would otherwise vanish from the total.
+        if (status != 0 or found is None) and f == 0:
             f = 1
+        verdict = "ok" if status == 0 and found is not None else "FAILED" if status != 0 else "FAILED (reported no result)"
         total = [total[0] + p, total[1] + f, total[2] + s]
-        print(f"{name:8} {p:5} passed {f:4} failed {s:4} skipped   {'ok' if status == 0 else 'FAILED'}")
+        print(f"{name:8} {p:5} passed {f:4} failed {s:4} skipped   {verdict}")
     print(f"total: {total[0]} passed, {total[1]} failed, {total[2]} skipped")
-    return 0 if all(s == 0 for s in statuses) and total[1] == 0 else 1
+    return 0 if total[1] == 0 and all(s == 0 for s in statuses) else 1
 
 
 if __name__ == "__main__":
