@@ -95,6 +95,15 @@ def families(snap: Snapshot) -> Iterator[Metric]:
         ["part"],
         [(["switch"], 1 if stats.switch_connected else 0), (["smartnic"], 1 if stats.nic.reachable else 0)],
     )
+    # A standby reaches neither part by design: alerts on jumbogate_up join
+    # on this, and a rack whose controllers all say 0 has no leader.
+    leading = not stats.HasField("election") or stats.election.leading
+    yield _gauge(
+        "jumbogate_controller_leading",
+        "Whether this controller drives its rack's switch and SmartNIC (1: its rack's leader, or the only controller) or waits as a standby (0).",
+        ["rack"],
+        [([stats.store.rack or ""], 1 if leading else 0)],
+    )
     yield from _switch_families(stats if stats.switch_connected else None, snap.tables)
     yield from _controller_families(snap)
     yield from _nic_families(snap.nic)
