@@ -217,6 +217,7 @@ class Fleet(Emulation):
                 cpu_port=255,
                 file_prefix=f"jgf-switch-{rack.name}",
                 role=f"switch-{rack.name}",
+                fence_election_ids=True,
             )
             net.addLink(switch, upstream, port1=1, port2=rack.number, addr1=rack.mac(1, 1), addr2=rack.mac(4))
             net.addLink(switch, net.addHost(rack.instance, ip=None), port1=3, port2=0, addr1=rack.mac(1, 3), addr2=rack.mac(2))

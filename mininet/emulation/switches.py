@@ -113,6 +113,7 @@ class SoftSwitch(Switch):
         tls=None,
         role: str = "switch",
         pcap_ports: tuple[int, ...] = (),
+        fence_election_ids: bool = False,
         **params,
     ):
         super().__init__(name, **params)
@@ -127,6 +128,10 @@ class SoftSwitch(Switch):
         # packet fanout reassembles IPv4 fragments before the switch sees
         # them (the two-rack emulation needs to see how the WAN cut a probe).
         self.pcap_ports = pcap_ports
+        # A fleet's switches refuse an election id below the highest they
+        # made primary (--fence-election-ids): a deposed leader that wakes up
+        # is never primary again, even after its successor's stream is gone.
+        self.fence_election_ids = fence_election_ids
         self.process: subprocess.Popen | None = None
 
     def command(self) -> list[str]:
@@ -150,6 +155,8 @@ class SoftSwitch(Switch):
         for port, intf in ports:
             argv += ["--port", f"{port}=net_pcap{port}" if port in self.pcap_ports else f"{port}@{intf}"]
         argv += ["--grpc", self.grpc_address, "--device-id", str(self.device_id), "--cpu-port", str(self.cpu_port), "--depth", "512"]
+        if self.fence_election_ids:
+            argv.append("--fence-election-ids")
         if self.tls:
             argv += self.tls.server("switch").soft_args()
         return argv
