@@ -52,6 +52,11 @@ def test_unknown_instance_is_not_found(api, capsys):
     assert code == cli.EXIT_NOT_FOUND and "ghost" in err
 
 
+def test_path_show_fleet_on_a_lab_controller_says_it_keeps_no_fleet_store(api, capsys):
+    code, _, err = ctl(api, capsys, "path", "show", "--fleet")
+    assert code == cli.EXIT_REFUSED and "no fleet store" in err
+
+
 def test_flows_onload_list_offload(api, capsys):
     code, out, _ = ctl(api, capsys, "flows", "onload", "203.0.113.7:40000", "10.10.0.10:5201", "--idle", "30")
     assert code == 0 and "idle timeout 30s" in out

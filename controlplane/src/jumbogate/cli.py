@@ -8,6 +8,7 @@ Human output by default, `--json` for scripts. Exit codes:
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import os
 import re
@@ -244,6 +245,28 @@ def show_paths(reply: policy_pb2.ListPathsResponse) -> str:
     return text
 
 
+def show_fleet_paths(reply: policy_pb2.ListPathsResponse) -> str:
+    """One row per destination, one column per rack: the MTU that rack learned and its age."""
+    racks = [r.rack for r in reply.racks]
+    learned: dict[str, dict[str, policy_pb2.Path]] = {}
+    for r in reply.racks:
+        for p in r.paths:
+            learned.setdefault(p.address, {})[r.rack] = p
+    if not learned:
+        return "no rack publishes learned paths" + (f" (racks with a leader: {', '.join(racks)})" if racks else " (no rack has a leader)")
+
+    def cell(p: policy_pb2.Path | None) -> str:
+        return f"{p.mtu} ({p.age_s:.0f}s)" if p is not None else "-"
+
+    rows = [[address, *(cell(learned[address].get(rack)) for rack in racks)] for address in sorted(learned, key=_address_order)]
+    return table(["destination", *racks], rows) + "\neach rack applies only the paths it learned"
+
+
+def _address_order(text: str):
+    address = ipaddress.ip_address(text)
+    return (address.version, address)
+
+
 def show_probe(path: policy_pb2.Path) -> str:
     if path.source != "learned":
         return f"{path.address}: no answer to the probes; the border applies {path.mtu} ({path.source})"
@@ -339,8 +362,8 @@ def run_command(args, stub: policy_pb2_grpc.PolicyStub, emit: Callable[[object, 
         emit(stats, show_stats(stats))
     elif args.area == "path":
         if args.action == "show":
-            reply = stub.ListPaths(policy_pb2.ListPathsRequest(address=args.destination or ""), timeout=t)
-            emit(reply, show_paths(reply))
+            reply = stub.ListPaths(policy_pb2.ListPathsRequest(address=args.destination or "", fleet=args.fleet), timeout=t)
+            emit(reply, show_fleet_paths(reply) if args.fleet else show_paths(reply))
         elif args.action == "probe":
             # Refinement rounds for --exact take a few round trips each, at most 6 s.
             path = stub.ProbePath(common_pb2.ProbePathRequest(address=args.destination, exact=args.exact), timeout=t + 5 + (6 if args.exact else 0))
@@ -413,6 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
     path = areas.add_parser("path", help="path MTUs to external destinations").add_subparsers(dest="action", required=True)
     pshow = path.add_parser("show", help="learned and configured path MTUs, and which applies")
     pshow.add_argument("destination", nargs="?", help="one address (default: every destination the SmartNIC tracks)")
+    pshow.add_argument("--fleet", action="store_true", help="every rack's learned paths side by side, as their leaders published them in the store")
     probe = path.add_parser("probe", help="probe a destination now; print the answer and the round trip")
     probe.add_argument("destination")
     probe.add_argument("--exact", action="store_true", help="narrow the answer to the byte with more rounds of sizes (a few round trips each)")

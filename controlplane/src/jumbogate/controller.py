@@ -22,7 +22,7 @@ import finsy.p4client
 from finsy.grpcutil import GRPCArg, GRPCOptions
 from finsy.proto import p4r
 
-from . import metrics, metrics_server, p4, translate
+from . import learned, metrics, metrics_server, p4, translate
 from .config import ConfigError, RackConfig, config_changes, load_config
 from .election import Election
 from .fleet import DEFAULT_RACK, FleetPolicy
@@ -231,7 +231,12 @@ class Controller:
             # every change it makes carries this term's election id.
             self.nic.status = NicStatus()
             self.nic.election_id = leadership.election_id
-            term = [asyncio.create_task(self._switch.run()), asyncio.create_task(self.nic.run())]
+            term = [
+                asyncio.create_task(self._switch.run()),
+                asyncio.create_task(self.nic.run()),
+                # Under the term's lease: the rack's paths leave the store with this leader.
+                asyncio.create_task(learned.publish_while_leading(self.fleet.store, self.fleet.rack, leadership.lease, self.state)),
+            ]
             ending = [asyncio.create_task(self.election.lost.wait()), asyncio.create_task(self._epoch_raised.wait())]
             done, _ = await asyncio.wait([*term, *ending], return_when=asyncio.FIRST_COMPLETED)
             for task in (*term, *ending):

@@ -8,9 +8,12 @@ evicts on its own); the policy state says which of them reached the switch.
 from __future__ import annotations
 
 import ipaddress
+import time
 
+from . import learned
 from .nic import NicLink
-from .state import PolicyState, invalid
+from .state import PolicyError, PolicyState, invalid
+from .store import EtcdStore, StoreError
 from .v1 import common_pb2, nic_pb2, policy_pb2
 
 
@@ -75,3 +78,22 @@ async def probe_path(nic: NicLink, state: PolicyState, address_text: str, exact:
     timeout = nic.rpc_timeout + 5.0 + (MAX_REFINE_ROUNDS if exact else 0)
     learned = await nic.ask("ProbePath", common_pb2.ProbePathRequest(address=str(address), exact=exact), timeout=timeout)
     return path_of(state, address, learned)
+
+
+async def fleet_paths(store, state: PolicyState, address_text: str) -> policy_pb2.ListPathsResponse:
+    """What every rack's leader published in the store, rack by rack (from any controller of the fleet)."""
+    wanted = str(_address(address_text)) if address_text else None
+    if not isinstance(store, EtcdStore):
+        raise PolicyError("FAILED_PRECONDITION", "this controller keeps no fleet store (a lab store is one rack's memory): leave out --fleet")
+    try:
+        racks = await learned.read_fleet(store)
+    except StoreError as err:
+        raise PolicyError("UNAVAILABLE", str(err)) from None
+    now = time.time()
+    reply = policy_pb2.ListPathsResponse()
+    for rack in sorted(racks):
+        out = reply.racks.add(rack=rack)
+        for p in racks[rack]:
+            if wanted is None or p.address == wanted:
+                out.paths.append(policy_pb2.Path(address=p.address, mtu=p.mtu, source="learned", method=p.method, age_s=max(0.0, now - p.learned_at)))
+    return reply

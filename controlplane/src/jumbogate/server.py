@@ -202,6 +202,8 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
 
     async def ListPaths(self, request, context):
         try:
+            if request.fleet:
+                return await paths.fleet_paths(self.fleet.store if self.fleet else None, self.state, request.address)
             if self._nic is None:
                 raise PolicyError("UNAVAILABLE", "this controller has no SmartNIC link")
             return await paths.list_paths(self._nic, self.state, request.address)

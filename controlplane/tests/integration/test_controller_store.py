@@ -30,13 +30,15 @@ pytestmark = [pytest.mark.timeout(300)]
 class StoreRig(Rig):
     """A Rig whose controller keeps its policy in etcd."""
 
+    rack = "rack-a"
+
     def __init__(self, tmp, veths, target, etcd):
         super().__init__(tmp, veths, target)
         self.etcd = etcd
 
     def start_controller(self) -> None:
         self.generation += 1
-        args = [VENV_BIN / "jumbogate-controller", "--config", self.config_path, "--store", self.etcd.store_url, "--rack", "rack-a"]
+        args = [VENV_BIN / "jumbogate-controller", "--config", self.config_path, "--store", self.etcd.store_url, "--rack", self.rack]
         self.controller = lab.Process(args, self.tmp / f"controller-{self.generation}.log").start()
         lab.wait_for_tcp(self.api, 20, process=self.controller.popen)
 
@@ -48,12 +50,17 @@ class StoreRig(Rig):
         wait_until(lambda: self.table(alias) == expected, 30, what)
 
 
+def store_rig(make_rig, request, tmp_path_factory, etcd_server, veth_prefix: str):
+    """A rig of make_rig's class on the target request.param, on an etcd emptied of jumbogate's keys."""
+    etcd_server.ctl("del", "--prefix", "/jumbogate/")
+    tmp = tmp_path_factory.mktemp(f"{veth_prefix}-{request.param}")
+    with running(lambda veths: make_rig(tmp, veths, request.param, etcd_server), veth_prefix) as rig:
+        yield rig
+
+
 @pytest.fixture(scope="module", params=TARGETS)
 def rig(request, tmp_path_factory, etcd_server):
-    etcd_server.ctl("del", "--prefix", "/jumbogate/")
-    tmp = tmp_path_factory.mktemp(f"store-{request.param}")
-    with running(lambda veths: StoreRig(tmp, veths, request.param, etcd_server), "jgs") as rig:
-        yield rig
+    yield from store_rig(StoreRig, request, tmp_path_factory, etcd_server, "jgs")
 
 
 @pytest.fixture
@@ -191,7 +198,7 @@ def standby(rig) -> tuple[lab.Process, str]:
     config["controller"] = {"listen": api}
     path = rig.tmp / "standby.yaml"
     path.write_text(yaml.safe_dump(config))
-    args = [VENV_BIN / "jumbogate-controller", "--config", path, "--store", rig.etcd.store_url, "--rack", "rack-a"]
+    args = [VENV_BIN / "jumbogate-controller", "--config", path, "--store", rig.etcd.store_url, "--rack", rig.rack]
     process = lab.Process(args, rig.tmp / "controller-standby.log").start()
     lab.wait_for_tcp(api, 20, process=process.popen)
     return process, api
