@@ -24,7 +24,6 @@ import re
 import shutil
 import socket
 import subprocess
-import time
 import urllib.request
 from collections import Counter
 from pathlib import Path
@@ -81,14 +80,7 @@ def queryable_names(text: str) -> tuple[set[str], set[str]]:
 
 
 def wait_until(predicate, what: str, timeout: float = 30):
-    """Poll until predicate() is true (the machine may be loaded: no fixed sleeps)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+    return lab.wait_until(predicate, what, timeout)
 
 
 # ----- the endpoint of a controller in this process, without a switch or a SmartNIC -----

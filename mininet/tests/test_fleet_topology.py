@@ -21,6 +21,7 @@ from emulation import cleanup
 from emulation.fleet import CONTROLLERS_PER_RACK, ETCD_MEMBERS, RACKS, STORE_URL, Fleet
 from emulation.rack import PIPELINE, Parts, missing_prerequisites
 
+from jumbogate import lab
 from jumbogate.etcd_process import etcdctl
 
 pytestmark = [pytest.mark.timeout(600)]
@@ -53,13 +54,7 @@ def fleet_flags(address: str) -> set[int]:
 
 
 def wait_for(predicate, what: str):
-    deadline = time.monotonic() + BOUND_S
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {BOUND_S} s waiting for {what}")
+    return lab.wait_until(predicate, what, BOUND_S, interval=0.2)
 
 
 def leader_of(fleet, rack) -> int:

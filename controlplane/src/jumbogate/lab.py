@@ -44,6 +44,18 @@ def free_tcp_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_until(predicate, what: str, timeout: float, interval: float = 0.1):
+    """Poll until predicate() is truthy and return its value; AssertionError naming `what` past `timeout`
+    (tests poll instead of sleeping a fixed time: the machine may be loaded)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
 def wait_for_tcp(address: str, timeout: float, *, process: subprocess.Popen | None = None) -> None:
     """Poll until something accepts TCP connections on host:port (no fixed sleeps)."""
     host, _, port = address.rpartition(":")

@@ -473,13 +473,7 @@ def start_nic(rig: Rig, veths: list[lab.VethPair]) -> lab.Process:
 
 
 def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+    return lab.wait_until(predicate, what, timeout, interval)
 
 
 def tcp_burst(dport: int, count: int, sport: int = 40000, payload: int = 1460):

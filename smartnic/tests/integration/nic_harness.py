@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jumbogate.lab import telemetry_query
+from jumbogate.lab import telemetry_query, wait_until
 
 REPO = Path(__file__).resolve().parents[3]
 # JUMBOGATE_NIC points the tests at another build of the program.
@@ -162,13 +162,7 @@ class NicProcess:
 
 def wait_for(predicate, what: str, timeout: float = 10.0):
     """Poll until predicate() is truthy and return its value."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+    return wait_until(predicate, what, timeout)
 
 
 def remove_runtime_dir(file_prefix: str) -> None:
