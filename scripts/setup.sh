@@ -11,12 +11,13 @@ say() { printf 'setup: %s\n' "$*"; }
 # python3-cryptography for the throwaway certificates of TLS in tests (pki.py),
 # etcd for the controller's store (its tests start their own, on free ports),
 # prometheus for promtool, which checks and tests deploy/prometheus/'s alert
-# rules (no test uses its server).
+# rules (no test uses its server), nftables for the fleet's fault run (it cuts
+# a controller off from etcd).
 DEB_PACKAGES=(
   build-essential pkg-config meson ninja-build clang clang-format libclang-rt-14-dev
   dpdk dpdk-dev libdpdk-dev libpcap-dev libnuma-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  python3 python3-venv python3-dev python3-cryptography etcd-server etcd-client prometheus
+  python3 python3-venv python3-dev python3-cryptography etcd-server etcd-client prometheus nftables
   mininet iproute2 iputils-ping ethtool iperf3 tshark tcpdump bridge-utils procps psmisc
 )
 

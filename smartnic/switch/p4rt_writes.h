@@ -61,7 +61,7 @@ class WriteRecord
 		if (found != index_.end()) {
 			recent_.splice(recent_.begin(), recent_, found->second);
 		} else {
-			recent_.push_front(Entry{id, 0, 0});
+			recent_.push_front(Entry{id, 0, now, 0});
 			index_[id] = recent_.begin();
 			if (recent_.size() > kMaxElectionIds) {
 				const Entry &last = recent_.back();
@@ -78,7 +78,10 @@ class WriteRecord
 	}
 
 	// A dict: one entry "HIGH_LOW" per recent id (high, low, updates,
-	// last_unix_ns), and "older" (ids, updates, last_unix_ns).
+	// first_unix_ns, last_unix_ns), and "older" (ids, updates,
+	// last_unix_ns). With first and last, a checker can tell that no id
+	// wrote after a higher one had (the record is added to under the
+	// server's lock, in the order writes were applied).
 	void telemetry(rte_tel_data *d)
 	{
 		std::lock_guard<std::mutex> lock(mu_);
@@ -91,6 +94,8 @@ class WriteRecord
 			rte_tel_data_add_dict_u64(entry, "high", e.id.high);
 			rte_tel_data_add_dict_u64(entry, "low", e.id.low);
 			rte_tel_data_add_dict_u64(entry, "updates", e.updates);
+			rte_tel_data_add_dict_u64(entry, "first_unix_ns",
+						  e.first_unix_ns);
 			rte_tel_data_add_dict_u64(entry, "last_unix_ns",
 						  e.last_unix_ns);
 			// Telemetry names take letters, digits and '_'.
@@ -115,6 +120,7 @@ class WriteRecord
 	struct Entry {
 		ElectionId id;
 		uint64_t updates;
+		uint64_t first_unix_ns; // since it last entered the record
 		uint64_t last_unix_ns;
 	};
 

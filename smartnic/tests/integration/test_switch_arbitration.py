@@ -128,8 +128,8 @@ def test_a_fenced_leader_never_becomes_primary_again(started, clients):
 
 
 def test_accepted_writes_are_recorded_by_election_id(started, clients):
-    """/jumbogate_switch/writes: per election id the accepted updates and the last time; the 64 most recent ids,
-    older ones summed. A refused update is not counted, nor a write from a client that is not primary."""
+    """/jumbogate_switch/writes: per election id the accepted updates and the first and last time; the 64 most
+    recent ids, older ones summed. A refused update is not counted, nor a write from a client that is not primary."""
     wiring = started()
     prefix = wiring.switch.file_prefix
     first = connect(clients, wiring, low=7, high=3)
@@ -138,7 +138,10 @@ def test_accepted_writes_are_recorded_by_election_id(started, clients):
     assert first.write([port_role(1), port_role(1), port_role(2)]) == [OK, 6, OK]
     record = telemetry_query(prefix, "/jumbogate_switch/writes")
     assert record["3_7"]["updates"] == 2 and (record["3_7"]["high"], record["3_7"]["low"]) == (3, 7)
-    assert record["3_7"]["last_unix_ns"] > 0
+    assert 0 < record["3_7"]["first_unix_ns"] <= record["3_7"]["last_unix_ns"]
+    assert first.write([port_role(3)]) == [OK]
+    later = telemetry_query(prefix, "/jumbogate_switch/writes")["3_7"]
+    assert later["first_unix_ns"] == record["3_7"]["first_unix_ns"] and later["last_unix_ns"] > record["3_7"]["last_unix_ns"]
     assert record["older"] == {"ids": 0, "updates": 0, "last_unix_ns": 0}
     leader = first
     for n in range(1, 66):
@@ -153,8 +156,11 @@ def test_accepted_writes_are_recorded_by_election_id(started, clients):
     assert len(ids) == 64
     assert set(ids) == {f"4_{n}" for n in range(2, 66)}
     assert all(v["updates"] == 1 for v in ids.values())
-    # 3:7's two updates and 4:1's one.
-    assert (record["older"]["ids"], record["older"]["updates"]) == (2, 3)
+    # Each id wrote only after the one before it had stopped: what the fleet's fault run checks.
+    in_order = sorted(ids.values(), key=lambda v: (v["high"], v["low"]))
+    assert all(a["last_unix_ns"] <= b["first_unix_ns"] for a, b in zip(in_order, in_order[1:]))
+    # 3:7's three updates and 4:1's one.
+    assert (record["older"]["ids"], record["older"]["updates"]) == (2, 4)
 
 
 def test_open_streams_are_bounded(started):
