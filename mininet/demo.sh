@@ -8,5 +8,6 @@ module=emulation.demo
 case "${1:-}" in
     --attack) module=emulation.attack; shift ;;
     --soak) module=emulation.soak; shift; set -- --minutes "${SOAK_MINUTES:-10}" "$@" ;;
+    --fleet-chaos) module=emulation.fleet_chaos; shift; set -- --minutes "${FLEET_CHAOS_MINUTES:-5}" "$@" ;;
 esac
 exec env PYTHONPATH=mininet .venv/bin/python -m "$module" "$@"

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import plan, procs
+from . import partition, plan, procs
 
 # Command-line fragments that mark a process as the emulation's.
 SWEEP_MARKERS = (
@@ -44,9 +44,10 @@ class Leftovers:
     processes: list[str] = field(default_factory=list)  # "pid command"
     interfaces: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    rules: list[str] = field(default_factory=list)  # nftables tables of the fault runs
 
     def __bool__(self) -> bool:
-        return bool(self.processes or self.interfaces or self.files)
+        return bool(self.processes or self.interfaces or self.files or self.rules)
 
     def describe(self) -> str:
         parts = []
@@ -56,6 +57,8 @@ class Leftovers:
             parts.append("interfaces: " + ", ".join(self.interfaces))
         if self.files:
             parts.append("files: " + ", ".join(self.files))
+        if self.rules:
+            parts.append("nftables: " + ", ".join(self.rules))
         return " | ".join(parts) or "nothing"
 
 
@@ -139,6 +142,8 @@ def find_leftovers(state: dict | None = None) -> Leftovers:
     left.processes = [f"{pid} {cmd[:120]}" for pid, cmd in sorted(_our_processes(state).items())]
     left.interfaces = _our_interfaces()
     left.files += [str(directory) for directory in DPDK_RUNTIME_DIRS if directory.exists()]
+    if partition.present():
+        left.rules.append(f"table inet {partition.TABLE}")
     return left
 
 
@@ -157,6 +162,8 @@ def sweep(grace_s: float = 3.0) -> Leftovers:
     pids = set(_our_processes(state))
     # TERM first so the controller and the SmartNIC can close cleanly, then KILL.
     _signal_all(pids, signal.SIGTERM)
+    # A process a fault run paused takes its TERM only once continued.
+    _signal_all(pids, signal.SIGCONT)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline and any(_cmdline(pid) for pid in pids):
         time.sleep(0.1)
@@ -167,5 +174,6 @@ def sweep(grace_s: float = 3.0) -> Leftovers:
         subprocess.run(["ip", "link", "del", name], capture_output=True, check=False)
     for directory in DPDK_RUNTIME_DIRS:
         shutil.rmtree(directory, ignore_errors=True)
+    partition.remove_all()
     procs.STATE_FILE.unlink(missing_ok=True)
     return found

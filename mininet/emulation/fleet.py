@@ -55,7 +55,7 @@ CONTROLLERS_PER_RACK = 2
 # The etcd cluster's members: client and peer ports on loopback.
 ETCD_MEMBERS = tuple((f"etcd{i}", 50370 + 2 * i, 50371 + 2 * i) for i in range(1, 4))
 ETCD_DATA = procs.STATE_DIR / "fleet-etcd"
-STORE_URL = "etcd://" + ",".join(f"127.0.0.1:{client}" for _, client, _ in ETCD_MEMBERS)
+ETCD_CLIENT_PORTS = tuple(client for _, client, _ in ETCD_MEMBERS)
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,14 @@ class FleetRack:
         """The operator API of the rack's controller `index` (0 or 1)."""
         return f"127.0.0.1:{50350 + 10 * self.number + index}"
 
+    def etcd_address(self, index: int) -> str:
+        """The loopback address through which controller `index` reaches etcd: one of its own, so
+        that one nftables rule can cut exactly that controller off from the store (fleet_chaos.py)."""
+        return f"127.1.{self.number}.{index + 1}"
+
+    def store_url(self, index: int) -> str:
+        return "etcd://" + ",".join(f"{self.etcd_address(index)}:{client}" for client in ETCD_CLIENT_PORTS)
+
     def mac(self, role: int, port: int = 0) -> str:
         """Switch ports (role 1), the instance (2), the SmartNIC (3), the upstream router's port (4)."""
         return f"02:4a:46:{self.number:02x}:{role:02x}:{port:02x}"
@@ -117,6 +125,8 @@ class FleetRack:
 
 
 RACKS = (FleetRack("a", 1), FleetRack("b", 2), FleetRack("c", 3))
+# Every member serves clients on 127.0.0.1 (etcdctl, tests) and on each controller's own address.
+ETCD_CLIENT_ADDRESSES = ("127.0.0.1", *(rack.etcd_address(i) for rack in RACKS for i in range(CONTROLLERS_PER_RACK)))
 
 
 def rack_config(rack: FleetRack, nic_socket: str, listen: str) -> dict:
@@ -140,7 +150,8 @@ class Fleet(Emulation):
         self.net: Mininet | None = None
         self.began = False
         self.processes: list[subprocess.Popen] = []
-        self.etcd: list[subprocess.Popen] = []
+        self.etcd: list[subprocess.Popen | None] = []
+        self.etcd_argv: list[list[str]] = []
         # (rack, index) -> the controller's process, restartable.
         self.controllers: dict[tuple[str, int], subprocess.Popen] = {}
 
@@ -193,16 +204,38 @@ class Fleet(Emulation):
         for name, client, peer in ETCD_MEMBERS:
             argv = etcd_argv(name, ETCD_DATA / name, f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}")
             argv[argv.index("--initial-cluster") + 1] = cluster
+            argv[argv.index("--listen-client-urls") + 1] = ",".join(f"http://{address}:{client}" for address in ETCD_CLIENT_ADDRESSES)
+            # (A member restarted from its data directory ignores the initial-cluster flags.)
             argv += ["--initial-cluster-token", "jumbogate-fleet", "--initial-cluster-state", "new"]
-            self.etcd.append(procs.start_process(f"etcd-{name}", argv, f"127.0.0.1:{client}"))
-        for (name, client, _), proc in zip(ETCD_MEMBERS, self.etcd, strict=True):
-            procs.wait_until(
-                f"etcd member {name} to answer",
-                lambda client=client: etcdctl(f"http://127.0.0.1:{client}", "endpoint", "health").returncode == 0,
-                timeout=START_TIMEOUT_S,
-                proc=proc,
-                role=f"etcd-{name}",
-            )
+            self.etcd_argv.append(argv)
+            self.etcd.append(None)
+        for member in range(len(ETCD_MEMBERS)):
+            self.start_etcd_member(member, wait=False)
+        for member in range(len(ETCD_MEMBERS)):
+            self.wait_etcd_member(member)
+
+    def start_etcd_member(self, member: int, *, wait: bool = True) -> None:
+        """(Re)start one member from its data directory."""
+        name, client, _ = ETCD_MEMBERS[member]
+        self.etcd[member] = procs.start_process(f"etcd-{name}", self.etcd_argv[member], f"127.0.0.1:{client}")
+        if wait:
+            self.wait_etcd_member(member)
+
+    def wait_etcd_member(self, member: int) -> None:
+        name, client, _ = ETCD_MEMBERS[member]
+        procs.wait_until(
+            f"etcd member {name} to answer",
+            lambda: etcdctl(f"http://127.0.0.1:{client}", "endpoint", "health").returncode == 0,
+            timeout=START_TIMEOUT_S,
+            proc=self.etcd[member],
+            role=f"etcd-{name}",
+        )
+
+    def kill_etcd_member(self, member: int) -> None:
+        proc, self.etcd[member] = self.etcd[member], None
+        if proc is not None:
+            proc.kill()
+            proc.wait(10)
 
     def _build(self) -> Mininet:
         net = Mininet(controller=None, build=False, autoSetMacs=False, autoStaticArp=False)
@@ -272,7 +305,10 @@ class Fleet(Emulation):
     def start_controller(self, rack: FleetRack, index: int) -> subprocess.Popen:
         """(Re)start one of a rack's two controllers; returns once its operator API serves (leading or not)."""
         config = self.config_path(rack, index)
-        argv = [str(CONTROLLER), "--config", str(config), "--pipeline", str(PIPELINE.relative_to(procs.REPO)), "--store", STORE_URL, "--rack", rack.rack]
+        argv = [
+            str(CONTROLLER), "--config", str(config), "--pipeline", str(PIPELINE.relative_to(procs.REPO)),
+            "--store", rack.store_url(index), "--rack", rack.rack,
+        ]  # fmt: skip
         proc = procs.start_grpc_service(
             f"controller-{rack.name}{index}", "jumbogate-controller", argv, str(config), rack.controller(index), timeout=START_TIMEOUT_S
         )
@@ -297,11 +333,41 @@ class Fleet(Emulation):
         if self.etcd:
             shutil.rmtree(ETCD_DATA, ignore_errors=True)
         self.etcd.clear()
+        self.etcd_argv.clear()
+
+
+def switch_policy(address: str) -> dict:
+    """What one switch holds of the fleet's policy, read by an independent backup P4Runtime client
+    (never through a controller): the fleet_policy entry's `enabled` (a set: one value when the
+    switch is whole), and instances_v4 and instances_v6 as {address: enabled}."""
+    import asyncio
+    import ipaddress
+    import logging
+
+    import finsy as fy
+
+    # finsy warns once per connection that the switch serves no gNMI.
+    logging.getLogger("finsy").setLevel(logging.ERROR)
+
+    async def read() -> dict:
+        options = fy.SwitchOptions(p4info=PIPELINE / "jumbogate.p4info.txtpb", initial_election_id=1)
+        async with fy.Switch("fleet-reader", address, options) as reader:
+            fleet = {e.action.args["enabled"] async for e in reader.read(fy.P4TableEntry("fleet_policy", is_default_action=True))}
+            instances = {}
+            for table, family in (("instances_v4", ipaddress.IPv4Address), ("instances_v6", ipaddress.IPv6Address)):
+                entries = reader.read(fy.P4TableEntry(table))
+                instances[table] = {str(family(e.match["instance_addr"])): e.action.args["enabled"] async for e in entries}
+            return {"fleet": fleet, **instances}
+
+    return asyncio.run(read())
 
 
 def banner(fleet: Fleet) -> str:
     lines = ["", "jumbogate: a fleet of three racks is up (jumbogate-switch, jumbogate-nic and two jumbogate-controllers each, one etcd cluster)"]
-    lines.append(f"  store   etcd, three members: {STORE_URL}; logs in {procs.LOG_DIR.relative_to(procs.REPO)}/etcd-*.log")
+    members = ",".join(f"127.0.0.1:{client}" for client in ETCD_CLIENT_PORTS)
+    lines.append(
+        f"  store   etcd, three members: {members} (each controller through an address of its own); logs in {procs.LOG_DIR.relative_to(procs.REPO)}/etcd-*.log"
+    )
     for rack in RACKS:
         controllers = " and ".join(rack.controller(i) for i in range(CONTROLLERS_PER_RACK))
         lines.append(f"  {rack.rack}  instance {rack.instance} {rack.address4} / {rack.address6}; switch P4Runtime {rack.p4runtime}; controllers {controllers}")

@@ -18,7 +18,7 @@ import finsy as fy
 import grpc
 import pytest
 from emulation import cleanup
-from emulation.fleet import CONTROLLERS_PER_RACK, ETCD_MEMBERS, RACKS, STORE_URL, Fleet
+from emulation.fleet import CONTROLLERS_PER_RACK, ETCD_MEMBERS, RACKS, Fleet, switch_policy
 from emulation.rack import PIPELINE, Parts, missing_prerequisites
 
 from jumbogate import lab
@@ -43,14 +43,7 @@ def status(fleet, rack, index: int) -> dict:
 
 
 def fleet_flags(address: str) -> set[int]:
-    """The fleet_policy entry's `enabled` on one switch, read by a backup client."""
-
-    async def go():
-        options = fy.SwitchOptions(p4info=PIPELINE / "jumbogate.p4info.txtpb", initial_election_id=1)
-        async with fy.Switch("fleet-reader", address, options) as reader:
-            return {entry.action.args["enabled"] async for entry in reader.read(fy.P4TableEntry("fleet_policy", is_default_action=True))}
-
-    return asyncio.run(go())
+    return switch_policy(address)["fleet"]
 
 
 def wait_for(predicate, what: str):
@@ -74,7 +67,7 @@ def test_each_rack_has_one_leader_programming_its_switch_and_a_standby(fleet):
     for rack in RACKS:
         index = leader_of(fleet, rack)
         leading, standing_by = status(fleet, rack, index), status(fleet, rack, 1 - index)
-        assert leading["store"]["endpoint"] == STORE_URL and leading["store"]["healthy"]
+        assert leading["store"]["endpoint"] == rack.store_url(index) and leading["store"]["healthy"]
         election = leading["election"]
         assert election["leader"] == rack.controller(index)
         assert (election["election_id_high"], election["election_id_low"]) == (
@@ -100,14 +93,8 @@ def test_a_fleet_flip_through_any_controller_reaches_all_three_switches(fleet):
 
 
 def instances_v4(address: str) -> dict[int, int]:
-    """instances_v4 on one switch, read by a backup client: address (as an integer) -> enabled."""
-
-    async def go():
-        options = fy.SwitchOptions(p4info=PIPELINE / "jumbogate.p4info.txtpb", initial_election_id=1)
-        async with fy.Switch("instance-reader", address, options) as reader:
-            return {e.match["instance_addr"]: e.action.args["enabled"] async for e in reader.read(fy.P4TableEntry("instances_v4"))}
-
-    return asyncio.run(go())
+    """instances_v4 on one switch: address (as an integer) -> enabled."""
+    return {int(ipaddress.ip_address(a)): enabled for a, enabled in switch_policy(address)["instances_v4"].items()}
 
 
 def test_an_instance_moved_to_another_rack_keeps_its_flag_and_its_entries_move(fleet):
