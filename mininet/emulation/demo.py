@@ -111,8 +111,20 @@ class PolicyResult:
     events: list[tuple[float, str]] = field(default_factory=list)  # (seconds from start, what)
     timeline_in: list[tuple[float, int]] = field(default_factory=list)  # packets the instance received
     timeline_out: list[tuple[float, int]] = field(default_factory=list)  # packets the instance sent
-    icmp_received: int = 0
+    # The switch's ICMP too-big signals, accounted for: each goes to the source
+    # of the packet it refused. The instance's own oversize segments are
+    # signalled to the instance; a packet the SmartNIC had merged (before its
+    # limit followed the policy) is signalled to its external sender, through
+    # the SmartNIC, which passes ICMP through.
     icmp_generated: int = 0
+    icmp_received: int = 0  # by the jumbo instance
+    icmp_received_external: int = 0  # by the external hosts
+    icmp_rate_limited: int = 0  # oversize packets dropped by the signal meter without a signal
+
+    @property
+    def icmp_unaccounted(self) -> int:
+        return self.icmp_generated - self.icmp_received - self.icmp_received_external
+
     route_before: str = ""
     route_during: str = ""
     route_after: str = ""
@@ -147,6 +159,11 @@ def _int(data: dict, *path: str) -> int:
     for key in path:
         data = data.get(key, {}) if isinstance(data, dict) else {}
     return int(data or 0)
+
+
+def _drops(data: dict, reason: str) -> int:
+    """Packets the switch dropped for `reason` (jumbogatectl stats' drops)."""
+    return sum(int(d.get("count", {}).get("packets", 0)) for d in data.get("drops", []) if d.get("reason") == reason)
 
 
 def _uplink_delta(before: dict, after: dict, direction: str) -> dict[str, int]:
@@ -271,6 +288,10 @@ def policy(rack: Rack, outdir: Path, step_s: float) -> PolicyResult:
     before = stats(rack)
     intf = f"{plan.JUMBO.host}-eth0"
     inbound = measure.Capture(instance, intf, outdir / "policy-in.pcap", direction="in", bpf="")
+    signals_out = [
+        measure.Capture(rack.host(ext.host), f"{ext.host}-eth0", outdir / f"policy-icmp-{ext.host}.pcap", direction="in", bpf=TOO_BIG)
+        for ext in plan.EXTERNAL_HOSTS
+    ]
     outbound = measure.Capture(instance, intf, outdir / "policy-out.pcap", direction="out", bpf="tcp")
     start = time.time()
     duration = 6 * step_s
@@ -296,11 +317,15 @@ def policy(rack: Rack, outdir: Path, step_s: float) -> PolicyResult:
         measure.iperf_result(client, timeout=duration + 60)
     inbound.stop()
     outbound.stop()
+    for capture in signals_out:
+        capture.stop()
     after = stats(rack)
     result.timeline_in = [(t - start, length - measure.ETHERNET_HEADER) for t, length in measure.pcap_records(inbound.path) if length > 200]
     result.timeline_out = [(t - start, length - measure.ETHERNET_HEADER) for t, length in measure.pcap_records(outbound.path) if length > 200]
     result.icmp_received = count_too_big(instance, inbound.path)
+    result.icmp_received_external = sum(count_too_big(capture.node, capture.path) for capture in signals_out)
     result.icmp_generated = _int(after, "icmp_generated") - _int(before, "icmp_generated")
+    result.icmp_rate_limited = _drops(after, "ICMP_RATE_LIMITED") - _drops(before, "ICMP_RATE_LIMITED")
     if not result.route_during:
         result.route_during = instance.cmd(f"ip route get {target}").strip()
     flush_path_mtus(instance)
@@ -313,9 +338,12 @@ def flush_path_mtus(host) -> None:
     host.cmd("ip route flush cache; ip -6 route flush cache")
 
 
+TOO_BIG = "(icmp and icmp[icmptype] == 3 and icmp[icmpcode] == 4) or (icmp6 and ip6[40] == 2)"
+
+
 def count_too_big(host, pcap: Path) -> int:
     """ICMPv4 frag-needed and ICMPv6 packet-too-big messages in a capture."""
-    out = host.cmd(f"tcpdump -nn -r {pcap} '(icmp[icmptype] == 3 and icmp[icmpcode] == 4) or (icmp6 and ip6[40] == 2)' 2>/dev/null | wc -l")
+    out = host.cmd(f"tcpdump -nn -r {pcap} '{TOO_BIG}' 2>/dev/null | wc -l")
     return int(out.strip() or 0)
 
 
