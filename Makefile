@@ -51,8 +51,15 @@ test:
 	@bash scripts/test.sh
 
 # Python stubs are generated, never committed: they must match the protobuf
-# runtime the lock file pins.
-proto: $(PROTO_OUT)/.stamp
+# runtime the lock file pins. So are the controller's names and constants of
+# the P4 program (jumbogate/p4/names.py, defines.py), from the committed
+# P4Info and p4src/include: nothing the P4 defines is typed in Python.
+P4_PY      := controlplane/src/jumbogate/p4
+P4_PY_FROM := $(P4_OUT)/depth512/jumbogate.p4info.txtpb p4src/include/defines.p4 p4src/include/drop_reasons.p4
+proto: $(PROTO_OUT)/.stamp $(P4_PY)/names.py
+$(P4_PY)/names.py: $(P4_PY_FROM) $(P4_PY)/generate.py
+	@$(PY) $(P4_PY)/generate.py $(P4_PY_FROM) $(P4_PY)
+	@echo "proto: generated $(P4_PY)/names.py and defines.py from $(P4_OUT)/depth512's P4Info and p4src/include"
 $(PROTO_OUT)/.stamp: $(PROTO_SRC)
 	@mkdir -p $(PROTO_OUT)
 	@$(PY) -m grpc_tools.protoc -Iproto --python_out=controlplane/src --grpc_python_out=controlplane/src --pyi_out=controlplane/src $(PROTO_SRC)
@@ -105,6 +112,7 @@ sanitized:
 lint:
 	@$(VENV)/bin/ruff check controlplane mininet ptf-tests smartnic
 	@$(VENV)/bin/ruff format --check controlplane mininet ptf-tests smartnic
+	@$(PY) scripts/lint_p4_names.py controlplane mininet ptf-tests smartnic p4rt-conformance
 	@find smartnic -name '*.[ch]' -o -name '*.cc' -o -name '*.h' | xargs -r clang-format --dry-run --Werror
 	@if command -v p4c >/dev/null; then $(MAKE) --no-print-directory p4; else echo "lint: p4c not on PATH, P4 not checked"; fi
 

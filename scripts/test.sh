@@ -24,6 +24,8 @@ run_suite() {  # name, command...
 # The programs under test as the sources are now: the Python suites start
 # them from build/smartnic, which make setup built once (a no-op when nothing
 # changed since).
+# The generated Python of the protos and of the P4 program (make proto), as the sources are now.
+make --no-print-directory proto >/dev/null || { echo "test: make proto failed" >&2; exit 2; }
 ninja -C build/smartnic >/dev/null || { echo "test: build/smartnic does not build; run 'make smartnic' to see why" >&2; exit 2; }
 
 # Python: unit tests, SmartNIC program integration, controller integration and

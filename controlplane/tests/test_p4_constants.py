@@ -49,3 +49,26 @@ def test_sizes_match():
     # An ICMP error is at most 576 (IPv4) / 1280 (IPv6) bytes.
     assert 20 + 8 + constants.ICMPV4_QUOTE_BYTES == 576
     assert 40 + 8 + constants.ICMPV6_QUOTE_BYTES == 1280
+
+
+def test_the_generated_names_are_every_object_of_both_profiles_p4info():
+    """names.py (make proto) holds each table, action, counter, meter, register, digest and action profile by alias,
+    and both parse-depth profiles name the same objects."""
+    from finsy.proto import p4i
+    from google.protobuf import text_format
+
+    from jumbogate.p4 import names
+
+    compiled = DEFINES.parents[1] / "compiled"
+    for profile in ("depth256", "depth512"):
+        info = text_format.Parse((compiled / profile / "jumbogate.p4info.txtpb").read_text(), p4i.P4Info())
+        for kind, listed in (("tables", names.TABLES), ("actions", names.ACTIONS), ("counters", names.COUNTERS), ("meters", names.METERS),
+                             ("registers", names.REGISTERS), ("digests", names.DIGESTS), ("action_profiles", names.ACTION_PROFILES)):  # fmt: skip
+            assert sorted(listed) == sorted(obj.preamble.alias for obj in getattr(info, kind)), (profile, kind)
+    assert names.ELEPHANT_DIGEST == "elephant_digest_t" and names.NO_ACTION == "NoAction" and names.PORT_ROLES == "port_roles"
+
+
+def test_every_defines_p4_constant_is_generated():
+    from jumbogate.p4 import defines
+
+    assert {name: getattr(defines, name) for name in p4_values()} == p4_values()

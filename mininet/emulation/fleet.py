@@ -27,6 +27,7 @@ from mininet.net import Mininet
 from mininet.node import Host
 
 from jumbogate.etcd_process import etcd_argv, etcdctl
+from jumbogate.p4 import names
 
 from . import cleanup, procs
 from .rack import (
@@ -352,9 +353,9 @@ def switch_policy(address: str) -> dict:
     async def read() -> dict:
         options = fy.SwitchOptions(p4info=PIPELINE / "jumbogate.p4info.txtpb", initial_election_id=1)
         async with fy.Switch("fleet-reader", address, options) as reader:
-            fleet = {e.action.args["enabled"] async for e in reader.read(fy.P4TableEntry("fleet_policy", is_default_action=True))}
+            fleet = {e.action.args["enabled"] async for e in reader.read(fy.P4TableEntry(names.FLEET_POLICY, is_default_action=True))}
             instances = {}
-            for table, family in (("instances_v4", ipaddress.IPv4Address), ("instances_v6", ipaddress.IPv6Address)):
+            for table, family in ((names.INSTANCES_V4, ipaddress.IPv4Address), (names.INSTANCES_V6, ipaddress.IPv6Address)):
                 entries = reader.read(fy.P4TableEntry(table))
                 instances[table] = {str(family(e.match["instance_addr"])): e.action.args["enabled"] async for e in entries}
             return {"fleet": fleet, **instances}

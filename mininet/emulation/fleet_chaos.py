@@ -59,6 +59,7 @@ from aetcd import rpc
 
 from jumbogate import lab
 from jumbogate.fleet import FLEET_JUMBO, PREFIX, instance_key
+from jumbogate.p4 import names
 
 from . import partition, procs
 from .fleet import CONTROLLERS_PER_RACK, ETCD_CLIENT_PORTS, ETCD_MEMBERS, RACKS, Fleet, FleetRack, switch_policy
@@ -444,13 +445,13 @@ def check_switches(result: ChaosResult, etcd: Etcd) -> None:
             value = json.loads(found[1]) if found else {}
             if value.get("rack") == rack.rack:
                 instances[other.address4] = int(bool(value.get("jumbo")))
-        return {"fleet": {int(bool(fleet_on))}, "instances_v4": instances}
+        return {"fleet": {int(bool(fleet_on))}, names.INSTANCES_V4: instances}
 
     def differences() -> list[str]:
         out = []
         for rack in RACKS:
             want, have = wanted(rack), switch_policy(rack.p4runtime)
-            have = {"fleet": have["fleet"], "instances_v4": have["instances_v4"]}
+            have = {"fleet": have["fleet"], names.INSTANCES_V4: have[names.INSTANCES_V4]}
             if want != have:
                 out.append(f"{rack.rack}'s switch holds {have}, etcd says {want}")
         return out

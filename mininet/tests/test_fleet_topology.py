@@ -23,6 +23,7 @@ from emulation.rack import PIPELINE, Parts, missing_prerequisites
 
 from jumbogate import lab
 from jumbogate.etcd_process import etcdctl
+from jumbogate.p4 import names
 
 pytestmark = [pytest.mark.timeout(600)]
 # A bound on waits, never a figure asserted.
@@ -94,7 +95,7 @@ def test_a_fleet_flip_through_any_controller_reaches_all_three_switches(fleet):
 
 def instances_v4(address: str) -> dict[int, int]:
     """instances_v4 on one switch: address (as an integer) -> enabled."""
-    return {int(ipaddress.ip_address(a)): enabled for a, enabled in switch_policy(address)["instances_v4"].items()}
+    return {int(ipaddress.ip_address(a)): enabled for a, enabled in switch_policy(address)[names.INSTANCES_V4].items()}
 
 
 def test_an_instance_moved_to_another_rack_keeps_its_flag_and_its_entries_move(fleet):
@@ -150,7 +151,7 @@ def test_the_time_from_a_flips_acknowledgement_to_all_three_switches_is_printed(
 
                     async def seen(reader, wanted=wanted):
                         while True:
-                            entries = [e async for e in reader.read(fy.P4TableEntry("fleet_policy", is_default_action=True))]
+                            entries = [e async for e in reader.read(fy.P4TableEntry(names.FLEET_POLICY, is_default_action=True))]
                             if {e.action.args["enabled"] for e in entries} == {wanted}:
                                 return time.monotonic()
                             await asyncio.sleep(0.002)

@@ -27,6 +27,7 @@ import yaml
 from jumbogate import lab, translate
 from jumbogate.config import load_config
 from jumbogate.controller import RESYNC_INTERVAL_S, read_managed
+from jumbogate.p4 import names
 from jumbogate.reconcile import plan
 from jumbogate.state import PolicyState
 from jumbogate.v1 import nic_pb2, nic_pb2_grpc
@@ -231,16 +232,16 @@ def test_switch_holds_what_the_rack_config_says(rig):
     }
     assert {(m, a) for m, _, a, _, d in rig.table("path_mtu_v6") if not d} == {((), (("mtu", 1280),))}
     # icmp_rate_pps 50: every port with a role gets 50 packets/s and a quarter second of burst.
-    meters = {m.index: m.config for m in rig.read_raw(fy.P4MeterEntry("icmp_signal_meter")) if m.config is not None}
+    meters = {m.index: m.config for m in rig.read_raw(fy.P4MeterEntry(names.ICMP_SIGNAL_METER)) if m.config is not None}
     assert set(meters) == set(PORTS)
     assert {(c.cir, c.cburst, c.pir, c.pburst) for c in meters.values()} == {(50, 12, 50, 12)}
     # icmp_rate_per_source_pps 8: all 256 source cells, burst 2.
-    sources = {m.index: m.config for m in rig.read_raw(fy.P4MeterEntry("icmp_source_meter")) if m.config is not None}
+    sources = {m.index: m.config for m in rig.read_raw(fy.P4MeterEntry(names.ICMP_SOURCE_METER)) if m.config is not None}
     assert set(sources) == set(range(256))
     assert {(c.cir, c.cburst, c.pir, c.pburst) for c in sources.values()} == {(8, 2, 8, 2)}
     # Routes: each prefix leads to a group whose members are its next hops.
-    members = {m.member_id: (m.action.args["port"], m.action.args["dst_mac"]) for m in rig.read_raw(fy.P4ActionProfileMember("ecmp_selector"))}
-    groups = {g.group_id: {members[x.member_id] for x in g.members} for g in rig.read_raw(fy.P4ActionProfileGroup("ecmp_selector"))}
+    members = {m.member_id: (m.action.args["port"], m.action.args["dst_mac"]) for m in rig.read_raw(fy.P4ActionProfileMember(names.ECMP_SELECTOR))}
+    groups = {g.group_id: {members[x.member_id] for x in g.members} for g in rig.read_raw(fy.P4ActionProfileGroup(names.ECMP_SELECTOR))}
     # A /0 route is written without its (wildcard) match field.
     routes = {(m[0][1] if m else "default"): a[0][1] for m, _, a, _, d in rig.table("routes_v4") if not d}
     routes.update({m[0][1]: a[0][1] for m, _, a, _, d in rig.table("routes_v6") if not d and m})
@@ -335,7 +336,9 @@ def test_an_entry_changed_behind_the_controllers_back_is_put_back(rig):
     5-second resync; once the other client leaves, the controller is primary
     again and puts the entry back."""
     assert rig.table("fleet_policy") == FLEET_ON
-    off = fy.P4TableEntry("fleet_policy", is_default_action=True, action=fy.P4TableAction("set_fleet_jumbo", enabled=0, guest_jumbo_mtu=8000, default_mtu=1500))
+    off = fy.P4TableEntry(
+        names.FLEET_POLICY, is_default_action=True, action=fy.P4TableAction(names.SET_FLEET_JUMBO, enabled=0, guest_jumbo_mtu=8000, default_mtu=1500)
+    )
     with intruder(rig) as modify:
         modify(off)
         modified = int(rig.stats()["reconcile"]["modified"])
@@ -828,10 +831,10 @@ def test_reloaded_routes_ports_and_meters_reach_the_switch(rig):
         assert {m[0][1] for m, _, _, _, d in rig.table("port_roles") if not d} == {1, 2, 3, 5}
         routes = {m[0][1] for m, _, _, _, d in rig.table("routes_v4") if not d and m}
         assert (ip("10.10.0.20"), 32) not in routes and (ip("10.10.0.10"), 32) in routes
-        meters = {m.index: m.config for m in rig.read_raw(fy.P4MeterEntry("icmp_signal_meter")) if m.config is not None}
+        meters = {m.index: m.config for m in rig.read_raw(fy.P4MeterEntry(names.ICMP_SIGNAL_METER)) if m.config is not None}
         assert set(meters) == {1, 2, 3, 5}
         assert {(c.cir, c.cburst) for c in meters.values()} == {(80, 20)}
-        sources = {m.index: m.config for m in rig.read_raw(fy.P4MeterEntry("icmp_source_meter")) if m.config is not None}
+        sources = {m.index: m.config for m in rig.read_raw(fy.P4MeterEntry(names.ICMP_SOURCE_METER)) if m.config is not None}
         assert {(c.cir, c.cburst) for c in sources.values()} == {(12, 3)}
 
 
@@ -901,7 +904,7 @@ def test_reloaded_merge_services_and_idle_timeout_reach_the_switch(nic_rig):
         assert rig.ctl("flows", "onload", "198.51.100.7:40123", "10.10.0.10:80").returncode == 0
         try:
             entries = wait_until(
-                lambda: [e for e in rig.read_raw(fy.P4TableEntry("merge_flows")) if e.match and e.match["src_port"] == 40123], 15, "the onloaded flow"
+                lambda: [e for e in rig.read_raw(fy.P4TableEntry(names.MERGE_FLOWS)) if e.match and e.match["src_port"] == 40123], 15, "the onloaded flow"
             )
             assert entries[0].idle_timeout_ns == 7_000_000_000
         finally:

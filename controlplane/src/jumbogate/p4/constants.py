@@ -1,46 +1,39 @@
-"""Data-plane constants the controller needs, mirrored from p4src/include/defines.p4.
+"""Data-plane constants the controller needs, from p4src/include/defines.p4.
 
-controlplane/tests/test_p4_constants.py checks every value here against
-defines.p4, so the two cannot drift apart silently.
+Nothing here is typed twice: the values come from the generated `defines`
+module (jumbogate/p4/generate.py, run by make proto), and the enums are made
+of its constants by prefix. Only MEMBERS_PER_GROUP is the controller's own.
 """
+
+from __future__ import annotations
 
 import enum
 
-
-class PortRole(enum.IntEnum):
-    """Role of a switch port (the `port_roles` table)."""
-
-    UNASSIGNED = 0
-    EXTERNAL = 1  # the 1500-byte Internet side
-    INTERNAL = 2  # the rack
-    NIC = 3  # the SmartNIC that merges and splits
-    CPU = 4  # the switch CPU port
+from . import defines
 
 
-class Path(enum.IntEnum):
-    """Indices of the `paths` counter."""
-
-    BYPASS = 0  # routed straight
-    MERGE = 1  # steered to the SmartNIC
-    NIC_RETURN = 2  # came back from the SmartNIC and was routed
-    DEPTH_FORWARDED = 3  # too deep to parse, routed on its outer headers
-
-
-class IcmpSignal(enum.IntEnum):
-    """Indices of the `icmp_signals` counter."""
-
-    IPV4_FRAG_NEEDED = 0
-    IPV6_PACKET_TOO_BIG = 1
+def enum_of(name: str, prefix: str, doc: str) -> type[enum.IntEnum]:
+    """An IntEnum of every defines.p4 constant named PREFIX<MEMBER> (sizes, *_SIZE, left out)."""
+    members = {key.removeprefix(prefix): value for key, value in vars(defines).items() if key.startswith(prefix) and not key.endswith("_SIZE")}
+    if not members:
+        raise ImportError(f"defines.p4 has no constant named {prefix}*: regenerate with make proto")
+    made = enum.IntEnum(name, members, module=__name__)
+    made.__doc__ = doc
+    return made
 
 
-MTU_STANDARD = 1500
-MTU_JUMBO = 8500
-MTU_IPV6_MINIMUM = 1280
-ICMPV4_QUOTE_BYTES = 548
-ICMPV6_QUOTE_BYTES = 1232
-PORT_COUNTER_SIZE = 512
-ICMP_METER_SIZE = 512
-ICMP_SOURCE_METER_SIZE = 256
-ELEPHANT_EPOCH_LOG2_US = 20
+PortRole = enum_of("PortRole", "PORT_ROLE_", "Role of a switch port (the `port_roles` table).")
+Path = enum_of("Path", "PATH_", "Indices of the `paths` counter.")
+IcmpSignal = enum_of("IcmpSignal", "ICMP_COUNTER_", "Indices of the `icmp_signals` counter.")
+
+MTU_STANDARD = defines.MTU_STANDARD
+MTU_JUMBO = defines.MTU_JUMBO
+MTU_IPV6_MINIMUM = defines.MTU_IPV6_MINIMUM
+ICMPV4_QUOTE_BYTES = defines.ICMPV4_QUOTE_BYTES
+ICMPV6_QUOTE_BYTES = defines.ICMPV6_QUOTE_BYTES
+PORT_COUNTER_SIZE = defines.PORT_COUNTER_SIZE
+ICMP_METER_SIZE = defines.ICMP_METER_SIZE
+ICMP_SOURCE_METER_SIZE = defines.ICMP_SOURCE_METER_SIZE
+ELEPHANT_EPOCH_LOG2_US = defines.ELEPHANT_EPOCH_LOG2_US
 # Members of one ECMP group get ids group_id * MEMBERS_PER_GROUP + i.
 MEMBERS_PER_GROUP = 64
