@@ -1,4 +1,4 @@
-"""Network cuts for the fleet's fault run: one nftables table, `inet jumbogate_chaos`, in the root namespace.
+"""Network cuts for the fleet's fault run: one nftables table, `inet jg_fleet_chaos`, in the root namespace.
 
 The fleet's controllers share the root namespace with etcd, and each reaches
 etcd through a loopback address of its own (FleetRack.etcd_address), so a
@@ -16,7 +16,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-TABLE = "jumbogate_chaos"
+TABLE = "jg_fleet_chaos"
 
 
 class PartitionError(RuntimeError):
