@@ -26,7 +26,7 @@ export TOPO
 comma      := ,
 space      := $(subst ,, )
 
-.PHONY: help setup test test-python test-c test-ptf sanitized lint proto smartnic p4 p4-tofino bench fleet-scale fleet-chaos run stop demo attack soak clean
+.PHONY: help setup test test-python test-c test-ptf sanitized lint proto smartnic p4 p4-tofino bench fleet-scale fleet-chaos value run stop demo attack soak clean
 
 help:
 	@echo "make setup   install Debian/PyPI dependencies, generate protos, build the SmartNIC (and P4 when p4c is present)"
@@ -41,6 +41,7 @@ help:
 	@echo "make demo    scripted demo with report and plots"
 	@echo "make attack  cheap attacks on the border's state through the emulated rack, with legitimate traffic alongside; report per attack"
 	@echo "make soak    the emulated rack under chaos for SOAK_MINUTES (default 10): kills, flag flips, floods; nothing may be lost"
+	@echo "make value   what the border buys its users, measured: path MTU discovery next to Scamper on the two-rack emulation (docs/performance.md)"
 	@echo "make fleet-chaos  three racks on etcd under faults for FLEET_CHAOS_MINUTES (default 5): leaders killed, paused, cut off; etcd's quorum lost; every API call's history checked"
 	@echo "make clean   remove build outputs"
 
@@ -133,6 +134,9 @@ soak:
 
 fleet-chaos:
 	@bash mininet/demo.sh --fleet-chaos
+
+value:
+	@bash mininet/demo.sh --value
 
 clean:
 	rm -rf $(BUILD) results $(PROTO_OUT)

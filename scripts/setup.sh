@@ -12,12 +12,12 @@ say() { printf 'setup: %s\n' "$*"; }
 # etcd for the controller's store (its tests start their own, on free ports),
 # prometheus for promtool, which checks and tests deploy/prometheus/'s alert
 # rules (no test uses its server), nftables for the fleet's fault run (it cuts
-# a controller off from etcd).
+# a controller off from etcd), scamper for make value's path MTU comparison.
 DEB_PACKAGES=(
   build-essential pkg-config meson ninja-build clang clang-format libclang-rt-14-dev
   dpdk dpdk-dev libdpdk-dev libpcap-dev libnuma-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  python3 python3-venv python3-dev python3-cryptography etcd-server etcd-client prometheus nftables
+  python3 python3-venv python3-dev python3-cryptography etcd-server etcd-client prometheus nftables scamper
   mininet iproute2 iputils-ping ethtool iperf3 tshark tcpdump bridge-utils procps psmisc
 )
 

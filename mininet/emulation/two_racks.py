@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -423,6 +424,45 @@ class TwoRacks(Emulation):
         for proc in reversed(self.processes):
             procs.stop_process(proc)
         self.processes.clear()
+
+
+# One SYN from a host towards `dest` (port 9, from the source address given
+# as a second argument): what starts the border's path MTU discovery.
+KNOCK = """
+import socket, sys
+family = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+with socket.socket(family, socket.SOCK_STREAM) as s:
+    if len(sys.argv) > 2:
+        s.bind((sys.argv[2], 0))
+    s.settimeout(1)
+    try:
+        s.connect((sys.argv[1], 9))
+    except OSError:
+        pass
+"""
+
+
+def nic_paths(side: Side) -> dict[str, dict]:
+    """The paths a rack's SmartNIC tracks, by destination (its telemetry)."""
+    from jumbogate.lab import telemetry_query
+
+    return {p["address"]: p for p in telemetry_query(f"jg2-nic-{side.name}", "/jumbogate/paths").values()}
+
+
+def learn(racks: TwoRacks, side: Side, host: str, dest: str, source: str | None = None, timeout: float = 5.0) -> tuple[dict, float]:
+    """Knock from host to dest (one SYN) and wait for side's SmartNIC to learn the path and end its round:
+    (its view then, seconds to the first learned value)."""
+    start = time.monotonic()
+    racks.host(host).popen(["python3", "-c", KNOCK, dest, *([source] if source else [])]).wait(timeout=10)
+    first = None
+    while time.monotonic() - start < timeout:
+        path = nic_paths(side).get(dest)
+        if path and path["mtu"] and first is None:
+            first = time.monotonic() - start
+        if first is not None and not path["probing"]:
+            return path, first
+        time.sleep(0.01)
+    raise AssertionError(f"rack {side.name.upper()} learned nothing about {dest} in {timeout}s: {nic_paths(side)}")
 
 
 def _address(v4: str, v6: str):

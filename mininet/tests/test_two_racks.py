@@ -17,7 +17,7 @@ import time
 
 import pytest
 from emulation.rack import Parts, missing_prerequisites
-from emulation.two_racks import PATHS, A, B, TwoRacks
+from emulation.two_racks import PATHS, A, B, TwoRacks, learn, nic_paths
 
 from jumbogate.lab import telemetry_query
 
@@ -52,18 +52,6 @@ try:
 except OSError as err:
     print("client:", err, flush=True)
 """
-KNOCK = """
-import socket, sys
-family = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
-with socket.socket(family, socket.SOCK_STREAM) as s:
-    if len(sys.argv) > 2:
-        s.bind((sys.argv[2], 0))
-    s.settimeout(1)
-    try:
-        s.connect((sys.argv[1], 9))
-    except OSError:
-        pass
-"""
 
 
 @pytest.fixture(scope="module")
@@ -75,28 +63,8 @@ def racks():
         yield racks
 
 
-def nic_paths(side) -> dict[str, dict]:
-    return {p["address"]: p for p in telemetry_query(f"jg2-nic-{side.name}", "/jumbogate/paths").values()}
-
-
 def nic_counters(side) -> dict:
     return telemetry_query(f"jg2-nic-{side.name}", "/jumbogate/pathmtu")
-
-
-def learn(racks, side, host: str, dest: str, source: str | None = None, timeout: float = 5.0) -> tuple[dict, float]:
-    """Knock from host to dest (one SYN) and wait for side's SmartNIC to learn the path and end its round:
-    (its view then, seconds to the first learned value)."""
-    start = time.monotonic()
-    racks.host(host).popen(["python3", "-c", KNOCK, dest, *([source] if source else [])]).wait(timeout=10)
-    first = None
-    while time.monotonic() - start < timeout:
-        path = nic_paths(side).get(dest)
-        if path and path["mtu"] and first is None:
-            first = time.monotonic() - start
-        if first is not None and not path["probing"]:
-            return path, first
-        time.sleep(0.01)
-    raise AssertionError(f"rack {side.name.upper()} learned nothing about {dest} in {timeout}s: {nic_paths(side)}")
 
 
 def transfer(racks, sender: str, dest: str, megabytes: int, timeout: float, source: str | None = None) -> tuple[bool, int]:
