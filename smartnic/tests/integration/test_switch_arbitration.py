@@ -7,6 +7,8 @@ writes by election id (/jumbogate_switch/writes), and the bound on open streams.
 
 from __future__ import annotations
 
+import itertools
+
 import grpc
 import pytest
 from finsy.proto import p4r, p4r_grpc
@@ -158,7 +160,7 @@ def test_accepted_writes_are_recorded_by_election_id(started, clients):
     assert all(v["updates"] == 1 for v in ids.values())
     # Each id wrote only after the one before it had stopped: what the fleet's fault run checks.
     in_order = sorted(ids.values(), key=lambda v: (v["high"], v["low"]))
-    assert all(a["last_unix_ns"] <= b["first_unix_ns"] for a, b in zip(in_order, in_order[1:]))
+    assert all(a["last_unix_ns"] <= b["first_unix_ns"] for a, b in itertools.pairwise(in_order))
     # 3:7's three updates and 4:1's one.
     assert (record["older"]["ids"], record["older"]["updates"]) == (2, 4)
 
