@@ -83,6 +83,36 @@ fi
 make --no-print-directory proto
 make --no-print-directory smartnic
 
+# Linux's own GRO selftest (tools/testing/selftests/net/gro.c), the judge of
+# the merge rules in smartnic/tests/integration/test_linux_gro_selftest.py:
+# taken from Debian's linux-source package of the newest kernel it offers,
+# built into build/linux-gro/, never committed. Without it that test skips
+# and says why.
+gro_dir=build/linux-gro
+if [ ! -x "$gro_dir/gro" ]; then
+  source_pkg=$(apt-cache search --names-only '^linux-source-[0-9.]+$' 2>/dev/null | awk '{print $1}' | sort -V | tail -n 1)
+  if [ -z "$source_pkg" ]; then
+    say "no linux-source package is offered: the kernel's GRO selftest will be skipped"
+  else
+    say "building the kernel's GRO selftest from $source_pkg (takes a minute: the source tarball is read through)"
+    work=$(mktemp -d)
+    if (cd "$work" && apt-get download -qq "$source_pkg" >/dev/null 2>&1) &&
+       dpkg-deb --fsys-tarfile "$work"/"$source_pkg"_*.deb |
+         tar -xO --wildcards './usr/src/linux-source-*.tar.xz' |
+         tar -xJ -C "$work" --wildcards --strip-components=3 \
+           '*/tools/testing/selftests/net/gro.c' '*/tools/testing/selftests/kselftest.h' &&
+       mkdir -p "$gro_dir" && gcc -O2 -o "$gro_dir/gro" "$work/selftests/net/gro.c"; then
+      echo "$source_pkg" > "$gro_dir/source"
+      say "built $gro_dir/gro from $source_pkg"
+    else
+      say "could not build the kernel's GRO selftest from $source_pkg: its test will be skipped"
+    fi
+    rm -rf "$work"
+  fi
+else
+  say "the kernel's GRO selftest is built ($(cat "$gro_dir/source" 2>/dev/null))"
+fi
+
 # The compiled pipeline (p4src/compiled/) is committed: nothing here needs
 # p4c. Where p4c is present, `make test` checks that the committed files
 # equal a fresh compile.
