@@ -96,6 +96,8 @@ class Controller:
         self._switch_ready = False
         # The operator API's TLS files, read again on every reload (set when it serves with TLS).
         self.credentials: ReloadableCredentials | None = None
+        # The metrics endpoint while it serves (its TLS context is replaced on a reload too).
+        self._metrics_http = None
         self.service = PolicyService(self.state, self.stats, self.nic.has_flow, self.nic, self.fleet, self.status, self.reload)
 
     # ----- top level -----
@@ -130,9 +132,14 @@ class Controller:
             return self._refuse_reload(f"{self.config_path}: {', '.join(restart)} changed, which needs a restart (nothing was applied)")
         if self.credentials is not None:
             try:
+                # Both endpoints' new TLS is made before either is put in place: both take the new files or neither.
+                self.credentials.reload(commit=False)
+                metrics_context = metrics_server.tls_context(self.config.tls) if self._metrics_http is not None else None
                 self.credentials.reload()
             except (OSError, ValueError) as err:
-                return self._refuse_reload(f"{self.config_path}: the operator API's TLS files cannot be used: {err} (nothing was applied)")
+                return self._refuse_reload(f"{self.config_path}: the TLS files cannot be used: {err} (nothing was applied)")
+            if metrics_context is not None:
+                self._metrics_http.context = metrics_context
         if not isinstance(self.fleet.store, MemoryStore):
             self.state.config_reloads += 1
             why = f"{self.config_path}: the policy is kept from {self.fleet.store.url} (revision {self.fleet.revision}); jumbogatectl config import replaces it"
@@ -200,7 +207,7 @@ class Controller:
         LOG.info("operator API on %s; switch %s; SmartNIC %s", self.listen, self.config.switch.p4runtime, self.config.smartnic_control)
         metrics_server = None
         try:
-            metrics_server = self.serve_metrics()
+            metrics_server = self._metrics_http = self.serve_metrics()
             async with asyncio.TaskGroup() as tasks:
                 tasks.create_task(self.fleet.run())
                 tasks.create_task(self._digest_worker())

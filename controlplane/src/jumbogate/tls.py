@@ -127,9 +127,12 @@ class ReloadableCredentials:
     def credentials(self) -> grpc.ServerCredentials:
         return grpc.dynamic_ssl_server_credentials(self._current, self._fetch, require_client_authentication=True)
 
-    def reload(self) -> None:
-        """Read the files again (OSError or ValueError, naming them, when they cannot be used; nothing changes then)."""
-        self._pending = self._configuration()
+    def reload(self, *, commit: bool = True) -> None:
+        """Read the files again (OSError or ValueError, naming them, when they cannot be used; nothing changes then).
+        Without `commit`: only check them."""
+        configuration = self._configuration()
+        if commit:
+            self._pending = configuration
 
     def _fetch(self) -> grpc.ServerCertificateConfiguration | None:
         # Called by gRPC before each new handshake: None keeps what it has.

@@ -1,5 +1,5 @@
 """The operator API's TLS as an operator runs it: roles for health and
-reflection, and certificates replaced without a restart.
+reflection, and certificates replaced without a restart (on the operator API and the metrics endpoint).
 
 The real jumbogate-controller serves its operator API over mutual TLS with
 certificates from a throwaway CA (jumbogate.pki); the switch and the SmartNIC
@@ -45,12 +45,15 @@ class TlsController:
         self.live.mkdir()
         self.install(self.pki)
         self.api = f"127.0.0.1:{lab.free_tcp_port()}"
+        self.metrics = f"127.0.0.1:{lab.free_tcp_port()}"
         config = rack(f"127.0.0.1:{lab.free_tcp_port()}", f"127.0.0.1:{lab.free_tcp_port()}", self.api)
+        config["controller"]["metrics"] = self.metrics
         config["tls"] = {"ca": "live/ca.pem", "cert": "live/controller.pem", "key": "live/controller.key", "roles": ROLES}
         self.config_path = tmp / "rack.yaml"
         self.config_path.write_text(yaml.safe_dump(config))
         self.process = lab.Process([VENV_BIN / "jumbogate-controller", "--config", self.config_path], tmp / "controller.log").start()
         lab.wait_for_tcp(self.api, 20, process=self.process.popen)
+        lab.wait_for_tcp(self.metrics, 20, process=self.process.popen)
 
     def install(self, pki: Pki) -> None:
         """Put a PKI's CA and controller certificate where the config points (each file replaced whole, as an operator's tools do)."""
@@ -73,14 +76,14 @@ class TlsController:
         creds = grpc.ssl_channel_credentials(pki.ca.read_bytes(), identity.key.read_bytes(), identity.cert.read_bytes())
         return grpc.secure_channel(self.api, creds)
 
-    def served_certificate(self, pki: Pki) -> bytes:
-        """The certificate a new TLS connection is served (DER), connecting with `pki`'s admin client."""
+    def served_certificate(self, pki: Pki, address: str | None = None) -> bytes:
+        """The certificate a new TLS connection to the operator API (or `address`) is served (DER), connecting with `pki`'s admin client."""
         context = ssl.create_default_context(cafile=pki.ca)
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
         context.load_cert_chain(pki["ops"].cert, pki["ops"].key)
         context.set_alpn_protocols(["h2"])
-        host, _, port = self.api.rpartition(":")
+        host, _, port = (address or self.api).rpartition(":")
         with socket.create_connection((host, int(port)), timeout=5) as raw, context.wrap_socket(raw) as tls:
             return tls.getpeercert(binary_form=True)
 
@@ -127,6 +130,7 @@ def test_config_reload_needs_the_admin_role_and_nic_reads_do_not(controller):
 
 def test_new_certificates_take_effect_on_sighup_for_new_connections(controller, tmp_path):
     assert controller.served_certificate(controller.pki) == der(controller.pki["controller"].cert)
+    assert controller.served_certificate(controller.pki, controller.metrics) == der(controller.pki["controller"].cert)
     kept = controller.channel("ops")
     assert json.loads(controller.ctl("--json", "fleet", "show").stdout)["jumbo"] is True
     assert health_of(kept) == health_pb2.HealthCheckResponse.SERVING
@@ -140,6 +144,7 @@ def test_new_certificates_take_effect_on_sighup_for_new_connections(controller, 
     os.kill(controller.process.popen.pid, signal.SIGHUP)
     lab.wait_until(lambda: controller.ctl("fleet", "show", pki=second).returncode == EXIT_OK, "the new CA's client served", 10)
     assert controller.served_certificate(second) == der(second["controller"].cert)
+    assert controller.served_certificate(second, controller.metrics) == der(second["controller"].cert), "the metrics endpoint's too"
     assert controller.ctl("fleet", "show").returncode == EXIT_UNREACHABLE, "a client of the old CA is refused on a new connection"
     # A connection made before the reload keeps its session.
     assert health_of(kept) == health_pb2.HealthCheckResponse.SERVING
@@ -156,7 +161,8 @@ def test_a_reload_with_unusable_certificate_files_changes_nothing(controller, tm
     (controller.live / "controller.pem").write_text("half a file")
     done = controller.ctl("config", "reload")
     assert done.returncode == EXIT_REFUSED and "controller.pem" in done.stderr, done.stderr
-    # Still served with the certificate it had.
+    # Still served with the certificate it had, on both endpoints.
     assert controller.served_certificate(controller.pki) == der(controller.pki["controller"].cert)
+    assert controller.served_certificate(controller.pki, controller.metrics) == der(controller.pki["controller"].cert)
     stats = json.loads(controller.ctl("--json", "stats").stdout)
     assert int(stats["config_reloads"]["refused"]) == 2
