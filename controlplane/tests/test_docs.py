@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from jumbogate import cli
+from jumbogate.tls import READING_METHODS
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
@@ -78,3 +79,19 @@ def test_the_exit_codes_the_docs_list_are_the_ones_help_lists():
     assert sorted(documented) == sorted(helped) == [str(code) for code in range(8)]
     constants = [cli.EXIT_OK, cli.EXIT_REFUSED, cli.EXIT_USAGE, cli.EXIT_NOT_FOUND, cli.EXIT_UNREACHABLE, cli.EXIT_ERROR, cli.EXIT_DENIED, cli.EXIT_CONFLICT]
     assert constants == list(range(8))
+
+
+def test_the_roles_the_docs_give_are_the_ones_the_controller_enforces():
+    """controller.md's table of commands (RPC and role) and the read-only lists of controller.md and security.md follow tls.READING_METHODS."""
+    controller = (DOCS / "controller.md").read_text()
+    rows = re.findall(r"^\| `[^|]*\| ((?:`\w+`(?:, )?)+) \| (read-only|admin) \|$", controller, re.M)
+    assert len(rows) >= 10, "the table of commands, RPCs and roles is gone"
+    for methods, role in rows:
+        for method in re.findall(r"`(\w+)`", methods):
+            assert (method in READING_METHODS) == (role == "read-only"), f"controller.md gives {method} the {role} role"
+    tls_section = controller.split("\n## TLS and roles\n", 1)[1].split("\n## ", 1)[0]
+    read_only = tls_section.split("`tls.roles.read_only` may call", 1)[1].split("(`tls.READING_METHODS`)", 1)[0]
+    assert set(re.findall(r"`(\w+)`", read_only)) == READING_METHODS
+    security = (DOCS / "security.md").read_text()
+    listed = security.split("default deny: only the listed reads (", 1)[1].split("; `tls.READING_METHODS`)", 1)[0]
+    assert set(re.findall(r"`(\w+)`", listed)) == READING_METHODS
