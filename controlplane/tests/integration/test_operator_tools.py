@@ -57,8 +57,11 @@ def rack(p4runtime: str, nic: str, listen: str) -> dict:
     }
 
 
+NIC_PREFIX = f"jgops-nic{os.getpid()}"
+
+
 def start_null_nic(tmp: Path, address: str) -> lab.Process:
-    args = [lab.NIC, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", f"jgops-nic{os.getpid()}", "--vdev=net_null0,no-rx=1", "-l", "0-1"]
+    args = [lab.NIC, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", NIC_PREFIX, "--vdev=net_null0,no-rx=1", "-l", "0-1"]
     return lab.start_dpdk_service([*args, "--", "--grpc", address], tmp / "nic.log", address)
 
 
@@ -97,6 +100,7 @@ class Rig:
             if part:
                 part.stop()
         self.switch.stop()
+        shutil.rmtree(f"/var/run/dpdk/{NIC_PREFIX}", ignore_errors=True)
 
     def ctl(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run([VENV_BIN / "jumbogatectl", "--controller", self.api, *args], capture_output=True, text=True, timeout=60)
