@@ -29,7 +29,7 @@ from .fleet import DEFAULT_RACK, FleetPolicy
 from .nic import RECONNECT_OPTIONS, NicLink, NicStatus
 from .p4 import names
 from .reconcile import plan
-from .server import PolicyService, serve
+from .server import PolicyService, serve, shutting_down
 from .state import EventKind, FlowOrigin, PolicyError, PolicyState
 from .store import EtcdStore, MemoryStore, Store, StoreError, StoreUnavailable
 from .tls import ReloadableCredentials, is_loopback, listener_refusals
@@ -218,6 +218,8 @@ class Controller:
                 else:
                     tasks.create_task(self._lead())
         finally:
+            # First of all: health checkers (a load balancer, a supervisor) stop sending callers here.
+            await shutting_down(server)
             if metrics_server is not None:
                 metrics_server.shutdown()
             if self.election is not None:

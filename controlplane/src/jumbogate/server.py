@@ -275,6 +275,7 @@ async def serve(service: PolicyService, address: str, tls: TlsConfig | None = No
     health_pb2_grpc.add_HealthServicer_to_server(checker, server)
     for name in ("", POLICY_SERVICE):
         await checker.set(name, health_pb2.HealthCheckResponse.SERVING)
+    server.jumbogate_health = checker
     reflection.enable_server_reflection([POLICY_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
     if tls and credentials is None:
         credentials = ReloadableCredentials(tls)
@@ -288,6 +289,14 @@ async def serve(service: PolicyService, address: str, tls: TlsConfig | None = No
     return server
 
 
+async def shutting_down(server: grpc.aio.Server) -> None:
+    """Health says NOT_SERVING from now on, to checks and to every Watch open on it (the server still answers)."""
+    checker = getattr(server, "jumbogate_health", None)
+    if checker is not None:
+        await checker.enter_graceful_shutdown()
+
+
 async def stop(server: grpc.aio.Server) -> None:
+    await shutting_down(server)
     await server.stop(grace=0.5)
     await asyncio.sleep(0)

@@ -244,6 +244,24 @@ def test_nic_commands_say_when_the_smartnic_is_unreachable(tmp_path):
         controller.stop()
 
 
+def test_health_says_not_serving_to_its_watchers_when_the_controller_stops(tmp_path):
+    """A controller told to stop (SIGTERM) first tells health watchers, as a load balancer's, to go elsewhere."""
+    api = f"127.0.0.1:{lab.free_tcp_port()}"
+    path = tmp_path / "rack.yaml"
+    path.write_text(yaml.safe_dump(rack(f"127.0.0.1:{lab.free_tcp_port()}", f"127.0.0.1:{lab.free_tcp_port()}", api)))
+    controller = lab.Process([VENV_BIN / "jumbogate-controller", "--config", path], tmp_path / "controller.log").start()
+    try:
+        lab.wait_for_tcp(api, 20, process=controller.popen)
+        with grpc.insecure_channel(api) as channel:
+            watch = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest(service="jumbogate.v1.Policy"), timeout=30)
+            assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
+            os.kill(controller.popen.pid, signal.SIGTERM)
+            assert next(watch).status == health_pb2.HealthCheckResponse.NOT_SERVING
+        assert controller.popen.wait(20) == 0
+    finally:
+        controller.stop()
+
+
 def test_stats_name_the_ports_as_rack_yaml_does(rig):
     shown = rig.ctl("stats")
     assert shown.returncode == EXIT_OK, shown.stderr
