@@ -6,6 +6,31 @@ cd "$(dirname "$0")/.."
 
 say() { printf 'setup: %s\n' "$*"; }
 
+# What this script supports: Debian 12 (bookworm) on amd64. The Debian
+# package names below are bookworm's (DPDK 22.11, libclang-rt-14-dev, grpc++
+# 1.51), and the Python lock files' hashes are of the wheels PyPI serves for
+# its CPython 3.11 on x86_64. JUMBOGATE_ANY_DISTRO=1 goes on elsewhere, at the
+# operator's risk (package names, versions and wheels may not match).
+distro="unknown"
+if [ -r /etc/os-release ]; then
+  # shellcheck disable=SC1091
+  distro="$(. /etc/os-release && echo "${ID:-unknown} ${VERSION_ID:-?}${VERSION_CODENAME:+ ($VERSION_CODENAME)}")"
+fi
+arch="$(dpkg --print-architecture 2>/dev/null || uname -m)"
+case "$distro $arch" in
+  "debian 12"*" amd64") say "Debian 12 on amd64: supported" ;;
+  *)
+    if [ "${JUMBOGATE_ANY_DISTRO:-0}" = 1 ]; then
+      say "WARNING: $distro on $arch is not what this script supports (Debian 12 on amd64); going on because JUMBOGATE_ANY_DISTRO=1"
+    else
+      echo "setup: this machine runs $distro on $arch; make setup supports Debian 12 (bookworm) on amd64 only:" >&2
+      echo "setup: its Debian package names and the Python lock files' hashes are that platform's." >&2
+      echo "setup: JUMBOGATE_ANY_DISTRO=1 make setup tries anyway, at your own risk." >&2
+      exit 1
+    fi
+    ;;
+esac
+
 # Debian packages. DPDK 22.11 for the SmartNIC, grpc++ for its control server,
 # clang for the fuzz target, Mininet and the network tools for the emulation,
 # python3-cryptography for the throwaway certificates of TLS in tests (pki.py),
@@ -48,14 +73,17 @@ if [ ! -x .venv/bin/python ]; then
 else
   say ".venv exists"
 fi
-lock=controlplane/requirements.lock
+# The run-time packages and those of the tests, lint, stub generation and
+# plots, each pinned with its files' hashes (pip refuses a file whose hash
+# differs, or a package the locks do not pin).
+locks=(controlplane/requirements.lock controlplane/requirements-dev.lock)
 stamp=.venv/.lock-installed
-if [ ! -f "$stamp" ] || ! cmp -s "$lock" "$stamp"; then
-  say "installing pinned Python packages from $lock"
-  .venv/bin/pip install -q --disable-pip-version-check -r "$lock"
-  cp "$lock" "$stamp"
+if [ ! -f "$stamp" ] || ! cat "${locks[@]}" | cmp -s - "$stamp"; then
+  say "installing pinned Python packages from ${locks[*]} (hashes checked)"
+  .venv/bin/pip install -q --disable-pip-version-check --require-hashes -r "${locks[0]}" -r "${locks[1]}"
+  cat "${locks[@]}" >"$stamp"
 else
-  say "Python packages match $lock"
+  say "Python packages match ${locks[*]}"
 fi
 if ! .venv/bin/python -c 'import jumbogate' 2>/dev/null; then
   say "installing the jumbogate package (editable)"

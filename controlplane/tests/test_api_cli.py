@@ -88,6 +88,17 @@ def test_stats_without_switch_or_nic(api, capsys):
     assert code == 0 and "SmartNIC: unreachable" in out and "no drops" in out
 
 
+def test_stats_prints_the_controllers_own_figures_the_docs_promise(api, capsys):
+    """Admission, reconciliation and reloads (docs/controller.md, security.md), not only in --json."""
+    api.controller.state.refuse_reload("a test's refusal")
+    code, out, _ = ctl(api, capsys, "stats")
+    assert code == 0
+    max_flows = api.controller.config.elephant.max_flows
+    assert f"merge path admission: 0 of {max_flows} flows; 0 elephants past the budget" in out
+    assert "reconcile: 0 runs, 0 inserted, 0 modified, 0 deleted, 0 batches refused; policy version" in out
+    assert "config reloads: 0 applied, 1 refused; last refusal: a test's refusal" in out
+
+
 def test_watch_streams_policy_events(api, capsys):
     with grpc.insecure_channel(api.address) as channel:
         stub = policy_pb2_grpc.PolicyStub(channel)

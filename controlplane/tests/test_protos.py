@@ -11,7 +11,8 @@ def test_policy_service_has_the_operator_calls():
     assert method_names(policy_pb2, "Policy") == {
         "GetFleet", "SetFleet", "ListInstances", "GetInstance", "SetInstanceJumbo",
         "OnloadFlow", "OffloadFlow", "ListFlows", "GetStats", "Watch", "ListPaths", "ProbePath",
-        "ImportConfig", "ExportConfig", "RaiseFencingEpoch", "GetStatus",
+        "ImportConfig", "ExportConfig", "RaiseFencingEpoch", "GetStatus", "ReloadConfig",
+        "GetNicStats", "GetNicConfig", "ListNicFlows",
     }  # fmt: skip
     watch = policy_pb2.DESCRIPTOR.services_by_name["Policy"].methods_by_name["Watch"]
     assert watch.server_streaming and not watch.client_streaming
@@ -33,3 +34,13 @@ def test_messages_round_trip_through_the_wire_format():
     assert nic_pb2.NicStats.FromString(stats.SerializeToString()) == stats
     decoded = policy_pb2.Event.FromString(event.SerializeToString())
     assert decoded.flow.dst_ip == "fd00:10::10" and decoded.kind == policy_pb2.EVENT_KIND_FLOW_ONLOADED
+
+
+def test_every_policy_method_that_only_reads_is_listed_as_a_read_and_every_change_is_not():
+    """A read missing from tls.READING_METHODS is refused to read-only clients; a change listed there would be allowed to them."""
+    from jumbogate.tls import READING_METHODS
+
+    methods = method_names(policy_pb2, "Policy")
+    changes = {"SetFleet", "SetInstanceJumbo", "OnloadFlow", "OffloadFlow", "ProbePath", "ImportConfig", "RaiseFencingEpoch", "ReloadConfig"}
+    # ExportConfig reads, but hands out the whole policy with its addresses: admin only, as before.
+    assert READING_METHODS == methods - changes - {"ExportConfig"}

@@ -1,8 +1,8 @@
+# PYTHON_ARGCOMPLETE_OK
 """jumbogatectl: the operator's command line for a running jumbogate-controller.
 
-Human output by default, `--json` for scripts. Exit codes:
-  0 ok   1 refused by a policy rule   2 bad input   3 not found   4 controller unreachable   5 other error
-  6 permission denied   7 conflict: the store moved on since the revision the change was based on
+Human output by default, `--json` for scripts (`watch --json`: one object a
+line). Exit codes: EXIT_CODES below, also shown by --help.
 """
 
 from __future__ import annotations
@@ -21,12 +21,21 @@ import grpc
 from google.protobuf import json_format
 
 from . import audit
-from .v1 import common_pb2, policy_pb2, policy_pb2_grpc
+from .v1 import common_pb2, nic_pb2, policy_pb2, policy_pb2_grpc
 
 DEFAULT_CONTROLLER = "127.0.0.1:50051"
 _NUMBER = re.compile(r"-?\d+(\.\d+)?%?")
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_UNREACHABLE, EXIT_ERROR, EXIT_DENIED, EXIT_CONFLICT = range(8)
+EXIT_CODES = """exit codes:
+  0  ok
+  1  refused: a policy rule, a refused reload, a standby asked for what only the leader has
+  2  bad input: usage, a malformed address, an unreadable file, a config that does not validate
+  3  not found: no such instance, flow or destination
+  4  controller unreachable, or it did not answer in time
+  5  other error
+  6  permission denied: the client certificate's role does not allow the call
+  7  conflict: the store moved on since the revision the change was based on"""
 
 _STATUS_EXIT = {
     grpc.StatusCode.FAILED_PRECONDITION: (EXIT_REFUSED, "refused"),
@@ -95,6 +104,49 @@ def human_count(n: int) -> str:
 # ----- output of each command -----
 
 
+def port_label(number: int, name: str) -> str:
+    """A switch port as rack.yaml names it: '1 (uplink-a)', or the number alone when unnamed."""
+    return f"{number} ({name})" if name else str(number)
+
+
+def show_nic_stats(stats) -> str:
+    lines = [
+        f"packets   {human_count(stats.packets_in)} in ({human_count(stats.bytes_in)}B), {human_count(stats.packets_out)} out ({human_count(stats.bytes_out)}B), {stats.packets_held} held",
+        f"merge     {human_count(stats.merged_packets)} merged packets from {human_count(stats.segments_merged)} segments, yield {100 * stats.conversion_yield:.1f}%",
+        f"split     {human_count(stats.split_packets)} packets into {human_count(stats.split_segments_out)} segments",
+        f"caravans  {stats.caravans_packed} packed, {stats.caravans_unpacked} unpacked",
+        f"flows     {stats.flows_active} active, {stats.flows_evicted} evicted, {stats.onloads_refused} onloads refused, {stats.pins_expired} pins expired",
+        f"fence     highest leader id {stats.fence.election_id_high}:{stats.fence.election_id_low}, {stats.fence.changes_refused} changes refused",
+    ]
+    drops = [[d.reason, d.packets] for d in stats.drops if d.packets]
+    lines += ["", table(["drop reason", "packets"], drops) if drops else "no drops"]
+    if stats.path_mtu_discovery:
+        lines += ["", "path MTU discovery: " + ", ".join(f"{k} {v}" for k, v in sorted(stats.path_mtu_discovery.items()))]
+    return "\n".join(lines)
+
+
+def show_nic_config(config) -> str:
+    delay = config.delay
+    return "\n".join(
+        [
+            f"internal MTU         {config.internal_mtu}",
+            f"default path MTU     {config.default_path_mtu_v4} (IPv4), {config.default_path_mtu_v6} (IPv6)",
+            f"flow table           {config.max_flows} flows, chains of {config.max_segments} segments at most",
+            f"merge unknown flows  {'yes' if config.merge_unknown_flows else 'no'}",
+            f"internal prefixes    {', '.join(p.cidr for p in config.internal_prefixes) or '-'}",
+            f"delay model          below {human_count(delay.rate_threshold_bps)}bit/s merged within a burst; yield above {delay.yield_threshold:g} not delayed;"
+            f" quantile {delay.quantile:g}; at most {delay.max_delay_us} us",
+        ]
+    )
+
+
+def show_nic_flows(reply) -> str:
+    if not reply.flows:
+        return "the SmartNIC holds no flows"
+    rows = [[format_flow(f.flow), human_count(f.packets_in), human_count(f.merged_packets)] for f in reply.flows]
+    return table(["flow", "packets in", "merged"], rows)
+
+
 def show_fleet(fleet: policy_pb2.Fleet) -> str:
     mtu = fleet.guest_jumbo_mtu if fleet.jumbo else fleet.default_mtu
     return f"fleet jumbo: {'on' if fleet.jumbo else 'off'} (jumbo instances get MTU {mtu}; store revision {fleet.revision})"
@@ -125,7 +177,14 @@ def show_flows(flows) -> str:
 def show_stats(stats: policy_pb2.Stats) -> str:
     out = []
     ports = [
-        [p.port, p.role, human_count(p.ingress.packets), human_count(p.ingress.bytes), human_count(p.egress.packets), human_count(p.egress.bytes)]
+        [
+            port_label(p.port, p.name),
+            p.role,
+            human_count(p.ingress.packets),
+            human_count(p.ingress.bytes),
+            human_count(p.egress.packets),
+            human_count(p.egress.bytes),
+        ]
         for p in stats.ports
     ]
     out.append(table(["port", "role", "rx pkts", "rx bytes", "tx pkts", "tx bytes"], ports))
@@ -139,6 +198,18 @@ def show_stats(stats: policy_pb2.Stats) -> str:
     drops = [[d.reason, d.code, d.count.packets] for d in stats.drops if d.count.packets]
     out.append("")
     out.append(table(["drop reason", "code", "packets"], drops) if drops else "no drops")
+    admission, reconcile, reloads = stats.admission, stats.reconcile, stats.config_reloads
+    out.append("")
+    out.append(
+        f"merge path admission: {admission.flows} of {admission.max_flows} flows; {admission.elephants_rate_limited} elephants past the budget"
+        f" of {admission.max_onloads_per_epoch} an epoch, {admission.flows_evicted} flows evicted, {admission.operator_onloads_refused} operator onloads refused"
+    )
+    switch_at = "" if reconcile.policy_version == stats.policy_version else f" (the switch at {reconcile.policy_version})"
+    out.append(
+        f"reconcile: {reconcile.runs} runs, {reconcile.inserted} inserted, {reconcile.modified} modified, {reconcile.deleted} deleted,"
+        f" {reconcile.failed_batches} batches refused; policy version {stats.policy_version}{switch_at}"
+    )
+    out.append(f"config reloads: {reloads.applied} applied, {reloads.refused} refused" + (f"; last refusal: {reloads.last_refusal}" if reloads.refused else ""))
     nic = stats.nic
     out.append("")
     if nic.reachable:
@@ -339,8 +410,21 @@ def run_command(args, stub: policy_pb2_grpc.PolicyStub, emit: Callable[[object, 
         else:
             resp = stub.OffloadFlow(policy_pb2.OffloadFlowRequest(flow=flow_from_args(args)), timeout=t)
             emit(resp, f"offloaded {format_flow(flow_from_args(args))}")
+    elif args.area == "nic":
+        if args.action == "stats":
+            reply = stub.GetNicStats(nic_pb2.GetNicStatsRequest(), timeout=t)
+            emit(reply, show_nic_stats(reply))
+        elif args.action == "config":
+            reply = stub.GetNicConfig(nic_pb2.GetConfigRequest(), timeout=t)
+            emit(reply, show_nic_config(reply))
+        else:
+            reply = stub.ListNicFlows(nic_pb2.ListNicFlowsRequest(), timeout=t)
+            emit(reply, show_nic_flows(reply))
     elif args.area == "config":
-        if args.action == "export":
+        if args.action == "reload":
+            reply = stub.ReloadConfig(policy_pb2.ReloadConfigRequest(), timeout=t)
+            emit(reply, f"reloaded {reply.detail}")
+        elif args.action == "export":
             reply = stub.ExportConfig(policy_pb2.ExportConfigRequest(), timeout=t)
             if args.output:
                 args.output.write_text(reply.yaml)
@@ -376,7 +460,7 @@ def run_command(args, stub: policy_pb2_grpc.PolicyStub, emit: Callable[[object, 
         stream = stub.Watch(policy_pb2.WatchRequest(), timeout=deadline)
         try:
             for event in stream:
-                emit(event, show_event(event))
+                emit(event, show_event(event), lines=True)
                 seen += 1
                 if args.count and seen >= args.count:
                     stream.cancel()
@@ -387,7 +471,13 @@ def run_command(args, stub: policy_pb2_grpc.PolicyStub, emit: Callable[[object, 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="jumbogatectl", description="Operate a jumbogate border through its controller.")
+    parser = argparse.ArgumentParser(
+        prog="jumbogatectl",
+        description="Operate a jumbogate border through its controller.",
+        epilog=EXIT_CODES + '\n\nshell completion: eval "$(jumbogatectl completion bash)" (argcomplete)',
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     parser.add_argument(
         "--controller",
         default=os.environ.get("JUMBOGATE_CONTROLLER", DEFAULT_CONTROLLER),
@@ -401,7 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
         parser.add_argument(option, type=Path, default=os.environ.get(env) or None, help=f"{what}; mutual TLS (default: ${env})")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for an answer (default: %(default)s)")
-    areas = parser.add_subparsers(dest="area", required=True, metavar="{fleet,instance,flows,path,config,status,stats,watch}")
+    areas = parser.add_subparsers(dest="area", required=True, metavar="{fleet,instance,flows,path,nic,config,status,stats,watch,completion}")
     revision_help = "the store revision this change is based on (from show or --json): refused with exit 7 if it moved since (default: the controller's view)"
 
     fleet = areas.add_parser("fleet", help="the fleet jumbo flag").add_subparsers(dest="action", required=True)
@@ -452,12 +542,26 @@ def build_parser() -> argparse.ArgumentParser:
     cimport.add_argument("--revision", type=int, default=0, help=revision_help)
     cexport = config.add_parser("export", help="this rack's policy as a rack.yaml (importing it changes nothing)")
     cexport.add_argument("--output", "-o", type=Path, help="write to this file (default: print)")
+    cvalidate = config.add_parser(
+        "validate", help="check a rack.yaml as the controller does at start (no controller needed): exit 0 if it would start, 2 if not, each problem on a line"
+    )
+    cvalidate.add_argument("file", type=Path)
+    cvalidate.add_argument("--pipeline", type=Path, help="the pipeline directory the controller would get with --pipeline (default: switch.pipeline)")
+    cvalidate.add_argument("--listen", help="the operator API address the controller would get with --listen (default: controller.listen)")
+    config.add_parser("reload", help="have the controller read its rack.yaml and TLS files again and apply them, as SIGHUP does (admin role)")
+
+    nic = areas.add_parser("nic", help="the SmartNIC, through the controller that drives it").add_subparsers(dest="action", required=True)
+    nic.add_parser("stats", help="its counters: packets, merges, splits, flows, drops, fence")
+    nic.add_parser("config", help="the configuration it runs")
+    nic.add_parser("flows", help="the flows it holds, with their packets")
 
     areas.add_parser("status", help="the store and its health, the rack's leader, the switch's primary, the SmartNIC and its fence")
     areas.add_parser("stats", help="ports, drop reasons, merge-path share, SmartNIC yield, the store")
     watch = areas.add_parser("watch", help="stream events as they happen")
     watch.add_argument("--count", type=int, default=0, help="stop after this many events")
     watch.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    completion = areas.add_parser("completion", help="print the shell code that completes jumbogatectl's arguments (argcomplete)")
+    completion.add_argument("shell", choices=["bash", "zsh", "fish", "tcsh"], help='e.g. eval "$(jumbogatectl completion bash)" in ~/.bashrc')
     return parser
 
 
@@ -475,15 +579,60 @@ def open_channel(args) -> grpc.Channel:
     return grpc.secure_channel(args.controller, grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert))
 
 
+def validate_config(args, emit) -> int:
+    """config validate: the file's own checks, then what would stop a controller from starting with it."""
+    from .config import ConfigError, load_config
+    from .daemon import start_problems
+
+    problems = []
+    try:
+        config = load_config(args.file)
+    except ConfigError as err:
+        problems.append(str(err))
+    else:
+        problems += [f"{args.file}: {why}" for why in start_problems(config, args.pipeline, args.listen)]
+    if args.json:
+        emit({"file": str(args.file), "valid": not problems, "problems": problems}, "")
+    elif problems:
+        for why in problems:
+            print(f"jumbogatectl: {why}", file=sys.stderr)
+    else:
+        emit(None, f"{args.file}: valid ({len(config.ports)} ports, {len(config.instances)} instances, {len(config.routes)} routes)")
+    return EXIT_USAGE if problems else EXIT_OK
+
+
+def completion_code(shell: str) -> str:
+    import argcomplete
+
+    return argcomplete.shellcode(["jumbogatectl"], shell=shell)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    try:
+        import argcomplete
+    except ImportError:  # completion is a convenience: the tool works without it
+        pass
+    else:
+        argcomplete.autocomplete(parser)
     args = parser.parse_args(argv)
 
-    def emit(msg, text: str) -> None:
+    def emit(msg, text: str, lines: bool = False) -> None:
         if args.json:
-            text = json.dumps(msg, indent=2) if isinstance(msg, dict) else to_json(msg)
+            # A stream (watch) prints one object a line: JSON lines, for jq and friends.
+            indent = None if lines else 2
+            text = (
+                json.dumps(msg, indent=indent)
+                if isinstance(msg, dict)
+                else json_format.MessageToJson(msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True, indent=indent)
+            )
         print(text, flush=True)
 
+    if args.area == "completion":
+        print(completion_code(args.shell), end="")
+        return EXIT_OK
+    if args.area == "config" and args.action == "validate":
+        return validate_config(args, emit)
     try:
         with open_channel(args) as channel:
             run_command(args, policy_pb2_grpc.PolicyStub(channel), emit)
@@ -494,13 +643,19 @@ def main(argv: list[str] | None = None) -> int:
         code, what = _STATUS_EXIT.get(err.code(), (EXIT_ERROR, err.code().name.lower()))
         detail = err.details() or ""
         # The controller's own answer that its store is unreachable says so itself.
-        if code == EXIT_UNREACHABLE and not detail.startswith("etcd at "):
+        if code == EXIT_UNREACHABLE and not detail.startswith(("etcd at ", "the SmartNIC", "SmartNIC: ", "this controller")):
             detail = f"no answer from {args.controller} (is jumbogate-controller running? set --controller or $JUMBOGATE_CONTROLLER)"
         print(f"jumbogatectl: {what}: {detail}", file=sys.stderr)
         return code
     except KeyboardInterrupt:
         return EXIT_OK
     return EXIT_OK
+
+
+def package_version() -> str:
+    from .daemon import package_version as version
+
+    return version()
 
 
 if __name__ == "__main__":

@@ -29,10 +29,10 @@ from .fleet import DEFAULT_RACK, FleetPolicy
 from .nic import RECONNECT_OPTIONS, NicLink, NicStatus
 from .p4 import names
 from .reconcile import plan
-from .server import PolicyService, serve
+from .server import PolicyService, serve, shutting_down
 from .state import EventKind, FlowOrigin, PolicyError, PolicyState
 from .store import EtcdStore, MemoryStore, Store, StoreError, StoreUnavailable
-from .tls import is_loopback, plaintext_refusal
+from .tls import ReloadableCredentials, is_loopback, listener_refusals
 from .v1 import policy_pb2
 
 LOG = logging.getLogger("jumbogate.controller")
@@ -94,7 +94,11 @@ class Controller:
         self._digest_queue: asyncio.Queue = asyncio.Queue(DIGEST_QUEUE_SIZE)
         self._switch: fy.Switch | None = None
         self._switch_ready = False
-        self.service = PolicyService(self.state, self.stats, self.nic.has_flow, self.nic, self.fleet, self.status)
+        # The operator API's TLS files, read again on every reload (set when it serves with TLS).
+        self.credentials: ReloadableCredentials | None = None
+        # The metrics endpoint while it serves (its TLS context is replaced on a reload too).
+        self._metrics_http = None
+        self.service = PolicyService(self.state, self.stats, self.nic.has_flow, self.nic, self.fleet, self.status, self.reload)
 
     # ----- top level -----
 
@@ -112,9 +116,10 @@ class Controller:
         switch.ee.on(fy.SwitchEvent.CHANNEL_DOWN, self._on_down)
         return switch
 
-    def reload(self) -> bool:
-        """Read rack.yaml again and apply it (SIGHUP); a file that fails to load, or a
-        change that needs a restart, is refused whole: nothing changes. Returns whether it was applied.
+    def reload(self) -> tuple[bool, str]:
+        """Read rack.yaml again and apply it (SIGHUP, or the ReloadConfig call); a file that fails to load, or a
+        change that needs a restart, is refused whole: nothing changes. The operator API's certificate, key and
+        CA are read again too (new connections get them). Returns whether it was applied, and what changed or why not.
 
         With etcd the file's policy only ever seeds a new store: a reload
         leaves the store's policy (and every change made through the API) in force."""
@@ -125,18 +130,29 @@ class Controller:
         changed, restart = config_changes(self.config, new)
         if restart:
             return self._refuse_reload(f"{self.config_path}: {', '.join(restart)} changed, which needs a restart (nothing was applied)")
+        if self.credentials is not None:
+            try:
+                # Both endpoints' new TLS is made before either is put in place: both take the new files or neither.
+                self.credentials.reload(commit=False)
+                metrics_context = metrics_server.tls_context(self.config.tls) if self._metrics_http is not None else None
+                self.credentials.reload()
+            except (OSError, ValueError) as err:
+                return self._refuse_reload(f"{self.config_path}: the TLS files cannot be used: {err} (nothing was applied)")
+            if metrics_context is not None:
+                self._metrics_http.context = metrics_context
         if not isinstance(self.fleet.store, MemoryStore):
             self.state.config_reloads += 1
             why = f"{self.config_path}: the policy is kept from {self.fleet.store.url} (revision {self.fleet.revision}); jumbogatectl config import replaces it"
             self.state.note(EventKind.CONFIG_RELOADED, detail=why)
             LOG.info("configuration reloaded: %s", why)
-            return True
+            return True, why
         self.fleet.replace_now(new)
         self.config = new
         self.nic.reconfigure(new)
         self.state.reload(new, changed)
-        LOG.info("configuration reloaded from %s: %s", new.source, ", ".join(changed) or "nothing changed")
-        return True
+        detail = f"{new.source}: {', '.join(changed) or 'nothing changed'}"
+        LOG.info("configuration reloaded from %s", detail)
+        return True, detail
 
     def _on_store_change(self, config: RackConfig, changed: list[str]) -> None:
         """A new valid policy from the store: it reaches the switch and the SmartNIC like a reload."""
@@ -156,10 +172,10 @@ class Controller:
             LOG.warning("fencing epoch raised to %d: leading again under it (election id %s until then)", epoch, leadership.shown())
             self._epoch_raised.set()
 
-    def _refuse_reload(self, why: str) -> bool:
+    def _refuse_reload(self, why: str) -> tuple[bool, str]:
         LOG.error("configuration reload refused: %s", why)
         self.state.refuse_reload(why)
-        return False
+        return False, why
 
     def _switch_credentials(self) -> fy.GRPCCredentialsTLS | None:
         """The controller's certificate for P4Runtime, and the CA the switch's must chain to."""
@@ -170,13 +186,7 @@ class Controller:
 
     def plaintext_refusals(self) -> list[str]:
         """Why a listener would serve plaintext where it must not (empty: all is well)."""
-        if self.config.tls is not None:
-            return []
-        addresses = [("operator API", self.listen)]
-        if self.config.controller_metrics:
-            addresses.append(("metrics", self.config.controller_metrics))
-        found = [plaintext_refusal(what, address, self.config.controller_insecure) for what, address in addresses]
-        return [why for why in found if why]
+        return listener_refusals(self.config.tls, self.listen, self.config.controller_metrics, self.config.controller_insecure)
 
     async def run(self) -> None:
         refusals = self.plaintext_refusals()
@@ -188,11 +198,16 @@ class Controller:
             )
         # Before serving: a controller without its store has no policy to serve.
         await self.fleet.start()
-        server = await serve(self.service, self.listen, self.config.tls)
+        if self.config.tls is not None:
+            try:
+                self.credentials = ReloadableCredentials(self.config.tls)
+            except ValueError as err:
+                raise OSError(f"the operator API's TLS files cannot be used: {err}") from None
+        server = await serve(self.service, self.listen, self.config.tls, self.credentials)
         LOG.info("operator API on %s; switch %s; SmartNIC %s", self.listen, self.config.switch.p4runtime, self.config.smartnic_control)
         metrics_server = None
         try:
-            metrics_server = self.serve_metrics()
+            metrics_server = self._metrics_http = self.serve_metrics()
             async with asyncio.TaskGroup() as tasks:
                 tasks.create_task(self.fleet.run())
                 tasks.create_task(self._digest_worker())
@@ -203,6 +218,8 @@ class Controller:
                 else:
                     tasks.create_task(self._lead())
         finally:
+            # First of all: health checkers (a load balancer, a supervisor) stop sending callers here.
+            await shutting_down(server)
             if metrics_server is not None:
                 metrics_server.shutdown()
             if self.election is not None:
@@ -559,7 +576,11 @@ def fill_switch_stats(out: policy_pb2.Stats, dp: p4.stats.DataplaneStats, config
     for port in config.ports:
         out.ports.append(
             policy_pb2.PortStats(
-                port=port.port, role=port.role, ingress=_count(dp.port_rx.get(port.port, zero)), egress=_count(dp.port_tx.get(port.port, zero))
+                port=port.port,
+                role=port.role,
+                name=port.name,
+                ingress=_count(dp.port_rx.get(port.port, zero)),
+                egress=_count(dp.port_tx.get(port.port, zero)),
             )
         )
     for reason in p4.DropReason:

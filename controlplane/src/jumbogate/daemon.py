@@ -9,9 +9,38 @@ import signal
 import sys
 from pathlib import Path
 
-from .config import ConfigError, load_config
+from .config import ConfigError, RackConfig, load_config
 from .fleet import DEFAULT_RACK, StoreValueError
 from .store import StoreError, open_store
+from .tls import listener_refusals
+
+
+def package_version() -> str:
+    """The installed jumbogate package's version (its metadata), or 'unknown' when it runs from a tree that was never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("jumbogate")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def pipeline_problem(config: RackConfig, pipeline: Path | None) -> tuple[Path | None, str | None]:
+    """The pipeline directory the controller would load (--pipeline, else switch.pipeline), and why it cannot, or None."""
+    pipeline = pipeline or (Path(config.switch.pipeline) if config.switch.pipeline else None)
+    if pipeline is None:
+        return None, "no pipeline: pass --pipeline or set switch.pipeline in the config (output of 'make p4')"
+    missing = [p for p in (pipeline / "jumbogate.json", pipeline / "jumbogate.p4info.txtpb") if not p.exists()]
+    if missing:
+        return pipeline, f"pipeline file missing: {', '.join(map(str, missing))} (run 'make p4')"
+    return pipeline, None
+
+
+def start_problems(config: RackConfig, pipeline: Path | None = None, listen: str | None = None) -> list[str]:
+    """Everything that would stop a controller from starting with this config, beyond the file's own checks."""
+    problems = [why for why in [pipeline_problem(config, pipeline)[1]] if why]
+    problems += listener_refusals(config.tls, listen or config.controller_listen, config.controller_metrics, config.controller_insecure)
+    return problems
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="jumbogate-controller",
         description="Program a jumbogate switch over P4Runtime, drive its SmartNIC, and serve the operator API.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     parser.add_argument("--config", required=True, type=Path, help="rack config (rack.yaml)")
     parser.add_argument("--pipeline", type=Path, help="directory with jumbogate.json and jumbogate.p4info.txtpb (default: switch.pipeline in the config)")
     parser.add_argument("--listen", help="operator API address (default: controller.listen in the config)")
@@ -42,13 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         print(f"jumbogate-controller: {err}", file=sys.stderr)
         return 2
-    pipeline = args.pipeline or (Path(config.switch.pipeline) if config.switch.pipeline else None)
-    if pipeline is None:
-        print("jumbogate-controller: no pipeline: pass --pipeline or set switch.pipeline in the config (output of 'make p4')", file=sys.stderr)
-        return 2
-    missing = [p for p in (pipeline / "jumbogate.json", pipeline / "jumbogate.p4info.txtpb") if not p.exists()]
-    if missing:
-        print(f"jumbogate-controller: pipeline file missing: {', '.join(map(str, missing))} (run 'make p4')", file=sys.stderr)
+    pipeline, problem = pipeline_problem(config, args.pipeline)
+    if problem:
+        print(f"jumbogate-controller: {problem}", file=sys.stderr)
         return 2
 
     from .controller import Controller

@@ -103,6 +103,14 @@ class _ServerCollector(Collector):
         yield refused
 
 
+def tls_context(tls: TlsConfig) -> ssl.SSLContext:
+    """The endpoint's TLS: its certificate, and client certificates from the CA required (OSError or ssl.SSLError on bad files)."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(tls.ca))
+    context.load_cert_chain(str(tls.cert), str(tls.key))
+    context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
 def start(address: str, registry: CollectorRegistry, tls: TlsConfig | None) -> MetricsServer:
     """Serve /metrics on HOST:PORT in a thread of its own; with `tls`, HTTPS to the roles' clients only."""
     host, _, port = address.rpartition(":")
@@ -111,10 +119,7 @@ def start(address: str, registry: CollectorRegistry, tls: TlsConfig | None) -> M
     server_class = type("BoundMetricsServer", (MetricsServer,), {"address_family": family})
     server = make_server(host, int(port), make_wsgi_app(registry), server_class, handler_class=_QuietHandler)
     if tls is not None:
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(tls.ca))
-        context.load_cert_chain(str(tls.cert), str(tls.key))
-        context.verify_mode = ssl.CERT_REQUIRED
-        server.context, server.tls = context, tls
+        server.context, server.tls = tls_context(tls), tls
     registry.register(_ServerCollector(server))
     threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
     return server

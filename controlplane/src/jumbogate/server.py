@@ -12,6 +12,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
 
 from . import paths
 from .fleet import FleetPolicy
@@ -19,10 +21,13 @@ from .flow import FiveTuple
 from .nic import NicLink
 from .state import Event, EventKind, FlowOrigin, MergeFlow, PolicyError, PolicyState, invalid
 from .store import MemoryStore, StoreError
-from .tls import RoleInterceptor, TlsConfig, server_credentials
-from .v1 import common_pb2, policy_pb2, policy_pb2_grpc
+from .tls import ReloadableCredentials, RoleInterceptor, TlsConfig
+from .v1 import common_pb2, nic_pb2, policy_pb2, policy_pb2_grpc
 
 StatsProvider = Callable[[], Awaitable[policy_pb2.Stats]]
+# Reads rack.yaml again and applies it: (applied, what changed or why it was refused).
+Reloader = Callable[[], tuple[bool, str]]
+POLICY_SERVICE = policy_pb2.DESCRIPTOR.services_by_name["Policy"].full_name
 
 _EVENT_KINDS = {kind: getattr(policy_pb2, f"EVENT_KIND_{kind.name}") for kind in EventKind}
 _ORIGINS = {
@@ -52,8 +57,10 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
         nic: NicLink | None = None,
         fleet: FleetPolicy | None = None,
         status: Callable[[], Awaitable[policy_pb2.BorderStatus]] | None = None,
+        reload: Reloader | None = None,
     ):
         self.state = state
+        self._reload = reload
         self._status = status
         self._stats = stats
         self._nic_has_flow = nic_has_flow
@@ -171,6 +178,31 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
         except (PolicyError, StoreError) as err:
             await self._abort(context, err)
 
+    async def ReloadConfig(self, request, context):
+        if self._reload is None:
+            await self._abort(context, PolicyError("UNIMPLEMENTED", "this server has no configuration file to reload"))
+        applied, detail = self._reload()
+        if not applied:
+            await self._abort(context, PolicyError("FAILED_PRECONDITION", detail))
+        return policy_pb2.ReloadConfigResponse(detail=detail)
+
+    async def _ask_nic(self, context, method: str, request):
+        try:
+            if self._nic is None:
+                raise PolicyError("UNAVAILABLE", "this controller has no SmartNIC link")
+            return await self._nic.ask(method, request)
+        except PolicyError as err:
+            await self._abort(context, err)
+
+    async def GetNicStats(self, request, context):
+        return await self._ask_nic(context, "GetStats", nic_pb2.GetNicStatsRequest())
+
+    async def GetNicConfig(self, request, context):
+        return await self._ask_nic(context, "GetConfig", nic_pb2.GetConfigRequest())
+
+    async def ListNicFlows(self, request, context):
+        return await self._ask_nic(context, "ListFlows", nic_pb2.ListNicFlowsRequest())
+
     async def OnloadFlow(self, request, context):
         try:
             if not request.HasField("flow"):
@@ -228,14 +260,27 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
             self.state.events.unsubscribe(queue)
 
 
-async def serve(service: PolicyService, address: str, tls: TlsConfig | None = None) -> grpc.aio.Server:
-    """Start serving on `address` (mutual TLS and roles when `tls`); fail with a clear message if it is taken."""
+async def serve(service: PolicyService, address: str, tls: TlsConfig | None = None, credentials: ReloadableCredentials | None = None) -> grpc.aio.Server:
+    """Start serving on `address` (mutual TLS and roles when `tls`, with `credentials` to reload its files);
+    fail with a clear message if it is taken.
+
+    Beside the Policy service: gRPC health (grpc.health.v1, SERVING for ""
+    and jumbogate.v1.Policy while the API serves) and server reflection (for
+    grpcurl), both open to every role."""
     # gRPC sets SO_REUSEPORT by default, so a second controller on the same
     # address would bind too and silently take half of the operator's calls.
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)], interceptors=[RoleInterceptor(tls)] if tls else None)
     policy_pb2_grpc.add_PolicyServicer_to_server(service, server)
+    checker = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(checker, server)
+    for name in ("", POLICY_SERVICE):
+        await checker.set(name, health_pb2.HealthCheckResponse.SERVING)
+    server.jumbogate_health = checker
+    reflection.enable_server_reflection([POLICY_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+    if tls and credentials is None:
+        credentials = ReloadableCredentials(tls)
     try:
-        port = server.add_secure_port(address, server_credentials(tls)) if tls else server.add_insecure_port(address)
+        port = server.add_secure_port(address, credentials.credentials()) if tls else server.add_insecure_port(address)
     except RuntimeError as err:
         raise OSError(f"cannot listen on {address}: {err}") from None
     if port == 0:
@@ -244,6 +289,14 @@ async def serve(service: PolicyService, address: str, tls: TlsConfig | None = No
     return server
 
 
+async def shutting_down(server: grpc.aio.Server) -> None:
+    """Health says NOT_SERVING from now on, to checks and to every Watch open on it (the server still answers)."""
+    checker = getattr(server, "jumbogate_health", None)
+    if checker is not None:
+        await checker.enter_graceful_shutdown()
+
+
 async def stop(server: grpc.aio.Server) -> None:
+    await shutting_down(server)
     await server.stop(grace=0.5)
     await asyncio.sleep(0)

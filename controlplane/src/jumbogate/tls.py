@@ -37,7 +37,27 @@ class Role(enum.Enum):
 # Operator API methods that only read; every other method, including one
 # added later and not listed here, needs the admin role (ProbePath changes
 # nothing but sends traffic, so it is not listed).
-READING_METHODS = frozenset({"GetFleet", "ListInstances", "GetInstance", "ListFlows", "GetStats", "GetStatus", "Watch", "ListPaths"})
+READING_METHODS = frozenset(
+    {"GetFleet", "ListInstances", "GetInstance", "ListFlows", "GetStats", "GetStatus", "Watch", "ListPaths", "GetNicStats", "GetNicConfig", "ListNicFlows"}
+)
+# The standard services the operator API serves beside it (for grpcurl,
+# grpc_health_probe and load balancers): they only read, so every role may
+# call them; a certificate without a role still gets nothing. Named by full
+# method path.
+READING_ELSEWHERE = frozenset(
+    {
+        "/grpc.health.v1.Health/Check",
+        "/grpc.health.v1.Health/Watch",
+        "/grpc.health.v1.Health/List",
+        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+        "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+    }
+)
+
+
+def is_reading(full_method: str) -> bool:
+    """Whether /SERVICE/METHOD only reads (any role may call it); everything else needs the admin role."""
+    return full_method in READING_ELSEWHERE or full_method.rpartition("/")[2] in READING_METHODS
 
 
 @dataclass(frozen=True)
@@ -66,9 +86,72 @@ def server_credentials(tls: TlsConfig) -> grpc.ServerCredentials:
     return grpc.ssl_server_credentials([(key, cert)], root_certificates=ca, require_client_auth=True)
 
 
+def check_key_pair(tls: TlsConfig, ca: bytes, cert: bytes, key: bytes) -> None:
+    """ValueError naming the file unless the CA and the certificate are PEM certificates and the key is the certificate's.
+
+    gRPC takes any bytes and fails each handshake later: a half-written file
+    swapped in on a reload would cut every new connection off."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    def load(what, path: Path, data: bytes):
+        try:
+            return what(data)
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"{path}: {err}") from None
+
+    load(x509.load_pem_x509_certificate, tls.ca, ca)
+    certificate = load(x509.load_pem_x509_certificate, tls.cert, cert)
+    private = load(lambda data: serialization.load_pem_private_key(data, None), tls.key, key)
+    spki = serialization.PublicFormat.SubjectPublicKeyInfo
+    if private.public_key().public_bytes(serialization.Encoding.DER, spki) != certificate.public_key().public_bytes(serialization.Encoding.DER, spki):
+        raise ValueError(f"{tls.key} is not the key of the certificate in {tls.cert}")
+
+
+class ReloadableCredentials:
+    """A TLS server's credentials whose files are read again on `reload()` (SIGHUP):
+    every connection made after it is served with the new certificate, key and
+    CA; connections already open keep theirs. Files that cannot be read, or do
+    not make a certificate configuration, leave the old ones in force."""
+
+    def __init__(self, tls: TlsConfig):
+        self.tls = tls
+        self._current = self._configuration()
+        self._pending: grpc.ServerCertificateConfiguration | None = None
+
+    def _configuration(self) -> grpc.ServerCertificateConfiguration:
+        ca, cert, key = self.tls.files()
+        check_key_pair(self.tls, ca, cert, key)
+        return grpc.ssl_server_certificate_configuration([(key, cert)], root_certificates=ca)
+
+    def credentials(self) -> grpc.ServerCredentials:
+        return grpc.dynamic_ssl_server_credentials(self._current, self._fetch, require_client_authentication=True)
+
+    def reload(self, *, commit: bool = True) -> None:
+        """Read the files again (OSError or ValueError, naming them, when they cannot be used; nothing changes then).
+        Without `commit`: only check them."""
+        configuration = self._configuration()
+        if commit:
+            self._pending = configuration
+
+    def _fetch(self) -> grpc.ServerCertificateConfiguration | None:
+        # Called by gRPC before each new handshake: None keeps what it has.
+        pending, self._pending = self._pending, None
+        return pending
+
+
 def channel_credentials(tls: TlsConfig) -> grpc.ChannelCredentials:
     ca, cert, key = tls.files()
     return grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert)
+
+
+def listener_refusals(tls: TlsConfig | None, listen: str, metrics: str | None, insecure: bool) -> list[str]:
+    """Why the controller's listeners would serve plaintext where they must not (empty: all is well)."""
+    if tls is not None:
+        return []
+    addresses = [("operator API", listen)] + ([("metrics", metrics)] if metrics else [])
+    found = [plaintext_refusal(what, address, insecure) for what, address in addresses]
+    return [why for why in found if why]
 
 
 def is_loopback(address: str) -> bool:
@@ -121,7 +204,7 @@ class RoleInterceptor(grpc.aio.ServerInterceptor):
         if handler is None:
             return None
         method = handler_call_details.method.rpartition("/")[2]
-        needs_admin = method not in READING_METHODS
+        needs_admin = not is_reading(handler_call_details.method)
         tls = self.tls
 
         def refusal(context) -> str | None:
