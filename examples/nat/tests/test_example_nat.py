@@ -110,6 +110,15 @@ def tcp(src: str, dst: str, sport: int, dport: int, seq: int, payload: bytes = b
     return header[:16] + struct.pack("!H", sum_) + header[18:] + payload
 
 
+def udp(src: str, dst: str, sport: int, dport: int, payload: bytes, with_checksum: bool = True) -> bytes:
+    header = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0)
+    if not with_checksum:
+        return header + payload
+    pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 17, len(header) + len(payload))
+    sum_ = checksum(pseudo + header + payload) or 0xFFFF
+    return header[:6] + struct.pack("!H", sum_) + payload
+
+
 def frame(dst_mac: str, src_mac: str, payload: bytes, ethertype: int = 0x0800) -> bytes:
     return mac_bytes(dst_mac) + mac_bytes(src_mac) + struct.pack("!H", ethertype) + payload
 
@@ -118,19 +127,32 @@ def tcp_frame(macs: tuple[str, str], src: str, dst: str, sport: int, dport: int,
     return frame(macs[0], macs[1], ipv4(src, dst, 6, tcp(src, dst, sport, dport, seq, payload), ident))
 
 
-def parse(data: bytes) -> dict | None:
-    """An IPv4/TCP frame's fields, with both checksums checked; None if not one."""
+def parse(data: bytes, protocol: int = 6) -> dict | None:
+    """An IPv4 TCP (or UDP) frame's fields, with its checksums checked;
+    None if not one."""
     if len(data) < 34 or data[12:14] != b"\x08\x00":
         return None
     ip = data[14:]
     ihl = (ip[0] & 0xF) * 4
     total = struct.unpack("!H", ip[2:4])[0]
-    if ip[9] != 6:
+    if ip[9] != protocol:
         return None
     segment = ip[ihl:total]
+    pseudo = ip[12:20] + struct.pack("!BBH", 0, protocol, len(segment))
+    if protocol == 17:
+        sport, dport, _, sum_ = struct.unpack("!HHHH", segment[:8])
+        return {
+            "src": socket.inet_ntoa(ip[12:16]),
+            "dst": socket.inet_ntoa(ip[16:20]),
+            "sport": sport,
+            "dport": dport,
+            "payload": segment[8:],
+            "ip_checksum_ok": checksum(ip[:ihl]) == 0,
+            "udp_checksum": sum_,
+            "udp_checksum_ok": sum_ == 0 or checksum(pseudo + segment) == 0,
+        }
     sport, dport, seq = struct.unpack("!HHI", segment[:8])
     offset = (segment[12] >> 4) * 4
-    pseudo = ip[12:20] + struct.pack("!BBH", 0, 6, len(segment))
     return {
         "src": socket.inet_ntoa(ip[12:16]),
         "dst": socket.inet_ntoa(ip[16:20]),
@@ -204,8 +226,8 @@ class PacketPort:
         for data in frames:
             self.sock.send(data)
 
-    def receive(self, quiet: float = 0.4, timeout: float = 5.0) -> list[bytes]:
-        """IPv4/TCP frames that arrived, until none came for `quiet` seconds."""
+    def receive(self, quiet: float = 0.4, timeout: float = 5.0, protocol: int = 6) -> list[bytes]:
+        """IPv4 TCP (or UDP) frames that arrived, until none came for `quiet` seconds."""
         frames: list[bytes] = []
         deadline = time.monotonic() + timeout
         last = time.monotonic()
@@ -215,7 +237,7 @@ class PacketPort:
             except BlockingIOError:
                 time.sleep(0.002)
                 continue
-            if address[2] != PACKET_OUTGOING and parse(data) is not None:
+            if address[2] != PACKET_OUTGOING and parse(data, protocol) is not None:
                 frames.append(data)
                 last = time.monotonic()
         return frames
@@ -393,6 +415,24 @@ def test_translates_both_ways_and_merges_what_it_receives(wire, merge):
     assert stats["connections"]["created"] == 1
     final = wire.stop()
     assert final["tx_failed"] == 0
+
+
+def test_udp_is_translated_both_ways(wire):
+    wire.start("--merge", "on")
+    client, server = wire.ports()
+    for with_checksum in (True, False):
+        sport = 5000 + with_checksum
+        client.send([frame(*to_nat(wire, "client"), ipv4(HOST, PEER, 17, udp(HOST, PEER, sport, 53, b"question", with_checksum)))])
+        seen = [parse(f, 17) for f in server.receive(protocol=17)]
+        assert [(p["src"], p["dst"], p["dport"], p["payload"]) for p in seen] == [(PUBLIC, PEER, 53, b"question")]
+        assert seen[0]["ip_checksum_ok"] and seen[0]["udp_checksum_ok"]
+        assert (seen[0]["udp_checksum"] != 0) == with_checksum, "a UDP checksum of 0 (none) must stay 0"
+        public_port = seen[0]["sport"]
+        server.send([frame(*to_nat(wire, "server"), ipv4(PEER, PUBLIC, 17, udp(PEER, PUBLIC, 53, public_port, b"answer", with_checksum)))])
+        back = [parse(f, 17) for f in client.receive(protocol=17)]
+        assert [(p["src"], p["sport"], p["dst"], p["dport"], p["payload"]) for p in back] == [(PEER, 53, HOST, sport, b"answer")]
+        assert back[0]["ip_checksum_ok"] and back[0]["udp_checksum_ok"]
+    assert wire.stop()["connections"]["created"] == 2
 
 
 def test_malformed_packets_are_counted_and_dropped(wire):
