@@ -43,6 +43,9 @@
 #define MAX_DATA_ROOM	 (RTE_PKTMBUF_HEADROOM + 65536 - 1)
 #define TX_MAX_STALLS	 1000
 #define STATS_PERIOD_NS	 200000000ull
+#define TX_CHECKSUMS                                                           \
+	(RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_TCP_CKSUM |        \
+	 RTE_ETH_TX_OFFLOAD_UDP_CKSUM)
 
 struct side {
 	const char *name;
@@ -263,6 +266,19 @@ static bool setup_ports(struct program *p)
 	uint32_t data_room = RTE_PKTMBUF_HEADROOM + 2048;
 	int result = 0;
 
+	/* Summing a merged packet costs more than merging it: where both
+	 * ports compute the checksums of what they send, the engines leave
+	 * them to the ports (JG_CHECKSUM_OFFLOAD). */
+	p->config.checksum_offload = true;
+	for (int s = 0; s < 2; s++) {
+		struct rte_eth_dev_info info;
+
+		if (rte_eth_dev_get_port_by_name(p->side[s].name,
+						 &p->side[s].port_id) ||
+		    rte_eth_dev_info_get(p->side[s].port_id, &info) ||
+		    (info.tx_offload_capa & TX_CHECKSUMS) != TX_CHECKSUMS)
+			p->config.checksum_offload = false;
+	}
 	for (int s = 0; s < 2; s++) {
 		struct side *side = &p->side[s];
 		struct rte_eth_conf conf = {0};
@@ -274,6 +290,8 @@ static bool setup_ports(struct program *p)
 			return false;
 		}
 		rte_eth_dev_info_get(side->port_id, &info);
+		if (p->config.checksum_offload)
+			conf.txmode.offloads |= TX_CHECKSUMS;
 		/* Merged and split packets are mbuf chains. */
 		if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 			conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
@@ -444,9 +462,10 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	printf("jumbogate-nat: inside %s, outside %s, merge %s, up to %u "
-	       "connections\n",
+	       "connections, checksums %s\n",
 	       p.side[0].name, p.side[1].name, p.config.merge ? "on" : "off",
-	       p.config.max_connections);
+	       p.config.max_connections,
+	       p.config.checksum_offload ? "by the ports" : "in software");
 	fflush(stdout);
 	run(&p);
 	for (int s = 0; s < 2; s++) {
