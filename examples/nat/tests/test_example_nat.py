@@ -613,7 +613,7 @@ def test_linux_tcp_connection_through_the_nat(wire, tmp_path):
     stats = wire.stop()
     inbound, outbound = stats["inbound"], stats["outbound"]
     # Fewer, larger packets to the client than the server sent.
-    assert inbound["tx_packets"] < inbound["rx_packets"] / 2, inbound
+    assert inbound["tx_packets"] < inbound["rx_packets"] * 0.75, inbound
     assert inbound["merged_packets"] > 0 and inbound["translated"] == inbound["merge_packets_out"]
     # The upload left at the server's MTU: split where it was merged.
     assert outbound["split_packets"] > 0 and outbound["merged_packets"] > 0
