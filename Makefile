@@ -114,7 +114,7 @@ lint:
 	@$(VENV)/bin/ruff check controlplane mininet ptf-tests smartnic
 	@$(VENV)/bin/ruff format --check controlplane mininet ptf-tests smartnic
 	@$(PY) scripts/lint_p4_names.py controlplane mininet ptf-tests smartnic p4rt-conformance
-	@find smartnic -name '*.[ch]' -o -name '*.cc' -o -name '*.h' | xargs -r clang-format --dry-run --Werror
+	@find smartnic examples -name '*.[ch]' -o -name '*.cc' -o -name '*.h' | xargs -r clang-format --dry-run --Werror
 	@if command -v p4c >/dev/null; then $(MAKE) --no-print-directory p4; else echo "lint: p4c not on PATH, P4 not checked"; fi
 
 run:

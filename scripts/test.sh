@@ -31,7 +31,7 @@ ninja -C build/smartnic >/dev/null || { echo "test: build/smartnic does not buil
 # Python: unit tests, SmartNIC program integration, controller integration and
 # the emulation; markers and conftest skip what needs a missing tool.
 PY_TEST_DIRS=()
-for dir in controlplane/tests smartnic/tests/integration mininet/tests; do [ -d "$dir" ] && PY_TEST_DIRS+=("$dir"); done
+for dir in controlplane/tests smartnic/tests/integration examples/nat/tests mininet/tests; do [ -d "$dir" ] && PY_TEST_DIRS+=("$dir"); done
 run_suite python "$PY" -m pytest -q -rs --junitxml="$RESULTS/python.xml" "${PY_TEST_DIRS[@]}"
 run_suite c meson test -C build/smartnic --print-errorlogs
 # The same PTF suite on each target: jumbogate-switch always, BMv2 where
