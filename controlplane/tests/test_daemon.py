@@ -1,5 +1,6 @@
 """jumbogate-controller as an operator runs it: its flags and exit codes."""
 
+import json
 import signal
 import socket
 import subprocess
@@ -77,6 +78,28 @@ def test_listen_log_level_and_a_clean_stop(tmp_path):
         code = proc.wait(timeout=15)
     assert code == 0, log.read_text()
     assert "stopping" in log.read_text()
+
+
+def test_log_format_json_writes_one_object_per_line(tmp_path):
+    """--log-format json: every line the controller writes is one JSON object with time, level, logger and message."""
+    address = f"127.0.0.1:{lab.free_tcp_port()}"
+    log = tmp_path / "controller.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [str(CONTROLLER), "--config", str(EXAMPLE), "--pipeline", str(PIPELINE), "--listen", address, "--log-format", "json"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        serving = [str(CTL), "--controller", address, "--timeout", "1", "fleet", "show"]
+        lab.wait_until(lambda: subprocess.run(serving, capture_output=True).returncode == 0, "the controller to serve", 20)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert lines and all(set(line) >= {"time", "level", "logger", "message"} for line in lines), lines
+    assert any(line["logger"].startswith("jumbogate") for line in lines) and lines[-1]["message"] == "stopping"
+    assert all(line["time"].endswith("Z") and "T" in line["time"] for line in lines)
 
 
 def test_a_metrics_address_in_use_exits_1_with_the_reason(tmp_path):

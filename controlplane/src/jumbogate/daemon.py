@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import signal
 import sys
+import time
 from pathlib import Path
 
 from .config import ConfigError, RackConfig, load_config
@@ -59,12 +61,41 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--rack", default=DEFAULT_RACK, help="the rack this controller programs, its name in the store (default: %(default)s)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument(
+        "--log-format", default="text", choices=["text", "json"], help="json: one object per line (time, level, logger, message, error) for a log shipper"
+    )
     return parser
+
+
+class JsonLines(logging.Formatter):
+    """One JSON object per record: what journald's or a log shipper's JSON parser takes whole."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            line["error"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False)
+
+
+def configure_logging(level: str, form: str) -> None:
+    handler = logging.StreamHandler()
+    if form == "json":
+        formatter = JsonLines()
+        formatter.converter = time.gmtime
+        handler.setFormatter(formatter)
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_logging(args.log_level, args.log_format)
     # finsy logs every reconnect attempt at INFO; keep our own lines readable.
     logging.getLogger("finsy").setLevel(max(logging.WARNING, logging.getLevelName(args.log_level)))
     try:
