@@ -56,7 +56,7 @@ test:
 # the P4 program (jumbogate/p4/names.py, defines.py), from the committed
 # P4Info and p4src/include: nothing the P4 defines is typed in Python.
 P4_PY      := controlplane/src/jumbogate/p4
-P4_PY_FROM := $(P4_OUT)/depth512/jumbogate.p4info.txtpb p4src/include/defines.p4 p4src/include/drop_reasons.p4
+P4_PY_FROM := $(P4_OUT)/depth512/jumbogate.p4info.txtpb p4src/include/defines.p4 p4src/include/drop_reasons.p4 p4src/tna/signal.p4
 proto: $(PROTO_OUT)/.stamp $(P4_PY)/names.py
 $(P4_PY)/names.py: $(P4_PY_FROM) $(P4_PY)/generate.py
 	@$(PY) $(P4_PY)/generate.py $(P4_PY_FROM) $(P4_PY)

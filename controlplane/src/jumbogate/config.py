@@ -22,12 +22,13 @@ import yaml
 
 from .p4.constants import ELEPHANT_EPOCH_LOG2_US
 from .tls import TlsConfig
+from .tofino import TARGETS, sketch_epoch_ms
 
 # What jumbogate-nic holds (NIC_MAX_INTERNAL_PREFIXES).
 MAX_SMARTNIC_INTERNAL_PREFIXES = 64
 
-# The switch's sketch epoch in milliseconds, rounded (2^20 us is 1048.576 ms).
-SKETCH_EPOCH_MS = round((1 << ELEPHANT_EPOCH_LOG2_US) / 1000)
+# The v1model switch's sketch epoch in milliseconds, rounded (2^20 us is 1048.576 ms).
+SKETCH_EPOCH_MS = sketch_epoch_ms("v1model")
 
 # Any IP MTU outside this range is a typo: 1280 is the IPv6 minimum link MTU,
 # 9216 the largest frame common switch silicon accepts.
@@ -148,8 +149,12 @@ class Switch:
     p4runtime: str = "127.0.0.1:9559"
     device_id: int = 1
     election_id: int = 10
-    # Directory with the compiled program (jumbogate.json + jumbogate.p4info.txtpb).
+    # Directory with the compiled program (jumbogate.json + jumbogate.p4info.txtpb;
+    # for a Tofino, bf-p4c's output: docs/deploy.md).
     pipeline: str = ""
+    # What the P4 program was compiled for: v1model (BMv2, jumbogate-switch),
+    # tofino or tofino2 (the TNA top level; tofino.py says what changes).
+    target: str = "v1model"
     # What to do with a packet whose headers run past the parser's depth budget.
     too_deep: str = "drop"
     # ICMP errors the switch may generate per second before its meter drops them.
@@ -290,16 +295,20 @@ class _Reader:
         return text
 
 
-def _sketch_epoch(r: _Reader, value: Any) -> int:
+def _sketch_epoch(r: _Reader, value: Any, target: str) -> int:
     # The switch counts bytes per epoch = timestamp >> ELEPHANT_EPOCH_LOG2_US:
     # a shift by a compile-time constant, because a switch ASIC shifts by
-    # constants only. A different epoch needs the program recompiled.
+    # constants only. A different epoch needs the program recompiled; each
+    # target's timestamp has its own unit (microseconds on v1model,
+    # nanoseconds on a Tofino).
     epoch_ms = r.integer(value, "elephant.epoch_ms", 1, 60_000)
-    if epoch_ms != SKETCH_EPOCH_MS:
+    fixed = sketch_epoch_ms(target)
+    if epoch_ms != fixed:
+        unit = f"2^{ELEPHANT_EPOCH_LOG2_US} us" if target == "v1model" else f"2^{ELEPHANT_EPOCH_LOG2_US + 10} ns"
         raise r.fail(
             "elephant.epoch_ms",
-            f"{epoch_ms} is not the switch's sketch epoch, which is fixed when the P4 program is compiled: "
-            f"{SKETCH_EPOCH_MS} ms (2^{ELEPHANT_EPOCH_LOG2_US} us, ELEPHANT_EPOCH_LOG2_US in p4src/include/defines.p4); leave epoch_ms out",
+            f"{epoch_ms} is not the sketch epoch of a {target} switch, which is fixed when the P4 program is compiled: "
+            f"{fixed} ms ({unit}, ELEPHANT_EPOCH_LOG2_US in p4src/include/defines.p4); leave epoch_ms out",
         )
     return epoch_ms
 
@@ -508,7 +517,7 @@ def parse_config(data: Any, source: str = "<config>", base: Path | None = None, 
     raw_switch = r.mapping(
         top["switch"],
         "switch",
-        {"p4runtime", "device_id", "election_id", "pipeline", "too_deep", "icmp_rate_pps", "icmp_rate_per_source_pps", "ports"},
+        {"p4runtime", "device_id", "election_id", "pipeline", "target", "too_deep", "icmp_rate_pps", "icmp_rate_per_source_pps", "ports"},
         {"ports"},
     )
     sw_defaults = Switch()
@@ -517,6 +526,7 @@ def parse_config(data: Any, source: str = "<config>", base: Path | None = None, 
         device_id=r.integer(raw_switch.get("device_id", sw_defaults.device_id), "switch.device_id", 0, 2**63 - 1),
         election_id=r.integer(raw_switch.get("election_id", sw_defaults.election_id), "switch.election_id", 1, 2**63 - 1),
         pipeline=str(raw_switch.get("pipeline", sw_defaults.pipeline)),
+        target=r.choice(raw_switch.get("target", sw_defaults.target), "switch.target", TARGETS),
         too_deep=r.choice(raw_switch.get("too_deep", sw_defaults.too_deep), "switch.too_deep", TOO_DEEP_POLICIES),
         icmp_rate_pps=r.integer(raw_switch.get("icmp_rate_pps", sw_defaults.icmp_rate_pps), "switch.icmp_rate_pps", 1, 1_000_000),
         icmp_rate_per_source_pps=r.integer(
@@ -534,7 +544,7 @@ def parse_config(data: Any, source: str = "<config>", base: Path | None = None, 
     el_defaults = Elephant()
     elephant = Elephant(
         threshold_bytes=r.integer(raw_elephant.get("threshold_bytes", el_defaults.threshold_bytes), "elephant.threshold_bytes", 1, 2**32 - 1),
-        epoch_ms=_sketch_epoch(r, raw_elephant.get("epoch_ms", el_defaults.epoch_ms)),
+        epoch_ms=_sketch_epoch(r, raw_elephant.get("epoch_ms", sketch_epoch_ms(switch.target)), switch.target),
         idle_timeout_s=r.integer(raw_elephant.get("idle_timeout_s", el_defaults.idle_timeout_s), "elephant.idle_timeout_s", 1, MAX_IDLE_TIMEOUT_S),
         max_flows=r.integer(raw_elephant.get("max_flows", el_defaults.max_flows), "elephant.max_flows", 1, MAX_MERGE_FLOWS),
         max_onloads_per_epoch=r.integer(
@@ -605,6 +615,7 @@ _RESTART_ONLY = {
     "switch.device_id": lambda c: c.switch.device_id,
     "switch.election_id": lambda c: c.switch.election_id,
     "switch.pipeline": lambda c: c.switch.pipeline,
+    "switch.target": lambda c: c.switch.target,
     "smartnic.control": lambda c: c.smartnic_control,
     "controller.listen": lambda c: c.controller_listen,
     "controller.metrics": lambda c: c.controller_metrics,

@@ -22,7 +22,7 @@ import finsy.p4client
 from finsy.grpcutil import GRPCArg, GRPCOptions
 from finsy.proto import p4r
 
-from . import learned, metrics, metrics_server, p4, translate
+from . import learned, metrics, metrics_server, p4, tofino, translate
 from .config import ConfigError, RackConfig, config_changes, load_config
 from .election import Election
 from .fleet import DEFAULT_RACK, FleetPolicy
@@ -104,9 +104,12 @@ class Controller:
 
     def make_switch(self, election_id: int | None = None) -> fy.Switch:
         """The P4Runtime client: with the election's id when it leads the rack, else switch.election_id."""
+        target = self.config.switch.target
+        # The blob each target's P4Runtime server takes: BMv2's JSON, or Stratum's BfPipelineConfig (tofino.py).
+        blob = self.pipeline / "jumbogate.json" if target == "v1model" else tofino.device_config(self.pipeline, target)
         options = fy.SwitchOptions(
             p4info=self.pipeline / "jumbogate.p4info.txtpb",
-            p4blob=self.pipeline / "jumbogate.json",
+            p4blob=blob,
             device_id=self.config.switch.device_id,
             initial_election_id=election_id or self.config.switch.election_id,
             ready_handler=self._on_ready,
@@ -563,6 +566,8 @@ async def read_managed(switch: fy.Switch, state: PolicyState) -> list[p4r.Entity
     queries: list = [fy.P4TableEntry(), fy.P4ActionProfileMember(), fy.P4ActionProfileGroup()]
     queries += [fy.P4TableEntry(name, is_default_action=True) for name in translate.MANAGED_DEFAULTS]
     queries += translate.meter_queries(state)
+    if state.config.switch.target != "v1model":
+        queries.append(fy.P4CloneSessionEntry())  # the signal's mirror sessions
     return [entity.encode(schema) async for entity in switch.read(queries)]
 
 

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import tofino
 from .config import ConfigError, RackConfig, load_config
 from .fleet import DEFAULT_RACK, StoreValueError
 from .store import StoreError, open_store
@@ -32,6 +33,11 @@ def pipeline_problem(config: RackConfig, pipeline: Path | None) -> tuple[Path | 
     pipeline = pipeline or (Path(config.switch.pipeline) if config.switch.pipeline else None)
     if pipeline is None:
         return None, "no pipeline: pass --pipeline or set switch.pipeline in the config (output of 'make p4')"
+    if config.switch.target != "v1model":
+        missing = tofino.missing_files(pipeline, config.switch.target)
+        if missing:
+            return pipeline, f"pipeline file missing for switch.target {config.switch.target}: {', '.join(map(str, missing))} (bf-p4c's output: make p4-tofino)"
+        return pipeline, None
     missing = [p for p in (pipeline / "jumbogate.json", pipeline / "jumbogate.p4info.txtpb") if not p.exists()]
     if missing:
         return pipeline, f"pipeline file missing: {', '.join(map(str, missing))} (run 'make p4')"

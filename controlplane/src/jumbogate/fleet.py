@@ -56,7 +56,7 @@ FLEET_JUMBO = "fleet/jumbo"
 FLEET_SECTIONS = {"mtu": "fleet/mtu", "elephant": "fleet/elephant", "path_mtus": "fleet/path_mtus", "merge_services": "fleet/merge_services"}
 RACK_SWITCH_FIELDS = ("too_deep", "icmp_rate_pps", "icmp_rate_per_source_pps")
 # What a controller's own file keeps: never stored, never imported.
-LOCAL_SWITCH_FIELDS = ("p4runtime", "device_id", "election_id", "pipeline")
+LOCAL_SWITCH_FIELDS = ("p4runtime", "device_id", "election_id", "pipeline", "target")
 # A rack or instance name is one path segment of a key.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
 
@@ -100,6 +100,7 @@ def config_to_data(config: RackConfig) -> dict[str, Any]:
             "device_id": sw.device_id,
             "election_id": sw.election_id,
             "pipeline": sw.pipeline,
+            "target": sw.target,
             "too_deep": sw.too_deep,
             "icmp_rate_pps": sw.icmp_rate_pps,
             "icmp_rate_per_source_pps": sw.icmp_rate_per_source_pps,

@@ -11,7 +11,7 @@ import ipaddress
 
 import finsy as fy
 
-from . import p4
+from . import p4, tofino
 from .flow import FiveTuple, FlowError
 from .p4 import names
 from .p4.constants import ICMP_SOURCE_METER_SIZE
@@ -57,6 +57,9 @@ def desired_entities(state: PolicyState, *, nic_up: bool) -> list[fy.P4Entity]:
         if port.role in _ROLES:
             out.append(p4.entries.port_role(port.port, _ROLES[port.role]))
             out.append(p4.entries.icmp_meter(port.port, cfg.switch.icmp_rate_pps, icmp_burst(cfg.switch.icmp_rate_pps)))
+    if cfg.switch.target != "v1model":
+        # On a Tofino the signal is a truncated mirrored copy: a clone session per port with a role.
+        out.extend(tofino.signal_sessions([port.port for port in cfg.ports if port.role in _ROLES], cfg.switch.target))
 
     # Without a reachable SmartNIC nothing is steered to it: traffic bypasses
     # the merge path instead of being black-holed on a dead port.

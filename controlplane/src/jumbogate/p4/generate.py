@@ -22,7 +22,7 @@ import re
 import sys
 from pathlib import Path
 
-CONST = re.compile(r"^\s*const\s+[\w<>]+\s+(\w+)\s*=\s*(\w+)\s*;", re.M)
+CONST = re.compile(r"^\s*const\s+[\w<>]+\s+(\w+)\s*=\s*([^;]+?)\s*;", re.M)
 DEFINE = re.compile(r"^\s*#define\s+(\w+)\s+(\d+|0x[0-9a-fA-F]+)\s*$", re.M)
 
 # P4Info field -> the tuple of names.py that lists them.
@@ -37,12 +37,36 @@ KINDS = (
 )
 
 
+def evaluate(expression: str, known: dict[str, int]) -> int | None:
+    """An integer constant's value: a number, or +, -, * and parentheses over numbers and constants
+    defined before it (SIGNAL_TRUNCATE_BYTES = 4 + 14 + SIGNAL_QUOTE_BYTES); None for anything else."""
+    import ast
+
+    def walk(node: ast.AST) -> int:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in known:
+            return known[node.id]
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+            left, right = walk(node.left), walk(node.right)
+            return left + right if isinstance(node.op, ast.Add) else left - right if isinstance(node.op, ast.Sub) else left * right
+        raise ValueError(expression)
+
+    try:
+        return walk(ast.parse(expression, mode="eval").body)
+    except (SyntaxError, ValueError):
+        return None
+
+
 def p4_defines(paths: list[Path]) -> dict[str, int]:
     values: dict[str, int] = {}
     for path in paths:
         text = path.read_text()
-        for name, value in CONST.findall(text) + DEFINE.findall(text):
-            number = int(value, 0)
+        # Defines first: a constant's expression may use them.
+        for name, value in DEFINE.findall(text) + CONST.findall(text):
+            number = evaluate(value, values)
+            if number is None:
+                continue  # not an integer expression (a cast, a slice): nothing the controller reads
             if values.get(name, number) != number:
                 raise SystemExit(f"{path}: {name} defined twice with different values")
             values[name] = number
