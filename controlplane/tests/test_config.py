@@ -365,3 +365,19 @@ def test_a_tls_file_that_is_not_there_is_named(raw, tmp_path):
     with pytest.raises(ConfigError) as info:
         parse_config(with_tls(raw), "rack.yaml", tmp_path)
     assert info.value.field == "tls.ca" and f"{tmp_path / 'ca.pem'} is not a readable file" in str(info.value)
+
+
+def test_a_relative_pipeline_is_taken_from_the_config_files_directory_not_the_working_one(tmp_path, monkeypatch):
+    """As tls.* are: under systemd the working directory is not the checkout's, and the controller failed to start."""
+    from jumbogate.config import load_config
+
+    etc = tmp_path / "etc" / "jumbogate"
+    etc.mkdir(parents=True)
+    (etc / "rack.yaml").write_text("switch:\n  pipeline: pipeline/depth512\n  ports: [{port: 1, role: external}]\n")
+    monkeypatch.chdir(tmp_path)
+    assert load_config(etc / "rack.yaml").switch.pipeline == str(etc / "pipeline" / "depth512")
+    (etc / "absolute.yaml").write_text("switch:\n  pipeline: /srv/pipeline\n  ports: [{port: 1, role: external}]\n")
+    assert load_config(etc / "absolute.yaml").switch.pipeline == "/srv/pipeline"
+    # The example's pipeline is the repository's compile, from wherever the controller starts.
+    monkeypatch.chdir("/")
+    assert Path(load_config(EXAMPLE).switch.pipeline).resolve() == (EXAMPLE.parents[1] / "p4src" / "compiled" / "depth512").resolve()

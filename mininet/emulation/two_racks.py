@@ -194,7 +194,7 @@ def border_config(
             "p4runtime": p4runtime,
             "device_id": 1,
             "election_id": 10,
-            "pipeline": str(PIPELINE.relative_to(procs.REPO)),
+            "pipeline": str(PIPELINE),
             "ports": [
                 {"port": 1, "name": "wan", "role": "external"},
                 {"port": 3, "name": name, "role": "internal"},

@@ -12,6 +12,7 @@ config at 3 a.m. should not have to guess which of forty lines is wrong.
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -456,6 +457,14 @@ def _parse_merge_services(r: _Reader, raw: Any) -> tuple[MergeService, ...]:
 _TOP_FIELDS = {"fleet", "mtu", "switch", "routes", "path_mtus", "instances", "merge_services", "elephant", "smartnic", "controller", "tls"}
 
 
+def _relative_to(path: str, base: Path | None) -> str:
+    """A file name of the config, relative to the config file's directory (as tls.* are): under systemd the
+    working directory is not the checkout's."""
+    if not path or base is None or Path(path).is_absolute():
+        return path
+    return os.path.normpath(base / path)
+
+
 def _parse_tls(r: _Reader, raw: Any, base: Path | None) -> TlsConfig | None:
     """The tls section; relative paths are taken from the config file's directory."""
     if raw is None:
@@ -485,7 +494,7 @@ def _parse_tls(r: _Reader, raw: Any, base: Path | None) -> TlsConfig | None:
 def parse_config(data: Any, source: str = "<config>", base: Path | None = None, *, fleet_rule: bool = True) -> RackConfig:
     """Validate parsed YAML and build a RackConfig, or raise ConfigError.
 
-    `base`: the directory relative file names (tls.*) are taken from.
+    `base`: the directory relative file names (switch.pipeline, tls.*) are taken from.
     `fleet_rule`: refuse an instance marked jumbo while fleet.jumbo is off.
     A file written by hand that says so contradicts itself; a document from
     the store (or exported from it) may say so, since turning the fleet
@@ -525,7 +534,7 @@ def parse_config(data: Any, source: str = "<config>", base: Path | None = None, 
         p4runtime=r.endpoint(raw_switch.get("p4runtime", sw_defaults.p4runtime), "switch.p4runtime"),
         device_id=r.integer(raw_switch.get("device_id", sw_defaults.device_id), "switch.device_id", 0, 2**63 - 1),
         election_id=r.integer(raw_switch.get("election_id", sw_defaults.election_id), "switch.election_id", 1, 2**63 - 1),
-        pipeline=str(raw_switch.get("pipeline", sw_defaults.pipeline)),
+        pipeline=_relative_to(str(raw_switch.get("pipeline", sw_defaults.pipeline)), base),
         target=r.choice(raw_switch.get("target", sw_defaults.target), "switch.target", TARGETS),
         too_deep=r.choice(raw_switch.get("too_deep", sw_defaults.too_deep), "switch.too_deep", TOO_DEEP_POLICIES),
         icmp_rate_pps=r.integer(raw_switch.get("icmp_rate_pps", sw_defaults.icmp_rate_pps), "switch.icmp_rate_pps", 1, 1_000_000),
