@@ -26,7 +26,7 @@ export TOPO
 comma      := ,
 space      := $(subst ,, )
 
-.PHONY: help setup test test-python test-c test-ptf sanitized lint proto smartnic p4 p4-tofino bench fleet-scale fleet-chaos value run stop demo attack soak clean
+.PHONY: help setup test test-python test-c test-ptf sanitized lint proto smartnic p4 p4-tofino bench fleet-scale fleet-chaos value wheel run stop demo attack soak clean
 
 help:
 	@echo "make setup   install Debian/PyPI dependencies, generate protos, build the SmartNIC (and P4 when p4c is present)"
@@ -41,6 +41,7 @@ help:
 	@echo "make demo    scripted demo with report and plots"
 	@echo "make attack  cheap attacks on the border's state through the emulated rack, with legitimate traffic alongside; report per attack"
 	@echo "make soak    the emulated rack under chaos for SOAK_MINUTES (default 10): kills, flag flips, floods; nothing may be lost"
+	@echo "make wheel   the controller's Python package as a wheel (generated stubs inside) in build/wheel/"
 	@echo "make value   what the border buys its users, measured: path MTU discovery next to Scamper on the two-rack emulation (docs/performance.md)"
 	@echo "make fleet-chaos  three racks on etcd under faults for FLEET_CHAOS_MINUTES (default 5): leaders killed, paused, cut off; etcd's quorum lost; every API call's history checked"
 	@echo "make clean   remove build outputs"
@@ -76,6 +77,12 @@ smartnic:
 	elif ! meson introspect --buildoptions $(NIC_BUILD) | grep -q '"$(P4RT_PROTO)"'; then meson configure $(NIC_BUILD) -Dp4runtime_proto=$(P4RT_PROTO) >/dev/null; fi
 	@ninja -C $(NIC_BUILD) | tail -n 1
 	@echo "smartnic: built in $(NIC_BUILD) (jumbogate-nic, jumbogate-switch)"
+
+# The controller's package as a wheel, with the generated modules inside.
+wheel: proto
+	@$(PY) -m pip wheel --no-deps --no-build-isolation -q -w $(BUILD)/wheel ./controlplane
+	@rm -rf controlplane/build
+	@echo "wheel: $$(ls $(BUILD)/wheel/jumbogate-*.whl)"
 
 P4_SRC     := $(wildcard p4src/include/*.p4 p4src/v1model/*.p4) p4src/compile.sh p4src/compile-common.sh
 P4_JSON    := $(foreach depth,$(PROFILES),$(P4_OUT)/depth$(depth)/jumbogate.json)
