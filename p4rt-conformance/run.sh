@@ -20,7 +20,7 @@ summary=${1:-}
 cd "$repo/p4rt-conformance"
 [ "${1:-}" = "--" ] && shift
 PY="$repo/.venv-p4rt/bin/python"
-SWITCH="${JUMBOGATE_SWITCH:-$repo/build/smartnic/switch/jumbogate-switch}"
+SWITCH="${JUMBOGATE_SWITCH:-$repo/build/native/switch/jumbogate-switch}"
 
 finish() {  # exit code, closing line
     echo "$2"

@@ -24,7 +24,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 REPO = Path(__file__).resolve().parents[1]
-SWITCH = Path(os.environ.get("JUMBOGATE_SWITCH", REPO / "build" / "smartnic" / "switch" / "jumbogate-switch"))
+SWITCH = Path(os.environ.get("JUMBOGATE_SWITCH", REPO / "build" / "native" / "switch" / "jumbogate-switch"))
 DEVICE_ID = 1
 CPU_PORT = 510  # jumbogate-switch's default --cpu-port
 

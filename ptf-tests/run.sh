@@ -39,7 +39,7 @@ cd "$repo"
 
 PY=${PY:-$repo/.venv/bin/python}
 PTF=${PTF:-$repo/.venv/bin/ptf}
-SOFT_SWITCH=${JUMBOGATE_SWITCH:-$repo/build/smartnic/switch/jumbogate-switch}
+SOFT_SWITCH=${JUMBOGATE_SWITCH:-$repo/build/native/switch/jumbogate-switch}
 NUM_PORTS=6
 CPU_PORT=255
 SUITE_TIMEOUT_S=${SUITE_TIMEOUT_S:-900}

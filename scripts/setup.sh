@@ -81,7 +81,7 @@ else
 fi
 
 make --no-print-directory proto
-make --no-print-directory smartnic
+make --no-print-directory native
 
 # The compiled pipeline (p4src/compiled/) is committed: nothing here needs
 # p4c. Where p4c is present, `make test` checks that the committed files

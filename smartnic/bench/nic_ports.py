@@ -68,7 +68,7 @@ from scapy.utils import PcapReader, wrpcap
 
 from jumbogate import lab
 
-NIC = Path(os.environ.get("JUMBOGATE_NIC", REPO / "build" / "smartnic" / "app" / "jumbogate-nic"))
+NIC = Path(os.environ.get("JUMBOGATE_NIC", REPO / "build" / "native" / "smartnic" / "app" / "jumbogate-nic"))
 FLOWS = 64
 SEGMENTS_PER_FLOW = 64
 TRAIN = 16

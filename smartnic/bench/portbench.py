@@ -32,7 +32,7 @@ from pathlib import Path
 from jumbogate import lab
 
 REPO = Path(__file__).resolve().parents[2]
-LOADGEN = REPO / "build" / "smartnic" / "bench" / "jumbogate-loadgen"
+LOADGEN = REPO / "build" / "native" / "smartnic" / "bench" / "jumbogate-loadgen"
 PORT_KINDS = ("veth", "memif")
 # The af_packet rings jumbogate-switch and jumbogate-nic open on their ports
 # (jumbo frames whole: framesz = blocksz, buffers at least as large).

@@ -269,8 +269,8 @@ class Bmv2:
 # The programs as make setup builds them; JUMBOGATE_SWITCH and JUMBOGATE_NIC
 # point the tests at another build (the sanitized one, say), as the SmartNIC
 # harnesses take them.
-SOFT_SWITCH = Path(os.environ.get("JUMBOGATE_SWITCH", BUILD / "smartnic" / "switch" / "jumbogate-switch"))
-NIC = Path(os.environ.get("JUMBOGATE_NIC", BUILD / "smartnic" / "app" / "jumbogate-nic"))
+SOFT_SWITCH = Path(os.environ.get("JUMBOGATE_SWITCH", BUILD / "native" / "switch" / "jumbogate-switch"))
+NIC = Path(os.environ.get("JUMBOGATE_NIC", BUILD / "native" / "smartnic" / "app" / "jumbogate-nic"))
 SWITCH_TARGETS = ("soft", "bmv2")
 
 

@@ -18,7 +18,7 @@ from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
-BENCH = Path(os.environ.get("JUMBOGATE_BENCH", REPO / "build" / "smartnic" / "bench" / "jumbogate-bench"))
+BENCH = Path(os.environ.get("JUMBOGATE_BENCH", REPO / "build" / "native" / "smartnic" / "bench" / "jumbogate-bench"))
 FLOWS, SEGMENTS, PAYLOAD = 3, 40, 1448
 
 

@@ -20,7 +20,7 @@ from scapy.layers.l2 import Ether
 from scapy.utils import rdpcap, wrpcap
 
 BENCH = REPO / "smartnic" / "bench" / "nic_ports.py"
-LOADGEN = REPO / "build" / "smartnic" / "bench" / "jumbogate-loadgen"
+LOADGEN = REPO / "build" / "native" / "smartnic" / "bench" / "jumbogate-loadgen"
 FRAME_IN = 1514  # the trace's 1500-byte IP packets in Ethernet
 INTERNAL_FRAME = 8514  # the NIC's default internal MTU, 8500, in Ethernet
 # Addresses given: without them scapy asks the network for a MAC per frame.

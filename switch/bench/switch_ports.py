@@ -40,6 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import finsy as fy
+
+# The port benchmarks' shared parts live beside the SmartNIC's.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "smartnic" / "bench"))
 from portbench import INSTANCE, INSTANCE_NET, INTERNET, INTERNET_NET, LOADGEN, REPO, BenchError, Ports, Testpmd, port_kinds, print_logs, run_loadgen
 from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6
