@@ -9,4 +9,4 @@ case "${1:-}" in
     --attack) module=emulation.attack; shift ;;
     --soak) module=emulation.soak; shift; set -- --minutes "${SOAK_MINUTES:-10}" "$@" ;;
 esac
-exec env PYTHONPATH=mininet .venv/bin/python -m "$module" "$@"
+exec env PYTHONPATH=mininet:. .venv/bin/python -m "$module" "$@"

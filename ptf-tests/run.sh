@@ -44,7 +44,7 @@ NUM_PORTS=6
 CPU_PORT=255
 SUITE_TIMEOUT_S=${SUITE_TIMEOUT_S:-900}
 PTF_PATHS=(--test-dir ptf-tests/tests --pypath ptf-tests/lib)
-export PYTHONPATH="$repo/controlplane/src:$repo/ptf-tests/lib${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$repo/controlplane/src:$repo:$repo/ptf-tests/lib${PYTHONPATH:+:$PYTHONPATH}"
 
 finish() {  # exit-code line
     echo "$2"

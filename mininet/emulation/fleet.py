@@ -26,7 +26,7 @@ import yaml
 from mininet.net import Mininet
 from mininet.node import Host
 
-from jumbogate.etcd_process import etcd_argv, etcdctl
+from testlab.etcd_process import etcd_argv, etcdctl
 
 from . import cleanup, procs
 from .rack import (

@@ -14,7 +14,7 @@ import subprocess
 
 from mininet.node import Switch
 
-from jumbogate import lab
+from testlab import lab
 
 from . import procs
 

@@ -21,8 +21,8 @@ from emulation import cleanup
 from emulation.fleet import CONTROLLERS_PER_RACK, ETCD_MEMBERS, RACKS, STORE_URL, Fleet
 from emulation.rack import PIPELINE, Parts, missing_prerequisites
 
-from jumbogate import lab
-from jumbogate.etcd_process import etcdctl
+from testlab import lab
+from testlab.etcd_process import etcdctl
 
 pytestmark = [pytest.mark.timeout(600)]
 # A bound on waits, never a figure asserted.

@@ -8,16 +8,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-# The veth, namespace and packet helpers the SmartNIC's tests share.
-sys.path.insert(1, str(Path(__file__).resolve().parents[2] / "smartnic" / "tests" / "integration"))
-
-from switch_harness import SWITCH_BINARY  # noqa: E402
+from switch_harness import SWITCH_BINARY
 
 
 def _missing() -> str | None:

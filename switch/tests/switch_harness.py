@@ -20,7 +20,8 @@ from pathlib import Path
 import grpc
 from finsy.proto import p4i, p4r, p4r_grpc, rpc_status
 from google.protobuf import text_format
-from nic_harness import REPO, Netns, lcores, remove_runtime_dir, unique, veth
+
+from testlab.nic_harness import REPO, Netns, lcores, remove_runtime_dir, unique, veth
 
 SWITCH_BINARY = Path(os.environ.get("JUMBOGATE_SWITCH", REPO / "build" / "native" / "switch" / "jumbogate-switch"))
 COMPILED = REPO / "p4src" / "compiled"

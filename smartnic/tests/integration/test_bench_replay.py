@@ -13,10 +13,11 @@ import os
 import subprocess
 from pathlib import Path
 
-from nic_harness import REPO
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
+
+from testlab.nic_harness import REPO
 
 BENCH = Path(os.environ.get("JUMBOGATE_BENCH", REPO / "build" / "native" / "smartnic" / "bench" / "jumbogate-bench"))
 FLOWS, SEGMENTS, PAYLOAD = 3, 40, 1448

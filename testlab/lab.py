@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[1]
 BUILD = REPO / "build"
 # The compiled P4 program, committed (`make p4` refreshes it).
 PIPELINE_512 = REPO / "p4src" / "compiled" / "depth512"
