@@ -266,11 +266,13 @@ class Bmv2:
             self.process.stop()
 
 
-# The programs as make setup builds them; JUMBOGATE_SWITCH and JUMBOGATE_NIC
-# point the tests at another build (the sanitized one, say), as the SmartNIC
-# harnesses take them.
+# The programs as make setup builds them, named here and nowhere else (the
+# suites' shell runners ask this module); JUMBOGATE_SWITCH and JUMBOGATE_NIC
+# point every suite at another build (the sanitized one, say).
 SOFT_SWITCH = Path(os.environ.get("JUMBOGATE_SWITCH", BUILD / "native" / "switch" / "jumbogate-switch"))
 NIC = Path(os.environ.get("JUMBOGATE_NIC", BUILD / "native" / "smartnic" / "app" / "jumbogate-nic"))
+# The port benchmarks' load generator (testlab/loadgen.c).
+LOADGEN = BUILD / "native" / "testlab" / "jumbogate-loadgen"
 SWITCH_TARGETS = ("soft", "bmv2")
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from . import lab
 
 REPO = Path(__file__).resolve().parents[1]
-LOADGEN = REPO / "build" / "native" / "testlab" / "jumbogate-loadgen"
+LOADGEN = lab.LOADGEN
 PORT_KINDS = ("veth", "memif")
 # The af_packet rings jumbogate-switch and jumbogate-nic open on their ports
 # (jumbo frames whole: framesz = blocksz, buffers at least as large).

@@ -22,7 +22,7 @@ GRPC_START_TIMEOUT_S = 30.0
 SOFT_SWITCH = lab.SOFT_SWITCH
 # The targets `SWITCH=` takes, and what each needs.
 TARGETS = {
-    "soft": "jumbogate-switch (build/native/switch, made by 'make setup')",
+    "soft": f"jumbogate-switch ({SOFT_SWITCH}, made by 'make setup')",
     "bmv2": "BMv2 simple_switch_grpc on PATH (README, 'Getting p4c and BMv2')",
 }
 

@@ -84,7 +84,7 @@ from testlab.portbench import (  # noqa: E402
     run_loadgen,
 )
 
-NIC = Path(os.environ.get("JUMBOGATE_NIC", REPO / "build" / "native" / "smartnic" / "app" / "jumbogate-nic"))
+NIC = lab.NIC
 FLOWS = 64
 SEGMENTS_PER_FLOW = 64
 TRAIN = 16
