@@ -108,7 +108,7 @@ sanitized:
 lint:
 	@$(VENV)/bin/ruff check controlplane mininet ptf-tests smartnic switch testlab
 	@$(VENV)/bin/ruff format --check controlplane mininet ptf-tests smartnic switch testlab
-	@find runtime smartnic switch -name '*.[ch]' -o -name '*.cc' -o -name '*.h' | xargs -r clang-format --dry-run --Werror
+	@find runtime smartnic switch testlab -name '*.[ch]' -o -name '*.cc' -o -name '*.h' | xargs -r clang-format --dry-run --Werror
 	@if command -v p4c >/dev/null; then $(MAKE) --no-print-directory p4; else echo "lint: p4c not on PATH, P4 not checked"; fi
 
 run:
