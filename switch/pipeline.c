@@ -4,9 +4,11 @@
  * the pipeline's set-up. The parsers and controls they call are in one
  * file per P4 file (pipeline_<name>.c for p4src/include/<name>.p4, see
  * pipeline_internal.h); every function says which parser, control or
- * table it is. One difference in order remains: this ingress runs
- * MtuEnforcement before Steering and the elephant sketch, where the P4
- * program now runs them first (docs/switch.md).
+ * table it is. Steering and the elephant sketch run before
+ * MtuEnforcement, as in the P4, all three reading JumboPolicy's limit
+ * (over_limit). Where the P4 applies its first lookups to every packet (on
+ * Tofino they share the first stages), the C applies a control only to the
+ * packets whose result is read; what leaves is the same.
  */
 #include "pipeline_internal.h"
 
@@ -65,19 +67,24 @@ int sw_pipeline_run(struct sw_pipeline *pipeline, unsigned int worker,
 		meta.nic_port =
 			meta.nic_port_set ? (uint16_t)tables->nic_port : 0;
 		sw_path_probes(&meta);
-		if (!meta.is_path_probe) {
+		if (!meta.is_path_probe)
 			sw_jumbo_policy(tables, &meta);
-			sw_mtu_enforcement(pipeline, ingress_port, &meta,
-					   now_ns);
-		}
+		/* Steering and the elephant sketch before MtuEnforcement, as
+		 * in the P4: they read what JumboPolicy found (over_limit),
+		 * not what MtuEnforcement decides, and steer or count only a
+		 * packet that fits its limit. */
 		if (meta.drop_reason == P4_DROP_NONE &&
-		    meta.port_role != P4_PORT_ROLE_NIC && !meta.is_path_probe) {
+		    meta.port_role != P4_PORT_ROLE_NIC && !meta.is_path_probe &&
+		    !meta.over_limit) {
 			sw_steering(tables, &meta, now_ns);
 			if (meta.steer_reason == P4_STEER_NONE &&
 			    meta.merge_eligible)
 				sw_elephant_detector(pipeline, worker, &meta,
 						     now_ns, *length);
 		}
+		if (!meta.is_path_probe)
+			sw_mtu_enforcement(pipeline, ingress_port, &meta,
+					   now_ns);
 	}
 	if (meta.drop_reason == P4_DROP_NONE) {
 		if (meta.steer_reason != P4_STEER_NONE)

@@ -76,15 +76,9 @@ void sw_mtu_enforcement(struct sw_pipeline *pipeline, uint16_t ingress_port,
 			struct metadata *meta, uint64_t now_ns)
 {
 	const struct flow *flow = &meta->flow;
-	uint16_t limit = meta->instance_mtu;
+	uint16_t limit = meta->mtu_limit; /* JumboPolicy's, as over_limit */
 
-	if (meta->port_role == P4_PORT_ROLE_INTERNAL &&
-	    meta->path_mtu < limit && !(flow->is_tcp && meta->nic_port_set))
-		limit = meta->path_mtu;
-	/* Outbound back from the SmartNIC: nothing more will split it. */
-	if (meta->port_role == P4_PORT_ROLE_NIC && !meta->instance_known)
-		limit = meta->path_mtu;
-	if (flow->ip_len <= limit)
+	if (!meta->over_limit)
 		return;
 	if (!flow->dont_fragment) {
 		meta->drop_reason = P4_DROP_MTU_EXCEEDED_NO_DF;

@@ -97,6 +97,10 @@ struct metadata {
 	bool instance_known;
 	uint16_t instance_mtu;
 	uint16_t path_mtu;
+	/* JumboPolicy's limit (the P4's limits table) and whether the packet
+	 * is over it: read by Steering and MtuEnforcement. */
+	uint16_t mtu_limit;
+	bool over_limit;
 	bool merge_eligible;
 	uint8_t steer_reason;
 	uint16_t nic_port;

@@ -42,18 +42,32 @@ void sw_jumbo_policy(const struct sw_tables *tables, struct metadata *meta)
 				     : tables->default_mtu;
 	meta->merge_eligible =
 		flow->is_tcp && meta->fleet_jumbo && instance_jumbo;
-	if (meta->port_role != P4_PORT_ROLE_INTERNAL &&
-	    !(meta->port_role == P4_PORT_ROLE_NIC && !meta->instance_known))
-		return;
-	/* tables path_mtu_v4 / path_mtu_v6 */
-	if (flow->ip_version == 4)
-		meta->path_mtu = sw_lpm_lookup(&tables->path_mtu_v4,
-					       flow->dst_addr + 12, &value)
-					 ? (uint16_t)value
-					 : tables->path_mtu_default_v4;
-	else if (flow->ip_version == 6)
-		meta->path_mtu = sw_lpm_lookup(&tables->path_mtu_v6,
-					       flow->dst_addr, &value)
-					 ? (uint16_t)value
-					 : tables->path_mtu_default_v6;
+	if (meta->port_role == P4_PORT_ROLE_INTERNAL ||
+	    (meta->port_role == P4_PORT_ROLE_NIC && !meta->instance_known)) {
+		/* tables path_mtu_v4 / path_mtu_v6 */
+		if (flow->ip_version == 4)
+			meta->path_mtu =
+				sw_lpm_lookup(&tables->path_mtu_v4,
+					      flow->dst_addr + 12, &value)
+					? (uint16_t)value
+					: tables->path_mtu_default_v4;
+		else if (flow->ip_version == 6)
+			meta->path_mtu = sw_lpm_lookup(&tables->path_mtu_v6,
+						       flow->dst_addr, &value)
+						 ? (uint16_t)value
+						 : tables->path_mtu_default_v6;
+	}
+	/* The limit the packet is held to and whether it is over it (table
+	 * limits): MtuEnforcement drops what is over, Steering steers only
+	 * what is not. Outbound from the rack the path MTU holds unless the
+	 * SmartNIC can split the packet (TCP); outbound back from the
+	 * SmartNIC nothing more will split it. */
+	meta->mtu_limit = meta->instance_mtu;
+	if (meta->port_role == P4_PORT_ROLE_INTERNAL &&
+	    meta->path_mtu < meta->mtu_limit &&
+	    !(flow->is_tcp && meta->nic_port_set))
+		meta->mtu_limit = meta->path_mtu;
+	if (meta->port_role == P4_PORT_ROLE_NIC && !meta->instance_known)
+		meta->mtu_limit = meta->path_mtu;
+	meta->over_limit = flow->ip_len > meta->mtu_limit;
 }
