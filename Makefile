@@ -8,7 +8,9 @@ BUILD      := build
 # The compiled pipeline is committed, so that machines without p4c have it
 # (jumbogate-switch, the controller, the PTF suite); `make p4` refreshes it.
 P4_OUT     := p4src/compiled
-NIC_BUILD  := $(BUILD)/smartnic
+# One build of every C program (meson.build at the top): the SmartNIC's
+# engine and jumbogate-nic, the runtime, and jumbogate-switch.
+NATIVE_BUILD := $(BUILD)/native
 PROFILES   := 256 512
 PROTO_SRC  := $(wildcard proto/jumbogate/v1/*.proto)
 PROTO_OUT  := controlplane/src/jumbogate/v1
@@ -26,7 +28,7 @@ export TOPO
 comma      := ,
 space      := $(subst ,, )
 
-.PHONY: help setup test test-python test-c test-ptf sanitized lint proto smartnic p4 p4-tofino bench fleet-scale fleet-chaos value wheel run stop demo attack soak clean
+.PHONY: help setup test test-python test-c test-ptf sanitized lint proto native smartnic switch p4 p4-tofino bench fleet-scale fleet-chaos value wheel run stop demo attack soak clean
 
 help:
 	@echo "make setup   install Debian/PyPI dependencies, generate protos, build the SmartNIC (and P4 when p4c is present)"
@@ -71,12 +73,14 @@ $(PROTO_OUT)/.stamp: $(PROTO_SRC)
 # jumbogate-switch's P4Runtime stubs come from the .proto files the pinned
 # finsy ships (one source of truth for the C++ server and the Python client).
 P4RT_PROTO = $(shell $(PY) -c 'import finsy, os; print(os.path.join(os.path.dirname(finsy.__file__), "proto"))' 2>/dev/null)
-smartnic:
-	@[ -n "$(P4RT_PROTO)" ] || { echo "smartnic: finsy is not in .venv; run 'make setup'" >&2; exit 1; }
-	@if [ ! -f $(NIC_BUILD)/build.ninja ]; then meson setup $(NIC_BUILD) smartnic -Dp4runtime_proto=$(P4RT_PROTO) >/dev/null && echo "smartnic: configured $(NIC_BUILD)"; \
-	elif ! meson introspect --buildoptions $(NIC_BUILD) | grep -q '"$(P4RT_PROTO)"'; then meson configure $(NIC_BUILD) -Dp4runtime_proto=$(P4RT_PROTO) >/dev/null; fi
-	@ninja -C $(NIC_BUILD) | tail -n 1
-	@echo "smartnic: built in $(NIC_BUILD) (jumbogate-nic, jumbogate-switch)"
+# `make smartnic` and `make switch` build the same, whole tree.
+smartnic switch: native
+native:
+	@[ -n "$(P4RT_PROTO)" ] || { echo "native: finsy is not in .venv; run 'make setup'" >&2; exit 1; }
+	@if [ ! -f $(NATIVE_BUILD)/build.ninja ]; then meson setup $(NATIVE_BUILD) . -Dp4runtime_proto=$(P4RT_PROTO) >/dev/null && echo "native: configured $(NATIVE_BUILD)"; \
+	elif ! meson introspect --buildoptions $(NATIVE_BUILD) | grep -q '"$(P4RT_PROTO)"'; then meson configure $(NATIVE_BUILD) -Dp4runtime_proto=$(P4RT_PROTO) >/dev/null; fi
+	@ninja -C $(NATIVE_BUILD) | tail -n 1
+	@echo "native: built in $(NATIVE_BUILD) (jumbogate-nic, jumbogate-switch)"
 
 # The controller's package as a wheel, with the generated modules inside.
 wheel: proto
@@ -118,10 +122,10 @@ sanitized:
 	@bash scripts/sanitized.sh c && bash scripts/sanitized.sh nic
 
 lint:
-	@$(VENV)/bin/ruff check controlplane mininet ptf-tests smartnic
-	@$(VENV)/bin/ruff format --check controlplane mininet ptf-tests smartnic
-	@$(PY) scripts/lint_p4_names.py controlplane mininet ptf-tests smartnic p4rt-conformance
-	@find smartnic examples -name '*.[ch]' -o -name '*.cc' -o -name '*.h' | xargs -r clang-format --dry-run --Werror
+	@$(VENV)/bin/ruff check controlplane mininet ptf-tests smartnic switch testlab examples
+	@$(VENV)/bin/ruff format --check controlplane mininet ptf-tests smartnic switch testlab examples
+	@$(PY) scripts/lint_p4_names.py controlplane mininet ptf-tests smartnic switch testlab p4rt-conformance
+	@find runtime smartnic switch testlab examples -name '*.[ch]' -o -name '*.cc' -o -name '*.h' | xargs -r clang-format --dry-run --Werror
 	@if command -v p4c >/dev/null; then $(MAKE) --no-print-directory p4; else echo "lint: p4c not on PATH, P4 not checked"; fi
 
 run:

@@ -13,4 +13,4 @@ case "${1:-}" in
     --value) module=emulation.value; shift ;;
     --fleet-chaos) module=emulation.fleet_chaos; shift; set -- --minutes "${FLEET_CHAOS_MINUTES:-5}" "$@" ;;
 esac
-exec env PYTHONPATH=mininet .venv/bin/python -m "$module" "$@"
+exec env PYTHONPATH=mininet:. .venv/bin/python -m "$module" "$@"

@@ -23,8 +23,11 @@ from google.rpc import status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from testlab.lab import SOFT_SWITCH
+
 REPO = Path(__file__).resolve().parents[1]
-SWITCH = Path(os.environ.get("JUMBOGATE_SWITCH", REPO / "build" / "smartnic" / "switch" / "jumbogate-switch"))
+# The test lab's, as for every other suite (JUMBOGATE_SWITCH overrides it).
+SWITCH = SOFT_SWITCH
 DEVICE_ID = 1
 CPU_PORT = 510  # jumbogate-switch's default --cpu-port
 

@@ -39,12 +39,13 @@ cd "$repo"
 
 PY=${PY:-$repo/.venv/bin/python}
 PTF=${PTF:-$repo/.venv/bin/ptf}
-SOFT_SWITCH=${JUMBOGATE_SWITCH:-$repo/build/smartnic/switch/jumbogate-switch}
 NUM_PORTS=6
 CPU_PORT=255
 SUITE_TIMEOUT_S=${SUITE_TIMEOUT_S:-900}
 PTF_PATHS=(--test-dir ptf-tests/tests --pypath ptf-tests/lib)
-export PYTHONPATH="$repo/controlplane/src:$repo/ptf-tests/lib${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$repo/controlplane/src:$repo:$repo/ptf-tests/lib${PYTHONPATH:+:$PYTHONPATH}"
+# Where the switch is, as the test lab says (JUMBOGATE_SWITCH overrides it).
+SOFT_SWITCH=$("$PY" -c 'from testlab.lab import SOFT_SWITCH; print(SOFT_SWITCH)')
 
 finish() {  # exit-code line
     echo "$2"

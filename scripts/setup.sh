@@ -109,7 +109,7 @@ else
 fi
 
 make --no-print-directory proto
-make --no-print-directory smartnic
+make --no-print-directory native
 
 # Linux's own GRO selftest (tools/testing/selftests/net/gro.c), the judge of
 # the merge rules in smartnic/tests/integration/test_linux_gro_selftest.py:

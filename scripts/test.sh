@@ -22,18 +22,18 @@ run_suite() {  # name, command...
 }
 
 # The programs under test as the sources are now: the Python suites start
-# them from build/smartnic, which make setup built once (a no-op when nothing
+# them from build/native, which make setup built once (a no-op when nothing
 # changed since).
 # The generated Python of the protos and of the P4 program (make proto), as the sources are now.
 make --no-print-directory proto >/dev/null || { echo "test: make proto failed" >&2; exit 2; }
-ninja -C build/smartnic >/dev/null || { echo "test: build/smartnic does not build; run 'make smartnic' to see why" >&2; exit 2; }
+ninja -C build/native >/dev/null || { echo "test: build/native does not build; run 'make native' to see why" >&2; exit 2; }
 
 # Python: unit tests, SmartNIC program integration, controller integration and
 # the emulation; markers and conftest skip what needs a missing tool.
 PY_TEST_DIRS=()
-for dir in controlplane/tests smartnic/tests/integration examples/nat/tests mininet/tests; do [ -d "$dir" ] && PY_TEST_DIRS+=("$dir"); done
+for dir in controlplane/tests testlab/tests smartnic/tests/integration switch/tests examples/nat/tests mininet/tests; do [ -d "$dir" ] && PY_TEST_DIRS+=("$dir"); done
 run_suite python "$PY" -m pytest -q -rs --junitxml="$RESULTS/python.xml" "${PY_TEST_DIRS[@]}"
-run_suite c meson test -C build/smartnic --print-errorlogs
+run_suite c meson test -C build/native --print-errorlogs
 # The same PTF suite on each target: jumbogate-switch always, BMv2 where
 # simple_switch_grpc is on PATH (else it counts its tests as skipped).
 run_suite ptf-soft bash ptf-tests/run.sh --target soft "$RESULTS/ptf-soft.txt"

@@ -53,7 +53,7 @@ def main() -> int:
     names, statuses = sys.argv[2:split], [int(s) for s in sys.argv[split + 1 :]]
     counts = {
         "python": pytest_counts(results / "python.xml"),
-        "c": meson_counts(Path("build/smartnic/meson-logs/testlog.json")),
+        "c": meson_counts(Path("build/native/meson-logs/testlog.json")),
         "c-asan": meson_counts(Path("build/asan/meson-logs/testlog.json")),
         "nic-asan": pytest_counts(results / "nic-asan.xml"),
         "ptf-soft": ptf_counts(results / "ptf-soft.txt"),

@@ -44,9 +44,12 @@ import grpc
 from aetcd import rpc
 
 from jumbogate.config import load_config
-from jumbogate.etcd_process import EtcdServer, missing_etcd
 from jumbogate.fleet import FLEET_JUMBO, document, encode, instance_key
 from jumbogate.store import PREFIX, EtcdStore, StoreError
+
+# The test lab (testlab/) lives at the top of the repository.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from testlab.etcd_process import EtcdServer, missing_etcd  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "mininet" / "rack.yaml"

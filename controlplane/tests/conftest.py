@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from jumbogate import lab
 from jumbogate.config import load_config
 from jumbogate.controller import Controller
-from jumbogate.etcd_process import EtcdServer, missing_etcd
 from jumbogate.server import serve
+from testlab import lab
+from testlab.etcd_process import EtcdServer, missing_etcd
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "rack.example.yaml"
 

@@ -13,11 +13,12 @@ from pathlib import Path
 import grpc
 import pytest
 
-from jumbogate import cli, lab
+from jumbogate import cli
 from jumbogate.config import load_config
 from jumbogate.controller import Controller
 from jumbogate.server import serve
 from jumbogate.v1 import common_pb2, policy_pb2, policy_pb2_grpc
+from testlab import lab
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "rack.example.yaml"
 

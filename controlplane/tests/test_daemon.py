@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jumbogate import lab
+from testlab import lab
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "controlplane" / "rack.example.yaml"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jumbogate.etcd_process import missing_etcd
+from testlab.etcd_process import missing_etcd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import fleet_scale  # noqa: E402

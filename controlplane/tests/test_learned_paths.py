@@ -10,12 +10,12 @@ import json
 import pytest
 from aetcd import rpc
 
-from jumbogate import lab
 from jumbogate.config import load_config
 from jumbogate.election import LEASE_TTL_S, Election
 from jumbogate.learned import encode_paths, learned_key, publish_while_leading, read_fleet
 from jumbogate.state import MAX_LEARNED_PATHS, LearnedPath, PolicyState
 from jumbogate.store import EtcdStore
+from testlab import lab
 
 pytestmark = [pytest.mark.timeout(60)]
 # A bound on waits, never a figure asserted: it only stops a broken test.

@@ -34,9 +34,10 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from jumbogate import lab, p4
+from jumbogate import p4
 from jumbogate.config import ConfigError, load_config, parse_config
 from jumbogate.v1 import common_pb2, nic_pb2, nic_pb2_grpc, policy_pb2, policy_pb2_grpc
+from testlab import lab
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"

@@ -12,9 +12,9 @@ import asyncio
 import grpc
 import pytest
 
-from jumbogate import lab
 from jumbogate.pki import make_pki
 from jumbogate.tls import RoleInterceptor, TlsConfig, server_credentials
+from testlab import lab
 
 SERVICE = "jumbogate.test.Probe"
 

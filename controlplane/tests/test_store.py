@@ -20,9 +20,9 @@ import yaml
 from jumbogate import fleet
 from jumbogate.config import config_changes, load_config, parse_config
 from jumbogate.fleet import FleetPolicy, StoreValueError, policy_changes
-from jumbogate.lab import free_tcp_port
 from jumbogate.state import PolicyError
 from jumbogate.store import PREFIX, EtcdStore, MemoryStore, StoreConflict, StoreRefused, StoreUnavailable
+from testlab.lab import free_tcp_port
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "rack.example.yaml"
 

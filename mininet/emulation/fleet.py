@@ -26,8 +26,8 @@ import yaml
 from mininet.net import Mininet
 from mininet.node import Host
 
-from jumbogate.etcd_process import etcd_argv, etcdctl
 from jumbogate.p4 import names
+from testlab.etcd_process import etcd_argv, etcdctl
 
 from . import cleanup, procs
 from .rack import (

@@ -57,9 +57,9 @@ from pathlib import Path
 import grpc
 from aetcd import rpc
 
-from jumbogate import lab
 from jumbogate.fleet import FLEET_JUMBO, PREFIX, instance_key
 from jumbogate.p4 import names
+from testlab import lab
 
 from . import partition, procs
 from .fleet import CONTROLLERS_PER_RACK, ETCD_CLIENT_PORTS, ETCD_MEMBERS, RACKS, Fleet, FleetRack, switch_policy

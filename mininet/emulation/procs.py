@@ -97,7 +97,7 @@ def start_grpc_service(role: str, what: str, argv: list[str], marker: str, addre
     A DPDK program whose af_packet fanout id clashed with another's is
     started again (lab.AF_PACKET_FANOUT_CLASH), at most a few times.
     """
-    from jumbogate.lab import AF_PACKET_FANOUT_CLASH, DPDK_START_ATTEMPTS
+    from testlab.lab import AF_PACKET_FANOUT_CLASH, DPDK_START_ATTEMPTS
 
     for attempt in range(1, DPDK_START_ATTEMPTS + 1):
         proc = start_process(role, argv, marker, popen=popen)

@@ -23,8 +23,8 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 from mininet.node import Host, Switch
 
-from jumbogate import lab
-from jumbogate.etcd_process import etcd_argv, etcdctl, missing_etcd
+from testlab import lab
+from testlab.etcd_process import etcd_argv, etcdctl, missing_etcd
 
 from . import cleanup, plan, procs
 from .switches import Bmv2Switch, QuietBridge, SoftSwitch, missing_switch, resolve_target

@@ -40,7 +40,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from jumbogate import lab
+from testlab import lab
 
 from . import measure, plan, procs
 from .attack import start_flood

@@ -14,7 +14,7 @@ import subprocess
 
 from mininet.node import Switch
 
-from jumbogate import lab
+from testlab import lab
 
 from . import procs
 
@@ -22,7 +22,7 @@ GRPC_START_TIMEOUT_S = 30.0
 SOFT_SWITCH = lab.SOFT_SWITCH
 # The targets `SWITCH=` takes, and what each needs.
 TARGETS = {
-    "soft": "jumbogate-switch (build/smartnic/switch, made by 'make setup')",
+    "soft": f"jumbogate-switch ({SOFT_SWITCH}, made by 'make setup')",
     "bmv2": "BMv2 simple_switch_grpc on PATH (README, 'Getting p4c and BMv2')",
 }
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import grpc
 
-from jumbogate.lab import ServerTls
 from jumbogate.pki import Pki, make_pki
+from testlab.lab import ServerTls
 
 from . import plan, procs
 

@@ -444,7 +444,7 @@ with socket.socket(family, socket.SOCK_STREAM) as s:
 
 def nic_paths(side: Side) -> dict[str, dict]:
     """The paths a rack's SmartNIC tracks, by destination (its telemetry)."""
-    from jumbogate.lab import telemetry_query
+    from testlab.lab import telemetry_query
 
     return {p["address"]: p for p in telemetry_query(f"jg2-nic-{side.name}", "/jumbogate/paths").values()}
 

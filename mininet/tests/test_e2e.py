@@ -14,8 +14,8 @@ import pytest
 from emulation import cleanup, measure, plan, procs
 from emulation.rack import Parts, Rack, missing_prerequisites
 
-from jumbogate.etcd_process import etcdctl
 from jumbogate.store import PREFIX
+from testlab.etcd_process import etcdctl
 
 FILE_MB = 50
 INBOUND_PORT = plan.IPERF_PORTS[4]  # a merge service of the jumbo instance

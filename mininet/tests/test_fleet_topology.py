@@ -21,9 +21,9 @@ from emulation import cleanup
 from emulation.fleet import CONTROLLERS_PER_RACK, ETCD_MEMBERS, RACKS, Fleet, switch_policy
 from emulation.rack import PIPELINE, Parts, missing_prerequisites
 
-from jumbogate import lab
-from jumbogate.etcd_process import etcdctl
 from jumbogate.p4 import names
+from testlab import lab
+from testlab.etcd_process import etcdctl
 
 pytestmark = [pytest.mark.timeout(600)]
 # A bound on waits, never a figure asserted.

@@ -25,7 +25,7 @@ TOPOLOGY_ONLY = "Parts(switch=False, nic=False, controller=False)"
 
 def make_run(*args: str) -> subprocess.CompletedProcess:
     """`make run` as mininet/run.sh starts it, with the CLI's stdin closed."""
-    env = dict(os.environ, PYTHONPATH=str(procs.REPO / "mininet"))
+    env = dict(os.environ, PYTHONPATH=f"{procs.REPO / 'mininet'}:{procs.REPO}")
     return subprocess.run(
         [sys.executable, "-m", "emulation.run", *args], cwd=procs.REPO, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120
     )
@@ -54,7 +54,7 @@ def test_a_taken_port_is_named_with_its_holder_and_nothing_is_started():
 
 def test_a_second_make_run_leaves_the_running_rack_alone():
     script = f"from emulation.rack import JUMBOGATECTL, Parts, Rack; import time; r = Rack({TOPOLOGY_ONLY}); r.up(); print('up', flush=True); time.sleep(600)"
-    env = dict(os.environ, PYTHONPATH=str(procs.REPO / "mininet"))
+    env = dict(os.environ, PYTHONPATH=f"{procs.REPO / 'mininet'}:{procs.REPO}")
     first = subprocess.Popen([sys.executable, "-c", script], cwd=procs.REPO, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert first.stdout.readline().strip() == "up", "the first rack did not come up"

@@ -88,7 +88,7 @@ def test_stop_cleans_up_after_a_crash(rack, target):
     script = (
         f"from emulation.rack import Parts, Rack; import time; r = Rack({parts}, switch_target={target!r}); r.up(); print('up', flush=True); time.sleep(600)"
     )
-    env = dict(os.environ, PYTHONPATH=str(repo / "mininet"))
+    env = dict(os.environ, PYTHONPATH=f"{repo / 'mininet'}:{repo}")
     child = subprocess.Popen([sys.executable, "-c", script], cwd=repo, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert child.stdout.readline().strip() == "up", "the rack did not come up"

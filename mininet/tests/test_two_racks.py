@@ -19,7 +19,7 @@ import pytest
 from emulation.rack import Parts, missing_prerequisites
 from emulation.two_racks import PATHS, A, B, TwoRacks, learn, nic_paths
 
-from jumbogate.lab import telemetry_query
+from testlab.lab import telemetry_query
 
 pytestmark = [pytest.mark.timeout(600)]
 

@@ -60,15 +60,31 @@ import sys
 import tempfile
 from pathlib import Path
 
-from portbench import INSTANCE, INSTANCE_NET, INTERNET, LOADGEN, REPO, WINDOW_END, WINDOW_START, BenchError, Ports, Testpmd, port_kinds, print_logs, run_loadgen
 from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.utils import PcapReader, wrpcap
 
-from jumbogate import lab
+# The test lab (testlab/) lives at the top of the repository.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from testlab import lab  # noqa: E402
+from testlab.portbench import (  # noqa: E402
+    INSTANCE,
+    INSTANCE_NET,
+    INTERNET,
+    LOADGEN,
+    REPO,
+    WINDOW_END,
+    WINDOW_START,
+    BenchError,
+    Ports,
+    Testpmd,
+    port_kinds,
+    print_logs,
+    run_loadgen,
+)
 
-NIC = Path(os.environ.get("JUMBOGATE_NIC", REPO / "build" / "smartnic" / "app" / "jumbogate-nic"))
+NIC = lab.NIC
 FLOWS = 64
 SEGMENTS_PER_FLOW = 64
 TRAIN = 16

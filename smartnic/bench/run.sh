@@ -8,7 +8,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build="$root/build/smartnic-bench"
+build="$root/build/native-bench"
 out="$root/build/bench"
 packets=${BENCH_PACKETS:-600000}
 repeat=${BENCH_REPEAT:-5}
@@ -19,10 +19,10 @@ if [ "$(nproc)" -ge 2 ]; then
 fi
 
 if [ ! -f "$build/build.ninja" ]; then
-	meson setup "$build" "$root/smartnic" --buildtype=release
+	meson setup "$build" "$root" --buildtype=release
 fi
-ninja -C "$build" bench/jumbogate-bench bench/jumbogate-split-bench switch/jumbogate-switch-bench
-bench="$build/bench/jumbogate-bench"
+ninja -C "$build" smartnic/bench/jumbogate-bench smartnic/bench/jumbogate-split-bench switch/bench/jumbogate-switch-bench
+bench="$build/smartnic/bench/jumbogate-bench"
 
 mkdir -p "$out"
 results="$out/results.json"
@@ -65,19 +65,19 @@ fi
 echo
 for family in "" --ipv6; do
 	for checksums in "" --offload-checksums; do
-		"$build/bench/jumbogate-split-bench" --repeat "$repeat" $family $checksums
+		"$build/smartnic/bench/jumbogate-split-bench" --repeat "$repeat" $family $checksums
 	done
 done | tee "$out/split.txt"
 
 # The software switch's pipeline on one core, next to a pass-through
 # (docs/switch.md, "Speed").
 echo
-"$build/switch/jumbogate-switch-bench" --seconds "${BENCH_SWITCH_SECONDS:-2}" | tee "$out/switch.txt"
+"$build/switch/bench/jumbogate-switch-bench" --seconds "${BENCH_SWITCH_SECONDS:-2}" | tee "$out/switch.txt"
 
 # The switch through real (veth) ports, next to dpdk-testpmd forwarding the
 # same frames and BMv2 where it is installed (docs/switch.md, "Speed").
 echo
-"$python" "$root/smartnic/bench/switch_ports.py" --seconds "${BENCH_SWITCH_SECONDS:-2}" --json "$out/switch_ports.json" | tee "$out/switch_ports.txt"
+"$python" "$root/switch/bench/switch_ports.py" --seconds "${BENCH_SWITCH_SECONDS:-2}" --json "$out/switch_ports.json" | tee "$out/switch_ports.txt"
 
 # The SmartNIC program through real ports (veth, then memif), merging the
 # trace (or the first frames of the capture given) into jumbo frames, next to

@@ -171,11 +171,6 @@ uint32_t jg_flow_wait_budget(const struct jg_engine *e, const struct jg_flow *f,
 	return budget >= e->max_delay_ns ? e->max_delay_ns : (uint32_t)budget;
 }
 
-static uint32_t *list_head(struct jg_engine *e, uint16_t list)
-{
-	return list == JG_TIMER_BURST ? &e->burst_list : &e->wheel[list];
-}
-
 void jg_timer_unlink(struct jg_engine *e, struct jg_flow *f)
 {
 	if (f->timer_list == JG_TIMER_NONE)
@@ -183,7 +178,7 @@ void jg_timer_unlink(struct jg_engine *e, struct jg_flow *f)
 	if (f->timer_list != JG_TIMER_BURST)
 		e->wheel_flows--;
 	if (f->timer_prev == JG_INDEX_NONE)
-		*list_head(e, f->timer_list) = f->timer_next;
+		*jg_timer_list(e, f->timer_list) = f->timer_next;
 	else
 		e->flows[f->timer_prev].timer_next = f->timer_next;
 	if (f->timer_next != JG_INDEX_NONE)
@@ -198,7 +193,7 @@ void jg_timer_unlink(struct jg_engine *e, struct jg_flow *f)
 
 static void link_flow(struct jg_engine *e, struct jg_flow *f, uint16_t list)
 {
-	uint32_t *head = list_head(e, list);
+	uint32_t *head = jg_timer_list(e, list);
 	uint32_t index = jg_flow_index(e, f);
 
 	if (list != JG_TIMER_BURST) {
@@ -230,48 +225,6 @@ void jg_timer_schedule(struct jg_engine *e, struct jg_flow *f,
 	link_flow(e, f, (uint16_t)(slot % JG_WHEEL_SLOTS));
 }
 
-static void release_flow_list(struct jg_engine *e, uint16_t list,
-			      uint32_t now_ns, bool check_deadline)
-{
-	uint32_t index = *list_head(e, list);
-
-	while (index != JG_INDEX_NONE) {
-		struct jg_flow *f = &e->flows[index];
-		uint32_t next = f->timer_next;
-
-		if (!check_deadline ||
-		    (int32_t)(f->deadline_ns - now_ns) <= 0) {
-			jg_timer_unlink(e, f);
-			if (check_deadline)
-				e->stats.merge.deadline_flushes++;
-			jg_flow_release_all(e, f);
-		}
-		index = next;
-	}
-}
-
-void jg_timer_expire(struct jg_engine *e, uint64_t now_ns)
-{
-	uint64_t now_slot = now_ns >> JG_WHEEL_SLOT_SHIFT;
-	uint64_t slot;
-
-	if (e->next_slot == UINT64_MAX || now_slot < e->next_slot) {
-		if (e->next_slot == UINT64_MAX)
-			e->next_slot = now_slot;
-		return;
-	}
-	/* After a long pause every position is visited once. */
-	slot = now_slot - e->next_slot >= JG_WHEEL_SLOTS
-		       ? now_slot - JG_WHEEL_SLOTS + 1
-		       : e->next_slot;
-	for (; (slot = jg_wheel_next_occupied(e, slot, now_slot)) != UINT64_MAX;
-	     slot++)
-		release_flow_list(e, (uint16_t)(slot % JG_WHEEL_SLOTS),
-				  (uint32_t)now_ns, true);
-	/* The current slot may hold deadlines later in this slot. */
-	e->next_slot = now_slot;
-}
-
 uint64_t jg_wheel_next_occupied(const struct jg_engine *e, uint64_t from,
 				uint64_t last)
 {
@@ -290,9 +243,4 @@ uint64_t jg_wheel_next_occupied(const struct jg_engine *e, uint64_t from,
 		from += 64 - position % 64;
 	}
 	return UINT64_MAX;
-}
-
-void jg_timer_release_burst_list(struct jg_engine *e)
-{
-	release_flow_list(e, JG_TIMER_BURST, 0, false);
 }

@@ -379,23 +379,36 @@ static inline uint32_t jg_flow_index(const struct jg_engine *e,
 	return (uint32_t)(f - e->flows);
 }
 
-/* merge.c: release every run a flow holds, in sequence order. */
+/* emit.c (below the flow table, above the timer wheel; see emit.c):
+ * release every run a flow holds, in sequence order. */
 void jg_flow_release_all(struct jg_engine *e, struct jg_flow *f);
+/* Release the closed runs at the front of a flow (runs behind a hole
+ * wait for it); true when any was. */
+bool jg_flow_emit_closed_front(struct jg_engine *e, struct jg_flow *f);
+/* Hand an input packet on untouched, accounted as passed through. */
+void jg_pass_through(struct jg_engine *e, struct rte_mbuf *m);
 void jg_ready_push(struct jg_engine *e, struct rte_mbuf *m);
 uint16_t jg_ready_drain(struct jg_engine *e, struct rte_mbuf **out,
 			uint16_t out_cap);
+/* Release the flows whose deadline passed by now_ns, and the burst list. */
+void jg_timer_expire(struct jg_engine *e, uint64_t now_ns);
+void jg_timer_release_burst_list(struct jg_engine *e);
 
-/* delay.c */
+/* delay.c: the delay model and the timer wheel (calls into no other engine
+ * file) */
 void jg_delay_model_init(struct jg_engine *e);
 void jg_timer_unlink(struct jg_engine *e, struct jg_flow *f);
 void jg_timer_schedule(struct jg_engine *e, struct jg_flow *f,
 		       uint64_t deadline_ns);
-void jg_timer_expire(struct jg_engine *e, uint64_t now_ns);
 /* The first slot in [from, last] (absolute slot numbers) that holds a
  * flow, or UINT64_MAX. */
 uint64_t jg_wheel_next_occupied(const struct jg_engine *e, uint64_t from,
 				uint64_t last);
-void jg_timer_release_burst_list(struct jg_engine *e);
+/* The head of a timer list: the burst list or a wheel slot. */
+static inline uint32_t *jg_timer_list(struct jg_engine *e, uint16_t list)
+{
+	return list == JG_TIMER_BURST ? &e->burst_list : &e->wheel[list];
+}
 /* How long the flow's newest incomplete run may wait, in ns (0: release
  * at the end of the call). */
 uint32_t jg_flow_wait_budget(const struct jg_engine *e, const struct jg_flow *f,

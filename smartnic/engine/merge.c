@@ -35,202 +35,10 @@
 #include <string.h>
 
 #include "internal.h"
+#include "run.h"
 
 /* ------------------------------------------------------------------ */
-/* Ready queue and accounting                                          */
-
-void jg_ready_push(struct jg_engine *e, struct rte_mbuf *m)
-{
-	if (e->ready_tail - e->ready_head > e->ready_mask) {
-		e->stats.drops[JG_DROP_READY_QUEUE_FULL]++;
-		rte_pktmbuf_free(m);
-		return;
-	}
-	e->ready[e->ready_tail++ & e->ready_mask] = m;
-}
-
-uint16_t jg_ready_drain(struct jg_engine *e, struct rte_mbuf **out,
-			uint16_t out_cap)
-{
-	uint16_t count = 0;
-
-	while (count < out_cap && e->ready_head != e->ready_tail)
-		out[count++] = e->ready[e->ready_head++ & e->ready_mask];
-	return count;
-}
-
-static bool ready_queue_full(const struct jg_engine *e)
-{
-	return e->ready_tail - e->ready_head > e->ready_mask;
-}
-
-/* Hand a packet that carries `segments` inputs to the ready queue. */
-static void release_packet(struct jg_engine *e, struct rte_mbuf *m,
-			   uint16_t segments)
-{
-	struct jg_merge_stats *s = &e->stats.merge;
-
-	if (ready_queue_full(e)) {
-		s->dropped += segments;
-		e->stats.drops[JG_DROP_READY_QUEUE_FULL]++;
-		rte_pktmbuf_free(m);
-		return;
-	}
-	s->segments_out += segments;
-	s->packets_out++;
-	s->bytes_out += m->pkt_len;
-	jg_ready_push(e, m);
-}
-
-static void pass_through(struct jg_engine *e, struct rte_mbuf *m)
-{
-	e->stats.merge.passed_through++;
-	jg_record_delay(e, 0);
-	release_packet(e, m, 1);
-}
-
-/* ------------------------------------------------------------------ */
-/* Runs                                                                */
-
-/* Header lengths of a held packet live in the mbuf's offload fields. */
-static inline uint16_t held_header_length(const struct rte_mbuf *m)
-{
-	return (uint16_t)(m->l2_len + m->l3_len + m->l4_len);
-}
-
-static inline uint32_t run_payload(const struct rte_mbuf *head)
-{
-	return head->pkt_len - held_header_length(head);
-}
-
-static inline uint32_t run_end(const struct jg_engine *e, struct rte_mbuf *head)
-{
-	return jg_meta(e, head)->seq + run_payload(head);
-}
-
-static inline uint32_t run_capacity(const struct jg_engine *e,
-				    const struct rte_mbuf *head)
-{
-	return e->config.internal_mtu - head->l3_len - head->l4_len;
-}
-
-static void held_parsed(const struct rte_mbuf *head, struct jg_parsed *p)
-{
-	const uint8_t *l3 =
-		rte_pktmbuf_mtod_offset(head, const uint8_t *, head->l2_len);
-
-	memset(p, 0, sizeof(*p));
-	p->l2_len = head->l2_len;
-	p->l3_len = head->l3_len;
-	p->l4_len = head->l4_len;
-	p->ip_version = l3[0] >> 4;
-	p->l4_protocol = IPPROTO_TCP;
-	p->payload_length = run_payload(head);
-}
-
-static inline struct rte_tcp_hdr *held_tcp(const struct rte_mbuf *head)
-{
-	return rte_pktmbuf_mtod_offset(head, struct rte_tcp_hdr *,
-				       head->l2_len + head->l3_len);
-}
-
-/* Rewrite lengths and checksums of a run that is no longer one untouched
- * input segment. */
-static void finish_headers(struct jg_engine *e, struct rte_mbuf *head)
-{
-	struct jg_run_meta *meta = jg_meta(e, head);
-	struct jg_parsed p;
-	uint8_t *l3;
-	struct rte_tcp_hdr *th = held_tcp(head);
-	uint32_t l4_length;
-	uint16_t pseudo;
-
-	held_parsed(head, &p);
-	l3 = jg_l3(head, &p);
-	l4_length = p.l4_len + p.payload_length;
-	jg_set_ip_length(l3, &p, p.payload_length);
-	head->ol_flags = 0;
-	if (p.ip_version == 4)
-		jg_finish_ipv4_header(head, &p, e->config.checksum_mode);
-	else if (e->config.checksum_mode == JG_CHECKSUM_OFFLOAD)
-		head->ol_flags |= RTE_MBUF_F_TX_IPV6;
-	pseudo = jg_csum_pseudo(l3, &p, l4_length);
-	if (e->config.checksum_mode == JG_CHECKSUM_OFFLOAD) {
-		th->cksum = pseudo;
-		head->ol_flags |= RTE_MBUF_F_TX_TCP_CKSUM;
-	} else {
-		th->cksum = 0;
-		th->cksum = jg_csum_finish(pseudo, rte_raw_cksum(th, p.l4_len),
-					   meta->payload_sum);
-	}
-}
-
-static void record_segment_delays(struct jg_engine *e, struct rte_mbuf *head)
-{
-	uint32_t now = (uint32_t)e->now_ns;
-
-	for (struct rte_mbuf *m = head; m != NULL; m = m->next) {
-		const struct jg_run_meta *meta = jg_meta(e, m);
-
-		if (meta->segment_start)
-			jg_record_delay(e, (uint32_t)(now - meta->arrival_ns));
-	}
-}
-
-/* Take the first run of a flow and make it a packet. */
-static void emit_first_run(struct jg_engine *e, struct jg_flow *f)
-{
-	struct rte_mbuf *head = f->runs;
-	struct jg_run_meta *meta = jg_meta(e, head);
-	uint32_t payload = run_payload(head);
-	uint32_t ip_length = head->l3_len + head->l4_len + payload;
-	bool full = ip_length >= e->full_packet_ip_length;
-
-	f->runs = meta->next_run;
-	f->run_count--;
-	if (!(f->flags & JG_FLOW_RELEASED_VALID) ||
-	    jg_seq_before(f->released_end, meta->seq + payload)) {
-		f->released_end = meta->seq + payload;
-		f->flags |= JG_FLOW_RELEASED_VALID;
-	}
-	f->held_segments = (uint16_t)(f->held_segments - meta->segments);
-	e->held_segments -= meta->segments;
-
-	if (meta->flags & JG_RUN_MODIFIED) {
-		finish_headers(e, head);
-		e->stats.merge.merged_packets++;
-	} else {
-		e->stats.merge.passed_through++;
-	}
-	if (full)
-		e->stats.merge.tcp_payload_full += payload;
-	/* Smoothed share of full packets; a flow that already merges well
-	 * has no reason to wait. */
-	f->yield_permille =
-		(uint16_t)((7u * f->yield_permille + (full ? 1000u : 0u)) / 8u);
-	record_segment_delays(e, head);
-	release_packet(e, head, meta->segments);
-}
-
-void jg_flow_release_all(struct jg_engine *e, struct jg_flow *f)
-{
-	while (f->runs != NULL)
-		emit_first_run(e, f);
-	jg_timer_unlink(e, f);
-}
-
-/* Release closed runs from the front; runs behind a hole wait for it. */
-static bool emit_closed_front(struct jg_engine *e, struct jg_flow *f)
-{
-	bool emitted = false;
-
-	while (f->runs != NULL &&
-	       (jg_meta(e, f->runs)->flags & JG_RUN_CLOSED)) {
-		emit_first_run(e, f);
-		emitted = true;
-	}
-	return emitted;
-}
+/* Runs (held runs in run.h, their emission in emit.c)                 */
 
 /* How long the oldest segment of a run has been held. A run's head
  * arrived first unless the run was joined with a later one; joins happen
@@ -891,7 +699,7 @@ static void release_flow_then_pass(struct jg_engine *e, struct jg_flow *f,
 {
 	if (f != NULL && f->runs != NULL)
 		jg_flow_release_all(e, f);
-	pass_through(e, m);
+	jg_pass_through(e, m);
 }
 
 /*
@@ -926,7 +734,7 @@ static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
 	stats->packets_in++;
 	stats->bytes_in += m->pkt_len;
 	if (!jg_parse(m, &s.p) || s.p.l4_protocol != IPPROTO_TCP) {
-		pass_through(e, m);
+		jg_pass_through(e, m);
 		return;
 	}
 	if (!s.p.l4_complete) {
@@ -963,7 +771,7 @@ static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
 	}
 	f = jg_flow_find_or_create(e, &key);
 	if (f == NULL) {
-		pass_through(e, m);
+		jg_pass_through(e, m);
 		return;
 	}
 	uint32_t now_coarse = (uint32_t)(e->now_ns >> JG_COARSE_SHIFT);
@@ -1018,7 +826,7 @@ static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
 	/* A flow keeps its deadline until its oldest run leaves. A new
 	 * flow's run set to leave with this call is looked at again as it
 	 * grows: a second segment may let it wait (jg_flow_wait_budget). */
-	if (emit_closed_front(e, f) || f->timer_list == JG_TIMER_NONE ||
+	if (jg_flow_emit_closed_front(e, f) || f->timer_list == JG_TIMER_NONE ||
 	    (f->timer_list == JG_TIMER_BURST &&
 	     !(f->flags & JG_FLOW_RATE_VALID)))
 		schedule_flow(e, f);

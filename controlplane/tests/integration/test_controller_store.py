@@ -21,8 +21,8 @@ import pytest
 import yaml
 from test_controller_switch import FLEET_OFF, FLEET_ON, TARGETS, VENV_BIN, Rig, intruder, reconciled, running, wait_until
 
-from jumbogate import lab
 from jumbogate.store import PREFIX
+from testlab import lab
 
 pytestmark = [pytest.mark.timeout(300)]
 

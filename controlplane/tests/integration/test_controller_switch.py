@@ -24,13 +24,14 @@ import grpc
 import pytest
 import yaml
 
-from jumbogate import lab, translate
+from jumbogate import translate
 from jumbogate.config import load_config
 from jumbogate.controller import RESYNC_INTERVAL_S, read_managed
 from jumbogate.p4 import names
 from jumbogate.reconcile import plan
 from jumbogate.state import PolicyState
 from jumbogate.v1 import nic_pb2, nic_pb2_grpc
+from testlab import lab
 
 pytestmark = [pytest.mark.timeout(300)]
 # Every test runs on each target; BMv2 needs the P4 toolchain (the bmv2 marker).

@@ -22,7 +22,8 @@ import pytest
 from finsy.proto import p4r
 from test_operator_tools import PORTS, Rig
 
-from jumbogate import lab, tofino
+from jumbogate import tofino
+from testlab import lab
 
 pytestmark = [pytest.mark.timeout(300)]
 

@@ -28,10 +28,10 @@ from finsy.proto import p4r, p4r_grpc
 from test_controller_store import StoreRig, election, standby, stats_of, switch_primary_id
 from test_controller_switch import FLEET_OFF, FLEET_ON, VENV_BIN, running, start_nic, wait_until
 
-from jumbogate import lab
-from jumbogate.etcd_process import EtcdServer
 from jumbogate.store import PREFIX
 from jumbogate.v1 import nic_pb2, nic_pb2_grpc
+from testlab import lab
+from testlab.etcd_process import EtcdServer
 
 pytestmark = [pytest.mark.timeout(300)]
 

@@ -17,12 +17,12 @@ from pathlib import Path
 import grpc
 import pytest
 
-from jumbogate import lab
 from jumbogate.config import RackConfig, load_config
 from jumbogate.flow import FiveTuple
 from jumbogate.nic import NicLink
 from jumbogate.state import EventKind, FlowOrigin, PolicyError, PolicyState
 from jumbogate.v1 import common_pb2, nic_pb2, nic_pb2_grpc
+from testlab import lab
 
 pytestmark = [pytest.mark.timeout(180)]
 

@@ -25,8 +25,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 from test_operator_tools import VENV_BIN, rack
 
-from jumbogate import lab
 from jumbogate.pki import Pki, make_pki
+from testlab import lab
 
 pytestmark = [pytest.mark.timeout(300)]
 

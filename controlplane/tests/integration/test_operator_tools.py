@@ -23,7 +23,7 @@ from google.protobuf import descriptor_pool
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
-from jumbogate import lab
+from testlab import lab
 
 pytestmark = [pytest.mark.timeout(300)]
 

@@ -29,9 +29,9 @@ from finsy.p4client import P4ClientError
 from finsy.proto import p4r, p4r_grpc
 from test_controller_switch import PORTS, VENV_BIN, rack_config, wait_until
 
-from jumbogate import lab
 from jumbogate.pki import make_pki
 from jumbogate.v1 import nic_pb2, nic_pb2_grpc
+from testlab import lab
 
 pytestmark = [pytest.mark.timeout(300)]
 TARGETS = [pytest.param("soft", id="soft"), pytest.param("bmv2", id="bmv2", marks=pytest.mark.bmv2)]

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from nic_harness import NIC_BINARY, SinglePort, start_null_nic  # noqa: E402
+from testlab.nic_harness import NIC_BINARY, SinglePort, start_null_nic  # noqa: E402
 
 # Addresses of the single-port wiring: the program's only port faces the
 # "switch" namespace, which plays both the Internet and the rack.

@@ -13,12 +13,13 @@ import os
 import subprocess
 from pathlib import Path
 
-from nic_harness import REPO
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
-BENCH = Path(os.environ.get("JUMBOGATE_BENCH", REPO / "build" / "smartnic" / "bench" / "jumbogate-bench"))
+from testlab.nic_harness import REPO
+
+BENCH = Path(os.environ.get("JUMBOGATE_BENCH", REPO / "build" / "native" / "smartnic" / "bench" / "jumbogate-bench"))
 FLOWS, SEGMENTS, PAYLOAD = 3, 40, 1448
 
 

@@ -32,11 +32,12 @@ import time
 from dataclasses import dataclass, field
 
 import pytest
-from nic_harness import Netns, PacketPort, start_nic, unique, veth, wait_for
 from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Ether
 from scapy.utils import rdpcap, wrpcap
+
+from testlab.nic_harness import Netns, PacketPort, start_nic, unique, veth, wait_for
 
 BURST = 32
 PAYLOAD = 1000

@@ -23,9 +23,9 @@ import subprocess
 import time
 
 import pytest
-from nic_harness import Netns, start_nic, veth
 
-from jumbogate import lab
+from testlab import lab
+from testlab.nic_harness import Netns, start_nic, veth
 
 GRO = lab.BUILD / "linux-gro" / "gro"
 SOURCE = lab.BUILD / "linux-gro" / "source"

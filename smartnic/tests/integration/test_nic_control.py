@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from nic_harness import start_null_nic
 
 from jumbogate.v1 import common_pb2, nic_pb2
+from testlab.nic_harness import start_null_nic
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -9,10 +9,10 @@ from collections import Counter
 
 import grpc
 import pytest
-from nic_harness import SinglePort
-from nic_packets import tcp_segments
 
 from jumbogate.v1 import common_pb2, nic_pb2
+from testlab.nic_harness import SinglePort
+from testlab.nic_packets import tcp_segments
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from nic_harness import Netns, PacketPort, SinglePort, TapPort, start_nic, tshark_checksums, veth, wait_for, write_pcap
-from nic_packets import (
+
+from jumbogate.v1 import common_pb2, nic_pb2
+from testlab.nic_harness import Netns, PacketPort, SinglePort, TapPort, start_nic, tshark_checksums, veth, wait_for, write_pcap
+from testlab.nic_packets import (
     CARAVAN_DSCP,
     IP,
     TCP,
@@ -25,8 +27,6 @@ from nic_packets import (
     tcp_segments,
     udp_datagram,
 )
-
-from jumbogate.v1 import common_pb2, nic_pb2
 
 pytestmark = pytest.mark.timeout(60)
 

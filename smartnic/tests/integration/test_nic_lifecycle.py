@@ -9,10 +9,10 @@ import threading
 import time
 
 import pytest
-from nic_harness import NIC_BINARY, NULL_PORT, SinglePort, free_tcp_port, remove_runtime_dir, start_nic
-from nic_packets import tcp_segments
 
 from jumbogate.v1 import common_pb2, nic_pb2
+from testlab.nic_harness import NIC_BINARY, NULL_PORT, SinglePort, free_tcp_port, remove_runtime_dir, start_nic
+from testlab.nic_packets import tcp_segments
 
 pytestmark = pytest.mark.timeout(90)
 

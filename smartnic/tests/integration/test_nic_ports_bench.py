@@ -13,14 +13,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nic_harness import REPO, unique
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.utils import rdpcap, wrpcap
 
+from testlab import lab
+from testlab.nic_harness import REPO, unique
+
 BENCH = REPO / "smartnic" / "bench" / "nic_ports.py"
-LOADGEN = REPO / "build" / "smartnic" / "bench" / "jumbogate-loadgen"
+LOADGEN = lab.LOADGEN
 FRAME_IN = 1514  # the trace's 1500-byte IP packets in Ethernet
 INTERNAL_FRAME = 8514  # the NIC's default internal MTU, 8500, in Ethernet
 # Addresses given: without them scapy asks the network for a MAC per frame.

@@ -17,9 +17,9 @@ import subprocess
 import time
 
 import pytest
-from nic_harness import Netns, af_packet_vdev, run, start_nic, unique, veth
 
 from jumbogate.v1 import nic_pb2
+from testlab.nic_harness import Netns, af_packet_vdev, run, start_nic, unique, veth
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -26,7 +26,8 @@ import sys
 import time
 
 import pytest
-from nic_harness import Netns, PacketPort, af_packet_vdev, in_netns, run, start_nic, start_null_nic, unique, wait_for
+
+from testlab.nic_harness import Netns, PacketPort, af_packet_vdev, in_netns, run, start_nic, start_null_nic, unique, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -332,11 +333,12 @@ def test_the_controller_carries_learned_paths_to_the_switch_and_the_operator(bor
     """Border A's controller side: the SmartNIC link brings what discovery
     learned into the policy, the switch's desired entries get a host entry
     of that MTU, and jumbogatectl shows and probes it."""
-    from jumbogate import lab, p4, translate
+    from jumbogate import p4, translate
     from jumbogate.config import load_config
     from jumbogate.nic import NicLink
     from jumbogate.server import PolicyService, serve
     from jumbogate.state import PolicyState
+    from testlab import lab
 
     rack = tmp_path / "rack.yaml"
     rack.write_text(RACK_A.format(pipeline=lab.PIPELINE_512, a4=A4, a6=A6, control=borders.nic_a.grpc_address))

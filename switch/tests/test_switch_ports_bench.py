@@ -12,8 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
-BENCH = REPO / "smartnic" / "bench" / "switch_ports.py"
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "switch" / "bench" / "switch_ports.py"
 RACK_PORT, NIC_PORT = "2", "3"
 
 

@@ -21,11 +21,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jumbogate.lab import telemetry_query, wait_until
+from .lab import NIC, telemetry_query, wait_until
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[1]
 # JUMBOGATE_NIC points the tests at another build of the program.
-NIC_BINARY = Path(os.environ.get("JUMBOGATE_NIC", REPO / "build" / "smartnic" / "app" / "jumbogate-nic"))
+NIC_BINARY = NIC
 # Set by scripts/sanitized.sh: the program is an AddressSanitizer/UBSan
 # build, and a report in its log fails the test that stops it.
 SANITIZED = os.environ.get("JUMBOGATE_SANITIZED") == "1"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from jumbogate import lab
+from testlab import lab
 
 # Fails like net_af_packet with a clashing fanout id the first `clashes`
 # times it runs, then serves TCP on the port until killed.

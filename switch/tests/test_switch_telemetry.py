@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from nic_harness import PacketPort, wait_for
-from nic_packets import tcp_packet
 from switch_harness import OnePortSwitch
 
-from jumbogate.lab import telemetry_query
+from testlab.lab import telemetry_query
+from testlab.nic_harness import PacketPort, wait_for
+from testlab.nic_packets import tcp_packet
 
 
 def test_telemetry_counts_packets_by_port_and_drop_reason(log_dir):

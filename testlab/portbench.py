@@ -29,10 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from jumbogate import lab
+from . import lab
 
-REPO = Path(__file__).resolve().parents[2]
-LOADGEN = REPO / "build" / "smartnic" / "bench" / "jumbogate-loadgen"
+REPO = Path(__file__).resolve().parents[1]
+LOADGEN = lab.LOADGEN
 PORT_KINDS = ("veth", "memif")
 # The af_packet rings jumbogate-switch and jumbogate-nic open on their ports
 # (jumbo frames whole: framesz = blocksz, buffers at least as large).

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[1]
 BUILD = REPO / "build"
 # The compiled P4 program, committed (`make p4` refreshes it).
 PIPELINE_512 = REPO / "p4src" / "compiled" / "depth512"
@@ -266,11 +266,13 @@ class Bmv2:
             self.process.stop()
 
 
-# The programs as make setup builds them; JUMBOGATE_SWITCH and JUMBOGATE_NIC
-# point the tests at another build (the sanitized one, say), as the SmartNIC
-# harnesses take them.
-SOFT_SWITCH = Path(os.environ.get("JUMBOGATE_SWITCH", BUILD / "smartnic" / "switch" / "jumbogate-switch"))
-NIC = Path(os.environ.get("JUMBOGATE_NIC", BUILD / "smartnic" / "app" / "jumbogate-nic"))
+# The programs as make setup builds them, named here and nowhere else (the
+# suites' shell runners ask this module); JUMBOGATE_SWITCH and JUMBOGATE_NIC
+# point every suite at another build (the sanitized one, say).
+SOFT_SWITCH = Path(os.environ.get("JUMBOGATE_SWITCH", BUILD / "native" / "switch" / "jumbogate-switch"))
+NIC = Path(os.environ.get("JUMBOGATE_NIC", BUILD / "native" / "smartnic" / "app" / "jumbogate-nic"))
+# The port benchmarks' load generator (testlab/loadgen.c).
+LOADGEN = BUILD / "native" / "testlab" / "jumbogate-loadgen"
 SWITCH_TARGETS = ("soft", "bmv2")
 
 

@@ -12,10 +12,10 @@ import itertools
 import grpc
 import pytest
 from finsy.proto import p4r, p4r_grpc
-from nic_harness import wait_for
 from switch_harness import Client, OnePortSwitch, p4info
 
-from jumbogate.lab import telemetry_query
+from testlab.lab import telemetry_query
+from testlab.nic_harness import wait_for
 
 OK, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED = 0, 5, 6, 7
 INFO = p4info(512)

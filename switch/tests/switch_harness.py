@@ -20,9 +20,11 @@ from pathlib import Path
 import grpc
 from finsy.proto import p4i, p4r, p4r_grpc, rpc_status
 from google.protobuf import text_format
-from nic_harness import REPO, Netns, lcores, remove_runtime_dir, unique, veth
 
-SWITCH_BINARY = Path(os.environ.get("JUMBOGATE_SWITCH", REPO / "build" / "smartnic" / "switch" / "jumbogate-switch"))
+from testlab import lab
+from testlab.nic_harness import REPO, Netns, lcores, remove_runtime_dir, unique, veth
+
+SWITCH_BINARY = lab.SOFT_SWITCH
 COMPILED = REPO / "p4src" / "compiled"
 DEVICE_ID = 1
 

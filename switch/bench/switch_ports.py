@@ -40,16 +40,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import finsy as fy
-from portbench import INSTANCE, INSTANCE_NET, INTERNET, INTERNET_NET, LOADGEN, REPO, BenchError, Ports, Testpmd, port_kinds, print_logs, run_loadgen
 from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
-from jumbogate import lab
 from jumbogate.flow import FiveTuple
 from jumbogate.p4 import entries as e
 from jumbogate.p4.constants import PortRole
+
+# The test lab (testlab/) lives at the top of the repository.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from testlab import lab  # noqa: E402
+from testlab.portbench import INSTANCE, INSTANCE_NET, INTERNET, INTERNET_NET, LOADGEN, REPO, BenchError, Ports, Testpmd, port_kinds, print_logs, run_loadgen  # noqa: E402
 
 COMPILED = REPO / "p4src" / "compiled" / "depth512"
 FLOWS = 64

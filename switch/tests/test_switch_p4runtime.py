@@ -15,8 +15,9 @@ import time
 import grpc
 import pytest
 from finsy.proto import p4r
-from nic_harness import PacketPort
 from switch_harness import DEVICE_ID, Client, OnePortSwitch, p4info
+
+from testlab.nic_harness import PacketPort
 
 OK, INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED = 0, 3, 5, 6, 7
 RESOURCE_EXHAUSTED, FAILED_PRECONDITION, OUT_OF_RANGE = 8, 9, 11
@@ -615,7 +616,7 @@ def elephants_reported(client: Client) -> None:
 
 
 def tcp_flows(count: int, first_port: int = 10000) -> list[bytes]:
-    from nic_packets import tcp_packet
+    from testlab.nic_packets import tcp_packet
 
     return [tcp_packet("198.51.100.7", "10.9.0.1", first_port + n, 443, size=100) for n in range(count)]
 
@@ -623,9 +624,8 @@ def tcp_flows(count: int, first_port: int = 10000) -> list[bytes]:
 def test_digests_the_server_drops_are_counted(switch, primary):
     """Digests the server dropped (no digest config, or no primary) were counted where no one could see them;
     /jumbogate_switch/stats has them as digests_dropped."""
-    from nic_harness import wait_for
-
-    from jumbogate.lab import telemetry_query
+    from testlab.lab import telemetry_query
+    from testlab.nic_harness import wait_for
 
     elephants_reported(primary)
     prefix = switch.switch.file_prefix

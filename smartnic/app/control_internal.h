@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the parts of the control operations share: the state behind the
+ * one lock (what the engines were told), the result helpers, and commands
+ * to every worker (control.c). The operations themselves are in
+ * control_config.c (info and configuration), control_paths.c (path MTUs,
+ * static and discovered) and control_flows.c (onload, offload, the flow
+ * list); statistics in control.c.
+ */
+#ifndef JUMBOGATE_NIC_CONTROL_INTERNAL_H
+#define JUMBOGATE_NIC_CONTROL_INTERNAL_H
+
+#include "control.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rte_errno.h>
+#include <rte_ring.h>
+
+#include "engines.h"
+#include "nic.h"
+#include "pathmtu.h"
+#include "stats.h"
+
+struct control_state {
+	pthread_mutex_t lock;
+	struct nic *nic;
+	/* What the engines were told, for List* and for replaying onto new
+	 * engines after a reconfiguration (the engine has no list calls). */
+	struct nic_path_mtu_rule {
+		struct jg_prefix prefix;
+		uint16_t mtu;
+	} * path_mtus;
+	size_t path_mtu_count;
+	struct jg_flow_key *flows;
+	size_t flow_count;
+	/* What the workers classify by (each holds its own copy). */
+	struct nic_prefix_list internal;
+};
+
+/* Held under control_state.lock by every operation. */
+extern struct control_state control_state;
+
+struct nic_result control_ok(void);
+struct nic_result control_fail(enum nic_status status, const char *format, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Post one command per worker (commands[w] for worker w, all PENDING) and
+ * wait for every answer (see control.c). */
+struct nic_result control_post_and_wait(struct nic_command **commands);
+/* Fill commands[] with one copy of template per worker. */
+bool control_copy_command(const struct nic_command *template,
+			  struct nic_command **commands);
+/* The same command to every worker; answers land in commands[]. */
+struct nic_result control_broadcast(const struct nic_command *template,
+				    struct nic_command **commands);
+void control_release(struct nic_command **commands);
+
+#endif /* JUMBOGATE_NIC_CONTROL_INTERNAL_H */

@@ -1,0 +1,630 @@
+// SPDX-License-Identifier: Apache-2.0
+// The adapter from the P4Runtime server to the C tables (pipeline.h):
+// per-table appliers of entries and defaults, the ECMP selector's members
+// and groups, meters, counters and digest configuration.
+#include "p4rt_server.h"
+
+namespace p4rt_server
+{
+
+// The next hop of a decoded set_next_hop.
+sw_next_hop Server::hop_of(const DecodedAction &action)
+{
+	const ActionInfo &info = schema_.actions[action.id];
+	sw_next_hop hop = {};
+	for (size_t i = 0; i < info.params.size(); i++) {
+		const auto &name = info.params[i].name;
+		if (name == "port")
+			hop.port = (uint16_t)action.params[i].u64();
+		else if (name == "src_mac")
+			std::memcpy(hop.src_mac, action.params[i].tail(6), 6);
+		else if (name == "dst_mac")
+			std::memcpy(hop.dst_mac, action.params[i].tail(6), 6);
+	}
+	return hop;
+}
+
+// Copies one entry into the C table (or removes it). Validation is
+// done: this cannot fail except for capacity, which the server
+// checks first against the same size.
+void Server::apply_entry(const TableInfo &table, const StoredEntry &stored,
+			 bool remove)
+{
+	sw_tables *t = &sw_->pipeline.tables;
+	const auto &f = stored.fields;
+	uint64_t value = stored.action.params.empty()
+				 ? 0
+				 : stored.action.params[0].u64();
+	uint8_t key[SW_KEY_MAX] = {};
+	switch (table.kind) {
+	case Table::PortRoles:
+		t->port_role[f[0].value.u64() % SW_PORTS] =
+			remove ? P4_PORT_ROLE_UNASSIGNED : (uint8_t)value;
+		break;
+	case Table::InstancesV4:
+	case Table::InstancesV6: {
+		bool v4 = table.kind == Table::InstancesV4;
+		sw_hash *hash = v4 ? &t->instances_v4 : &t->instances_v6;
+		std::memcpy(key, f[0].value.tail(v4 ? 4 : 16), v4 ? 4 : 16);
+		if (remove)
+			sw_hash_remove(hash, key);
+		else
+			sw_hash_put(hash, key, value, sw_now_ns());
+		break;
+	}
+	case Table::PathMtuV4:
+	case Table::PathMtuV6:
+	case Table::RoutesV4:
+	case Table::RoutesV6: {
+		bool v4 = table.kind == Table::PathMtuV4 ||
+			  table.kind == Table::RoutesV4;
+		sw_lpm *lpm = table.kind == Table::PathMtuV4   ? &t->path_mtu_v4
+			      : table.kind == Table::PathMtuV6 ? &t->path_mtu_v6
+			      : table.kind == Table::RoutesV4  ? &t->routes_v4
+							       : &t->routes_v6;
+		const uint8_t *addr = f[0].value.tail(v4 ? 4 : 16);
+		if (remove)
+			sw_lpm_remove(lpm, addr, f[0].prefix_len);
+		else
+			sw_lpm_put(lpm, addr, f[0].prefix_len, value);
+		break;
+	}
+	case Table::MergeFlows:
+		flow_key(stored, key);
+		if (remove)
+			sw_hash_remove(&t->merge_flows, key);
+		else
+			sw_hash_put(&t->merge_flows, key,
+				    (uint64_t)stored.entry.idle_timeout_ns(),
+				    sw_now_ns());
+		break;
+	default:
+		// merge_services and next_hops are rebuilt whole.
+		break;
+	}
+}
+
+// The merge_flows key bytes (pipeline.c's flow_key) from an entry's
+// fields, ordered by the P4Info field names.
+void Server::flow_key(const StoredEntry &stored, uint8_t key[SW_KEY_MAX])
+{
+	const TableInfo *table = schema_.table("merge_flows");
+	std::memset(key, 0, SW_KEY_MAX);
+	for (size_t i = 0; i < table->fields.size(); i++) {
+		const std::string &name = table->fields[i].name;
+		const Bits &v = stored.fields[i].value;
+		if (name == "ip_version")
+			key[0] = (uint8_t)v.u64();
+		else if (name == "src_addr")
+			std::memcpy(key + 1, v.tail(16), 16);
+		else if (name == "dst_addr")
+			std::memcpy(key + 17, v.tail(16), 16);
+		else if (name == "protocol")
+			key[33] = (uint8_t)v.u64();
+		else if (name == "src_port")
+			std::memcpy(key + 34, v.tail(2), 2);
+		else if (name == "dst_port")
+			std::memcpy(key + 36, v.tail(2), 2);
+	}
+}
+
+void Server::rebuild_services(const TableInfo &table)
+{
+	std::vector<sw_service_rule> rules;
+	for (const auto &[key, stored] : entries_[table.id]) {
+		sw_service_rule rule{};
+		rule.port_lo = 0;
+		rule.port_hi = 0xffff;
+		for (size_t i = 0; i < table.fields.size(); i++) {
+			const auto &d = stored.fields[i];
+			const std::string &name = table.fields[i].name;
+			if (!d.present)
+				continue;
+			if (name == "ip_version") {
+				rule.ip_version = (uint8_t)d.value.u64();
+			} else if (name == "dst_addr") {
+				std::memcpy(rule.addr, d.value.b, 16);
+				std::memcpy(rule.mask, d.mask.b, 16);
+			} else if (name == "dst_port") {
+				rule.port_lo = (uint16_t)d.low.u64();
+				rule.port_hi = (uint16_t)d.high.u64();
+			}
+		}
+		rule.priority = stored.entry.priority();
+		rules.push_back(rule);
+	}
+	sw_ternary_set(&sw_->pipeline.tables.merge_services, rules.data(),
+		       (uint32_t)rules.size());
+}
+
+Status Server::write_default(p4v1::Update::Type type, const TableInfo &table,
+			     const p4v1::TableEntry &in)
+{
+	if (type != p4v1::Update::MODIFY)
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "a default entry can only be modified");
+	if (in.match_size() > 0 || in.priority() != 0)
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "a default entry has no match and no "
+			     "priority");
+	if (in.idle_timeout_ns() != 0 || in.has_time_since_last_hit())
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "a default entry never ages: no "
+			     "idle_timeout_ns");
+	if (table.const_default_action != 0)
+		return error(StatusCode::PERMISSION_DENIED,
+			     "table " + table.alias +
+				     " has a const default action");
+	if (table.action_profile != 0)
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "table " + table.alias +
+				     " has no default entry (action "
+				     "selector)");
+	StoredEntry stored;
+	stored.entry.set_table_id(table.id);
+	stored.entry.set_is_default_action(true);
+	if (!in.has_action()) {
+		// Back to the program's default action.
+		defaults_.erase(table.id);
+		apply_default(table, initial_default(table));
+		return Status::OK;
+	}
+	const auto &action = in.action();
+	if (!action.has_action())
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "a default action must be a direct action");
+	if (!table.actions.count(action.action().action_id()) ||
+	    table.table_only.count(action.action().action_id()))
+		return error(
+			StatusCode::INVALID_ARGUMENT,
+			"action id " +
+				std::to_string(action.action().action_id()) +
+				" cannot be the default action of "
+				"table " +
+				table.alias);
+	Status status =
+		decode_action(action.action(), &stored.action,
+			      stored.entry.mutable_action()->mutable_action());
+	if (!status.ok())
+		return status;
+	defaults_[table.id] = stored;
+	apply_default(table, stored.action);
+	return Status::OK;
+}
+
+DecodedAction Server::initial_default(const TableInfo &table)
+{
+	DecodedAction action;
+	auto found = kInitialDefaults.find(table.alias);
+	if (found == kInitialDefaults.end())
+		return action;
+	action.alias = found->second.first;
+	action.id = schema_.action_ids[action.alias];
+	const ActionInfo &info = schema_.actions[action.id];
+	action.params.assign(info.params.size(), Bits());
+	for (const auto &[name, value] : found->second.second)
+		for (size_t i = 0; i < info.params.size(); i++)
+			if (info.params[i].name == name) {
+				Bits bits;
+				uint64_t v = value;
+				for (int b = 15; b >= 8; b--, v >>= 8)
+					bits.b[b] = (uint8_t)v;
+				action.params[i] = bits;
+			}
+	return action;
+}
+
+p4v1::TableEntry Server::default_entry(const TableInfo &table)
+{
+	auto found = defaults_.find(table.id);
+	if (found != defaults_.end())
+		return found->second.entry;
+	p4v1::TableEntry entry;
+	entry.set_table_id(table.id);
+	entry.set_is_default_action(true);
+	uint32_t action_id = table.const_default_action;
+	DecodedAction initial;
+	if (action_id == 0) {
+		initial = initial_default(table);
+		action_id = initial.id;
+	}
+	if (action_id == 0)
+		return entry;
+	auto *action = entry.mutable_action()->mutable_action();
+	action->set_action_id(action_id);
+	const ActionInfo &info = schema_.actions[action_id];
+	for (size_t i = 0; i < info.params.size(); i++) {
+		auto *p = action->add_params();
+		p->set_param_id(info.params[i].id);
+		p->set_value(i < initial.params.size()
+				     ? canonical(initial.params[i])
+				     : std::string(1, '\0'));
+	}
+	return entry;
+}
+
+void Server::apply_default(const TableInfo &table, const DecodedAction &action)
+{
+	sw_tables *t = &sw_->pipeline.tables;
+	auto param = [&](size_t i) {
+		return i < action.params.size() ? action.params[i] : Bits();
+	};
+	const std::string &name = action.alias;
+	switch (table.kind) {
+	case Table::DepthPolicy:
+		t->depth_forward = name == "forward_too_deep";
+		break;
+	case Table::NicPort:
+		t->nic_port =
+			name == "set_nic_port" ? (int32_t)param(0).u64() : -1;
+		break;
+	case Table::FleetPolicy:
+		t->fleet_jumbo = param(0).u64() != 0;
+		t->guest_jumbo_mtu = (uint16_t)param(1).u64();
+		t->default_mtu = (uint16_t)param(2).u64();
+		break;
+	case Table::PathMtuV4:
+		t->path_mtu_default_v4 = (uint16_t)param(0).u64();
+		break;
+	case Table::PathMtuV6:
+		t->path_mtu_default_v6 = (uint16_t)param(0).u64();
+		break;
+	case Table::ElephantConfig:
+		t->elephant_threshold = (uint32_t)param(0).u64();
+		break;
+	case Table::SignalSource: {
+		const ActionInfo &info = schema_.actions[action.id];
+		t->signal.configured = name == "set_signal_source";
+		for (size_t i = 0; i < info.params.size(); i++) {
+			if (info.params[i].name == "ipv4")
+				std::memcpy(t->signal.ipv4, param(i).tail(4),
+					    4);
+			else if (info.params[i].name == "ipv6")
+				std::memcpy(t->signal.ipv6, param(i).tail(16),
+					    16);
+		}
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+Status Server::write_member(p4v1::Update::Type type,
+			    const p4v1::ActionProfileMember &in)
+{
+	if (in.action_profile_id() != schema_.ecmp_selector)
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "unknown action profile id " +
+				     std::to_string(in.action_profile_id()));
+	if (!one_shot_entries_.empty())
+		return error(StatusCode::INVALID_ARGUMENT, kMixedProfile);
+	auto existing = members_.find(in.member_id());
+	Status status =
+		check_presence(type, existing != members_.end(),
+			       "member " + std::to_string(in.member_id()));
+	if (!status.ok())
+		return status;
+	if (type == p4v1::Update::DELETE) {
+		if (member_in_use(in.member_id()))
+			return error(StatusCode::FAILED_PRECONDITION,
+				     "member " +
+					     std::to_string(in.member_id()) +
+					     " is still used by a group "
+					     "or table entry");
+		members_.erase(existing);
+		return Status::OK;
+	}
+	if (type == p4v1::Update::INSERT &&
+	    (int64_t)members_.size() >= schema_.ecmp_size)
+		return error(StatusCode::RESOURCE_EXHAUSTED,
+			     "the action profile is full");
+	Member member;
+	DecodedAction action;
+	member.member.set_action_profile_id(in.action_profile_id());
+	member.member.set_member_id(in.member_id());
+	status = decode_action(in.action(), &action,
+			       member.member.mutable_action());
+	if (!status.ok())
+		return status;
+	if (action.alias != "set_next_hop")
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "members of ecmp_selector take "
+			     "set_next_hop");
+	member.hop = hop_of(action);
+	members_[in.member_id()] = member;
+	rebuild_next_hops();
+	return Status::OK;
+}
+
+bool Server::member_in_use(uint32_t member_id)
+{
+	for (const auto &[id, group] : groups_)
+		for (const auto &m : group.group.members())
+			if (m.member_id() == member_id)
+				return true;
+	const TableInfo *hops = schema_.table("next_hops");
+	for (const auto &[key, stored] : entries_[hops->id])
+		if (stored.entry.action().has_action_profile_member_id() &&
+		    stored.entry.action().action_profile_member_id() ==
+			    member_id)
+			return true;
+	return false;
+}
+
+Status Server::write_group(p4v1::Update::Type type,
+			   const p4v1::ActionProfileGroup &in)
+{
+	if (in.action_profile_id() != schema_.ecmp_selector)
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "unknown action profile id " +
+				     std::to_string(in.action_profile_id()));
+	if (!one_shot_entries_.empty())
+		return error(StatusCode::INVALID_ARGUMENT, kMixedProfile);
+	auto existing = groups_.find(in.group_id());
+	Status status =
+		check_presence(type, existing != groups_.end(),
+			       "group " + std::to_string(in.group_id()));
+	if (!status.ok())
+		return status;
+	if (type == p4v1::Update::DELETE) {
+		const TableInfo *hops = schema_.table("next_hops");
+		for (const auto &[key, stored] : entries_[hops->id])
+			if (stored.entry.action()
+				    .has_action_profile_group_id() &&
+			    stored.entry.action().action_profile_group_id() ==
+				    in.group_id())
+				return error(
+					StatusCode::FAILED_PRECONDITION,
+					"group " +
+						std::to_string(in.group_id()) +
+						" is still used by a "
+						"table entry");
+		groups_.erase(existing);
+		return Status::OK;
+	}
+	// A group's max_size is fixed when it is inserted (P4Runtime
+	// 9.2.2): a MODIFY naming another is INVALID_ARGUMENT.
+	if (type == p4v1::Update::MODIFY &&
+	    in.max_size() != existing->second.group.max_size())
+		return error(
+			StatusCode::INVALID_ARGUMENT,
+			"max_size of group " + std::to_string(in.group_id()) +
+				" is " +
+				std::to_string(
+					existing->second.group.max_size()) +
+				" and cannot change (asked " +
+				std::to_string(in.max_size()) + ")");
+	// The most this switch holds in one group (sum of weights):
+	// the P4Info's max_group_size, else the profile's size.
+	const int64_t target_max = schema_.ecmp_max_group_size > 0
+					   ? schema_.ecmp_max_group_size
+					   : schema_.ecmp_size;
+	int64_t max_size = in.max_size() > 0 ? in.max_size() : target_max;
+	if (schema_.ecmp_max_group_size > 0 &&
+	    max_size > schema_.ecmp_max_group_size)
+		return error(
+			StatusCode::INVALID_ARGUMENT,
+			"max_size " + std::to_string(max_size) +
+				" is above the profile's " +
+				std::to_string(schema_.ecmp_max_group_size));
+	// P4Runtime's rules on max_size: a size the target cannot
+	// hold is RESOURCE_EXHAUSTED.
+	if (max_size > target_max)
+		return error(StatusCode::RESOURCE_EXHAUSTED,
+			     "max_size " + std::to_string(max_size) +
+				     " is above the " +
+				     std::to_string(target_max) +
+				     " this switch holds in a group");
+	int64_t total = 0;
+	std::set<uint32_t> seen;
+	for (const auto &m : in.members()) {
+		if (!members_.count(m.member_id()))
+			return error(StatusCode::NOT_FOUND,
+				     "no member " +
+					     std::to_string(m.member_id()));
+		if (!seen.insert(m.member_id()).second)
+			return error(StatusCode::INVALID_ARGUMENT,
+				     "member " + std::to_string(m.member_id()) +
+					     " listed twice");
+		if (m.weight() <= 0)
+			return error(StatusCode::INVALID_ARGUMENT,
+				     "member " + std::to_string(m.member_id()) +
+					     " has weight " +
+					     std::to_string(m.weight()) +
+					     ": a weight is positive");
+		if (m.weight() > p4rt_bounds::kMaxMemberWeight)
+			return error(
+				StatusCode::RESOURCE_EXHAUSTED,
+				"weight " + std::to_string(m.weight()) +
+					" is above the " +
+					std::to_string(
+						p4rt_bounds::kMaxMemberWeight) +
+					" this switch takes for a "
+					"member");
+		total += m.weight();
+	}
+	if (max_size > 0 && total > max_size)
+		return error(StatusCode::RESOURCE_EXHAUSTED,
+			     "the group's weights add up to " +
+				     std::to_string(total) +
+				     ", above its max_size " +
+				     std::to_string(max_size));
+	if (type == p4v1::Update::INSERT &&
+	    (int64_t)groups_.size() >= schema_.ecmp_size)
+		return error(StatusCode::RESOURCE_EXHAUSTED,
+			     "the action profile has no room for "
+			     "another group");
+	Group group;
+	group.group = in;
+	group.group.set_max_size(in.max_size());
+	groups_[in.group_id()] = group;
+	rebuild_next_hops();
+	return Status::OK;
+}
+
+// next_hops in the C pipeline: each entry's hop set, members in
+// member-id order with weights expanded (BMv2 picks hash % size over
+// its members, ordered by handle, which follows creation order).
+void Server::rebuild_next_hops()
+{
+	sw_tables *t = &sw_->pipeline.tables;
+	const TableInfo *hops = schema_.table("next_hops");
+	std::set<uint32_t> present;
+	for (const auto &[key, stored] : entries_[hops->id]) {
+		uint32_t group_id =
+			(uint32_t)stored.fields[0].value.u64() & 0xffff;
+		std::vector<sw_next_hop> list;
+		const auto &action = stored.entry.action();
+		if (action.has_action_profile_action_set()) {
+			for (const auto &[hop, weight] : stored.one_shot)
+				for (int32_t w = 0; w < weight; w++)
+					list.push_back(hop);
+		} else if (action.has_action_profile_member_id()) {
+			auto m = members_.find(
+				action.action_profile_member_id());
+			if (m != members_.end())
+				list.push_back(m->second.hop);
+		} else {
+			auto g = groups_.find(action.action_profile_group_id());
+			if (g != groups_.end()) {
+				std::vector<std::pair<uint32_t, int>> order;
+				for (const auto &m : g->second.group.members())
+					order.push_back({m.member_id(),
+							 m.weight() > 0
+								 ? m.weight()
+								 : 1});
+				std::sort(order.begin(), order.end());
+				for (const auto &[id, weight] : order)
+					for (int w = 0; w < weight; w++)
+						list.push_back(
+							members_[id].hop);
+			}
+		}
+		auto *set = static_cast<sw_hop_set *>(std::calloc(
+			1, sizeof(sw_hop_set) +
+				   list.size() * sizeof(sw_next_hop)));
+		if (set == nullptr)
+			continue;
+		set->count = (uint32_t)list.size();
+		std::copy(list.begin(), list.end(), set->hops);
+		std::free(t->next_hops[group_id]);
+		t->next_hops[group_id] = set;
+		present.insert(group_id);
+	}
+	for (uint32_t i = 0; i < (1u << 16); i++)
+		if (t->next_hops[i] != nullptr && !present.count(i)) {
+			std::free(t->next_hops[i]);
+			t->next_hops[i] = nullptr;
+		}
+}
+
+// The pipeline's cells of a meter of the schema.
+struct sw_meter *Server::meter_cells(uint32_t meter_id)
+{
+	const auto &alias = schema_.meters.at(meter_id).first;
+	return alias == "icmp_source_meter" ? sw_->pipeline.icmp_source_meter
+					    : sw_->pipeline.icmp_signal_meter;
+}
+
+Status Server::write_meter(p4v1::Update::Type type, const p4v1::MeterEntry &in)
+{
+	auto meter = schema_.meters.find(in.meter_id());
+	if (meter == schema_.meters.end())
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "unknown meter id " +
+				     std::to_string(in.meter_id()));
+	const int64_t size = meter->second.second;
+	if (type != p4v1::Update::MODIFY)
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "meter entries can only be modified");
+	if (!in.has_index())
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "a meter write needs an index");
+	int64_t index = in.index().index();
+	if (index < 0 || index >= size)
+		return error(StatusCode::OUT_OF_RANGE,
+			     "meter index " + std::to_string(index) +
+				     " is outside 0.." +
+				     std::to_string(size - 1));
+	const auto &c = in.config();
+	if (in.has_config() && (c.cir() < 0 || c.cburst() < 0 || c.pir() < 0 ||
+				c.pburst() < 0 || c.cir() > c.pir()))
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "meter rates and bursts must be positive "
+			     "with cir <= pir");
+	if (in.has_config() && (c.pir() == 0 || c.pburst() == 0))
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "a configured meter needs pir and pburst "
+			     "above 0");
+	sw_meter_set(&meter_cells(in.meter_id())[index], (uint64_t)c.cir(),
+		     (uint64_t)c.cburst(), (uint64_t)c.pir(),
+		     (uint64_t)c.pburst(), sw_now_ns());
+	if (in.has_config())
+		meters_[{in.meter_id(), index}] = c;
+	else
+		meters_.erase({in.meter_id(), index});
+	return Status::OK;
+}
+
+Status Server::write_counter(p4v1::Update::Type type,
+			     const p4v1::CounterEntry &in)
+{
+	auto found = schema_.counters.find(in.counter_id());
+	if (found == schema_.counters.end())
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "unknown counter id " +
+				     std::to_string(in.counter_id()));
+	if (type != p4v1::Update::MODIFY)
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "counter entries can only be modified");
+	if (!in.has_index())
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "a counter write needs an index");
+	int64_t index = in.index().index();
+	if (index < 0 || index >= found->second.second)
+		return error(StatusCode::OUT_OF_RANGE,
+			     "counter index out of range");
+	sw_packets_bytes value = {(uint64_t)in.data().packet_count(),
+				  (uint64_t)in.data().byte_count()};
+	sw_counter_write(&sw_->pipeline, sw_->worker_count, found->second.first,
+			 (uint32_t)index, value);
+	return Status::OK;
+}
+
+Status Server::write_digest(p4v1::Update::Type type,
+			    const p4v1::DigestEntry &in)
+{
+	if (in.digest_id() != schema_.elephant_digest)
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "unknown digest id " +
+				     std::to_string(in.digest_id()));
+	Status status = check_presence(type, digest_config_.has_value(),
+				       "config of the elephant digest");
+	if (!status.ok())
+		return status;
+	if (type == p4v1::Update::DELETE) {
+		digest_config_.reset();
+		return Status::OK;
+	}
+	const auto &c = in.config();
+	if (c.max_timeout_ns() < 0 || c.max_list_size() < 0 ||
+	    c.ack_timeout_ns() < 0)
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "digest timeouts and sizes must not be "
+			     "negative");
+	if (c.max_timeout_ns() > p4rt_bounds::kMaxDigestTimeoutNs ||
+	    c.max_list_size() > p4rt_bounds::kMaxDigestListSize)
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "max_timeout_ns is at most " +
+				     std::to_string(
+					     p4rt_bounds::kMaxDigestTimeoutNs) +
+				     " and max_list_size at most " +
+				     std::to_string(
+					     p4rt_bounds::kMaxDigestListSize) +
+				     " here");
+	digest_config_ = DigestConfig{c};
+	return Status::OK;
+}
+
+} // namespace p4rt_server

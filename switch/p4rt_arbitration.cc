@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: Apache-2.0
+// The P4Runtime server's checks of who may do what, and arbitration:
+// primaries by role and election id, and the streams of the clients.
+#include "p4rt_server.h"
+
+namespace p4rt_server
+{
+
+Status
+Server::StreamChannel(grpc::ServerContext *context,
+		      grpc::ServerReaderWriter<p4v1::StreamMessageResponse,
+					       p4v1::StreamMessageRequest> *rw)
+{
+	// Each stream holds a thread of the server from its first
+	// message, arbitrated or not: past the bound the newest is
+	// closed at once.
+	struct Open {
+		~Open()
+		{
+			g_open_streams--;
+		}
+	} open;
+	if (++g_open_streams > p4rt_bounds::kMaxStreams) {
+		g_streams_refused++;
+		return error(StatusCode::RESOURCE_EXHAUSTED,
+			     std::to_string(p4rt_bounds::kMaxStreams) +
+				     " streams are open, the most "
+				     "this switch takes");
+	}
+	Stream stream;
+	stream.rw = rw;
+	stream.start();
+	p4v1::StreamMessageRequest request;
+	Status result = Status::OK;
+	while (!context->IsCancelled() && rw->Read(&request)) {
+		switch (request.update_case()) {
+		case p4v1::StreamMessageRequest::kArbitration:
+			result = arbitrate(&stream, request.arbitration());
+			break;
+		case p4v1::StreamMessageRequest::kPacket:
+			packet_out(&stream, request.packet());
+			break;
+		case p4v1::StreamMessageRequest::kDigestAck:
+			digest_ack(&stream, request.digest_ack());
+			break;
+		default:
+			stream_error(&stream, StatusCode::UNIMPLEMENTED,
+				     "unsupported stream message");
+			break;
+		}
+		if (!result.ok())
+			break;
+	}
+	leave(&stream);
+	stream.stop(context);
+	return result;
+}
+
+Status Server::check_device(uint64_t device_id) const
+{
+	if (device_id != sw_->device_id)
+		return error(StatusCode::NOT_FOUND,
+			     "no device " + std::to_string(device_id) +
+				     " (this switch is device " +
+				     std::to_string(sw_->device_id) + ")");
+	return Status::OK;
+}
+
+Status Server::no_pipeline()
+{
+	return error(StatusCode::FAILED_PRECONDITION,
+		     "No forwarding pipeline config set for this "
+		     "device");
+}
+
+// Role configurations are not implemented, so the device has one role,
+// the default (unnamed) one, whose primary may write everything. Any
+// other name is refused: a client naming a role of its own would
+// otherwise be the primary of it, and write beside the controller.
+Status Server::check_role(const std::string &role, StatusCode code)
+{
+	if (role.empty())
+		return Status::OK;
+	return error(code, "no role '" + role +
+				   "' on this device: it has only the "
+				   "default role (an empty name)");
+}
+
+// Caller holds mu_.
+Status Server::check_primary(const std::string &role, bool has_election,
+			     const Uint128 &election)
+{
+	if (has_election && below_fence(election))
+		return error(StatusCode::PERMISSION_DENIED,
+			     "election id " + election.text() + " is below " +
+				     fence_->text() +
+				     ", the highest this device made "
+				     "primary (--fence-election-ids)");
+	auto found = roles_.find(role);
+	Stream *primary =
+		found == roles_.end() ? nullptr : found->second.primary;
+	if (primary == nullptr)
+		return error(StatusCode::PERMISSION_DENIED,
+			     "no primary client for role '" + role +
+				     "': open a stream and send an "
+				     "arbitration update first");
+	if (!has_election || !(primary->election == election))
+		return error(StatusCode::PERMISSION_DENIED,
+			     "not the primary client (its election id "
+			     "is not the highest of role '" +
+				     role + "')");
+	return Status::OK;
+}
+
+Status Server::arbitrate(Stream *stream,
+			 const p4v1::MasterArbitrationUpdate &update)
+{
+	std::lock_guard<std::mutex> lock(mu_);
+	// A stream arbitrated for this device that names another is
+	// FAILED_PRECONDITION (a stream's device cannot change); a new
+	// stream naming an unknown device is NOT_FOUND.
+	if (update.device_id() != sw_->device_id)
+		return error(stream->arbitrated
+				     ? StatusCode::FAILED_PRECONDITION
+				     : StatusCode::NOT_FOUND,
+			     "arbitration for device " +
+				     std::to_string(update.device_id()) +
+				     ", this switch is device " +
+				     std::to_string(sw_->device_id));
+	if (update.role().has_config())
+		return error(StatusCode::UNIMPLEMENTED,
+			     "role configurations are not supported");
+	std::string role = update.role().name();
+	if (stream->arbitrated && role != stream->role)
+		return error(StatusCode::FAILED_PRECONDITION,
+			     "a stream cannot change its role");
+	// A role the device does not have does not match the role
+	// scheme agreed out of band: INVALID_ARGUMENT, as the
+	// specification's arbitration rules say for a role config
+	// that does not match it. (PERMISSION_DENIED is for a known
+	// client that may not do something, e.g. a backup's write.)
+	Status status = check_role(role, StatusCode::INVALID_ARGUMENT);
+	if (!status.ok())
+		return status;
+	auto &state = roles_[role];
+	if (!stream->arbitrated &&
+	    state.streams.size() >= p4rt_bounds::kMaxStreamsPerRole)
+		return error(StatusCode::RESOURCE_EXHAUSTED,
+			     "this role has " +
+				     std::to_string(state.streams.size()) +
+				     " streams already, the most this "
+				     "switch takes");
+	bool has_election = update.has_election_id();
+	Uint128 election = from_proto(update.election_id());
+	if (has_election)
+		for (Stream *other : state.streams)
+			if (other != stream && other->has_election &&
+			    other->election == election)
+				return error(StatusCode::INVALID_ARGUMENT,
+					     "election id already used by "
+					     "another client of this role");
+	if (!stream->arbitrated) {
+		state.streams.push_back(stream);
+		stream->arbitrated = true;
+		stream->role = role;
+	}
+	stream->has_election = has_election;
+	stream->election = election;
+	elect(role, stream);
+	return Status::OK;
+}
+
+// With --fence-election-ids, an id below the highest this device ever
+// made primary: a deposed leader, which may read and be a backup but
+// never be primary or write again, even once the stream of the id
+// that deposed it has gone.
+bool Server::below_fence(const Uint128 &election) const
+{
+	return sw_->fence_election_ids && fence_ && election < *fence_;
+}
+
+// Recomputes the primary of a role and tells who needs to know: every
+// stream when the primary changed, else only `asking`.
+void Server::elect(const std::string &role, Stream *asking)
+{
+	auto &state = roles_[role];
+	Stream *best = nullptr;
+	for (Stream *s : state.streams)
+		if (s->has_election && !below_fence(s->election) &&
+		    (best == nullptr || best->election < s->election))
+			best = s;
+	bool changed = best != state.primary;
+	state.primary = best;
+	if (best != nullptr && (!fence_ || *fence_ < best->election))
+		fence_ = best->election;
+	for (Stream *s : state.streams)
+		if (changed || s == asking)
+			send_arbitration(s, state);
+}
+
+void Server::send_arbitration(Stream *stream, const RoleState &state)
+{
+	p4v1::StreamMessageResponse message;
+	auto *update = message.mutable_arbitration();
+	update->set_device_id(sw_->device_id);
+	update->mutable_role()->set_name(stream->role);
+	if (state.primary != nullptr) {
+		update->mutable_election_id()->set_high(
+			state.primary->election.high);
+		update->mutable_election_id()->set_low(
+			state.primary->election.low);
+	}
+	if (state.primary == stream) {
+		update->mutable_status()->set_code(google::rpc::OK);
+		update->mutable_status()->set_message("is primary");
+	} else if (state.primary != nullptr) {
+		update->mutable_status()->set_code(google::rpc::ALREADY_EXISTS);
+		update->mutable_status()->set_message(
+			"is backup: another client is primary");
+	} else if (stream->has_election && below_fence(stream->election)) {
+		update->mutable_status()->set_code(
+			google::rpc::PERMISSION_DENIED);
+		update->mutable_status()->set_message(
+			"no primary client, and election id " +
+			stream->election.text() + " is below " +
+			fence_->text() +
+			", the highest this device made primary "
+			"(--fence-election-ids): never primary "
+			"again");
+	} else {
+		update->mutable_status()->set_code(google::rpc::NOT_FOUND);
+		update->mutable_status()->set_message("no primary client");
+	}
+	stream->send(message);
+}
+
+void Server::leave(Stream *stream)
+{
+	std::lock_guard<std::mutex> lock(mu_);
+	if (!stream->arbitrated)
+		return;
+	auto &state = roles_[stream->role];
+	state.streams.remove(stream);
+	if (state.streams.empty()) {
+		roles_.erase(stream->role);
+	} else if (state.primary == stream) {
+		if (!sw_->primary_on_leave_wait) {
+			// A deviation by design (docs/switch.md): the
+			// highest backup takes over at once, so the
+			// device is never left without a primary
+			// while a backup is connected.
+			elect(stream->role, nullptr);
+			return;
+		}
+		// The specification's behaviour: no primary until a
+		// client re-arbitrates; every stream is told.
+		state.primary = nullptr;
+		for (Stream *s : state.streams)
+			send_arbitration(s, state);
+	}
+}
+
+void Server::stream_error(Stream *stream, StatusCode code,
+			  const std::string &message,
+			  const p4v1::PacketOut *packet,
+			  const p4v1::DigestListAck *ack)
+{
+	p4v1::StreamMessageResponse response;
+	auto *e = response.mutable_error();
+	e->set_canonical_code(code);
+	e->set_message(message);
+	e->set_space("p4.v1");
+	if (packet != nullptr)
+		*e->mutable_packet_out()->mutable_packet_out() = *packet;
+	if (ack != nullptr)
+		*e->mutable_digest_list_ack()->mutable_digest_list_ack() = *ack;
+	stream->send(response);
+}
+
+// Caller holds mu_.
+Stream *Server::primary_of(const std::string &role)
+{
+	auto found = roles_.find(role);
+	return found == roles_.end() ? nullptr : found->second.primary;
+}
+
+} // namespace p4rt_server

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: Apache-2.0
+// The P4Runtime server's packet I/O and digests, and the control loop
+// that sends them (with idle timeouts).
+#include "p4rt_server.h"
+
+namespace p4rt_server
+{
+
+void Server::packet_out(Stream *stream, const p4v1::PacketOut &packet)
+{
+	{
+		std::lock_guard<std::mutex> lock(mu_);
+		if (primary_of(stream->role) != stream) {
+			stream_error(stream, StatusCode::PERMISSION_DENIED,
+				     "packet-out from a client that is "
+				     "not primary",
+				     &packet);
+			return;
+		}
+	}
+	const std::string &payload = packet.payload();
+	rte_mbuf *mbuf = rte_pktmbuf_alloc(sw_->packet_out_pool);
+	if (mbuf == nullptr || payload.size() < 14 ||
+	    payload.size() > rte_pktmbuf_tailroom(mbuf)) {
+		if (mbuf != nullptr)
+			rte_pktmbuf_free(mbuf);
+		stream_error(stream,
+			     mbuf == nullptr ? StatusCode::RESOURCE_EXHAUSTED
+					     : StatusCode::INVALID_ARGUMENT,
+			     mbuf == nullptr ? "no buffer for the packet"
+					     : "a packet-out must be an "
+					       "Ethernet frame of at most "
+					       "the buffer size",
+			     &packet);
+		return;
+	}
+	std::memcpy(rte_pktmbuf_append(mbuf, (uint16_t)payload.size()),
+		    payload.data(), payload.size());
+	if (rte_ring_mp_enqueue(sw_->packet_out, mbuf) != 0) {
+		rte_pktmbuf_free(mbuf);
+		stream_error(stream, StatusCode::RESOURCE_EXHAUSTED,
+			     "packet-out queue full", &packet);
+	}
+}
+
+void Server::digest_ack(Stream *stream, const p4v1::DigestListAck &ack)
+{
+	std::lock_guard<std::mutex> lock(mu_);
+	if (ack.digest_id() != schema_.elephant_digest) {
+		// The error carries the ack (StreamError's
+		// digest_list_ack), so the client knows which one.
+		stream_error(stream, StatusCode::INVALID_ARGUMENT,
+			     "ack for an unknown digest id " +
+				     std::to_string(ack.digest_id()),
+			     nullptr, &ack);
+		return;
+	}
+	auto found = outstanding_.find(ack.list_id());
+	if (found == outstanding_.end())
+		return; // already expired; acks are idempotent
+	for (const auto &item : found->second.items)
+		recent_.erase(item);
+	outstanding_.erase(found);
+}
+
+p4v1::P4Data Server::encode_digest(const sw_elephant_digest &d) const
+{
+	p4v1::P4Data data;
+	auto *members = data.mutable_struct_();
+	auto add = [&](const uint8_t *bytes, int n) {
+		Bits bits;
+		std::memcpy(bits.b + 16 - n, bytes, n);
+		members->add_members()->set_bitstring(canonical(bits));
+	};
+	auto add_u64 = [&](uint64_t v) {
+		members->add_members()->set_bitstring(canonical_u64(v));
+	};
+	add_u64(d.ip_version);
+	add(d.src_addr, 16);
+	add(d.dst_addr, 16);
+	add_u64(d.protocol);
+	add_u64(d.src_port);
+	add_u64(d.dst_port);
+	add_u64(d.estimated_bytes);
+	return data;
+}
+
+// Caller holds mu_.
+void Server::flush_digests(uint64_t now, bool force)
+{
+	if (pending_.empty())
+		return;
+	if (!digest_config_) {
+		g_digests_dropped += pending_.size();
+		pending_.clear();
+		return;
+	}
+	const auto &config = digest_config_->config;
+	uint64_t oldest = pending_.front().second;
+	const size_t limit = digest_list_limit();
+	if (!force && pending_.size() < limit &&
+	    now - oldest < (uint64_t)config.max_timeout_ns())
+		return;
+	Stream *primary = primary_of("");
+	while (!pending_.empty()) {
+		p4v1::StreamMessageResponse message;
+		auto *list = message.mutable_digest();
+		list->set_digest_id(schema_.elephant_digest);
+		list->set_list_id(++next_list_id_);
+		list->set_timestamp((int64_t)now);
+		Outstanding record{{}, now};
+		while (!pending_.empty() && (size_t)list->data_size() < limit) {
+			*list->add_data() =
+				encode_digest(pending_.front().first);
+			record.items.push_back(list->data(list->data_size() - 1)
+						       .SerializeAsString());
+			pending_.pop_front();
+		}
+		if (primary == nullptr) {
+			g_digests_dropped += list->data_size();
+			continue;
+		}
+		primary->send(message);
+		if (config.ack_timeout_ns() > 0) {
+			for (const auto &item : record.items)
+				recent_.insert(item);
+			outstanding_[list->list_id()] = record;
+		}
+	}
+}
+
+// Caller holds mu_. The most digests one list carries, and so the most
+// the server holds before it sends them.
+size_t Server::digest_list_limit() const
+{
+	int32_t size =
+		digest_config_ ? digest_config_->config.max_list_size() : 0;
+	return size > 0 ? (size_t)size
+			: (size_t)p4rt_bounds::kMaxDigestListSize;
+}
+
+// Caller holds mu_. Drops what an unacknowledged list already carried
+// (P4Runtime 16.2: no re-send before ack_timeout_ns).
+bool Server::recently_sent(const sw_elephant_digest &d) const
+{
+	if (recent_.empty())
+		return false;
+	return recent_.count(encode_digest(d).SerializeAsString()) > 0;
+}
+
+void Server::expire_outstanding(uint64_t now)
+{
+	if (!digest_config_)
+		return;
+	uint64_t timeout = digest_config_->config.ack_timeout_ns();
+	for (auto it = outstanding_.begin(); it != outstanding_.end();) {
+		if (now - it->second.sent_ns >= timeout ||
+		    recent_.size() > kDigestMemory) {
+			for (const auto &item : it->second.items)
+				recent_.erase(item);
+			it = outstanding_.erase(it);
+		} else {
+			++it;
+		}
+	}
+}
+
+void Server::control_loop()
+{
+	uint64_t last_idle_scan = 0;
+	while (!stopping_) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+		uint64_t now = sw_now_ns();
+		drain_packet_in();
+		std::lock_guard<std::mutex> lock(mu_);
+		sw_elephant_digest d;
+		while (rte_ring_sc_dequeue_elem(sw_->digests, &d, sizeof(d)) ==
+		       0) {
+			if (recently_sent(d))
+				continue;
+			pending_.emplace_back(d, now);
+			if (pending_.size() >= digest_list_limit())
+				flush_digests(now, false);
+		}
+		flush_digests(now, false);
+		expire_outstanding(now);
+		if (now - last_idle_scan >= 50 * 1000 * 1000ull) {
+			last_idle_scan = now;
+			scan_idle(now);
+		}
+	}
+}
+
+void Server::drain_packet_in()
+{
+	void *mbufs[32];
+	unsigned int n;
+	while ((n = rte_ring_sc_dequeue_burst(sw_->packet_in, mbufs, 32,
+					      nullptr)) > 0) {
+		Stream *primary;
+		{
+			std::lock_guard<std::mutex> lock(mu_);
+			primary = primary_of("");
+		}
+		for (unsigned int i = 0; i < n; i++) {
+			auto *mbuf = static_cast<rte_mbuf *>(mbufs[i]);
+			// rte_pktmbuf_read copies only a segmented
+			// packet: for a contiguous one it answers a
+			// pointer into the mbuf and leaves `copy` as
+			// it was.
+			uint32_t length = rte_pktmbuf_pkt_len(mbuf);
+			std::string copy(length, '\0');
+			const void *bytes =
+				primary == nullptr
+					? nullptr
+					: rte_pktmbuf_read(mbuf, 0, length,
+							   copy.data());
+			if (bytes != nullptr) {
+				p4v1::StreamMessageResponse message;
+				message.mutable_packet()->set_payload(bytes,
+								      length);
+				std::lock_guard<std::mutex> lock(mu_);
+				if (primary_of("") == primary)
+					primary->send(message);
+			}
+			rte_pktmbuf_free(mbuf);
+		}
+	}
+}
+
+// Caller holds mu_.
+void Server::scan_idle(uint64_t now)
+{
+	const TableInfo *flows = schema_.table("merge_flows");
+	auto &entries = entries_[flows->id];
+	p4v1::StreamMessageResponse message;
+	auto *notification = message.mutable_idle_timeout_notification();
+	rte_rwlock_read_lock(&sw_->lock);
+	for (auto &[key, stored] : entries) {
+		int64_t timeout = stored.entry.idle_timeout_ns();
+		uint8_t c_key[SW_KEY_MAX];
+		if (timeout <= 0)
+			continue;
+		flow_key(stored, c_key);
+		const sw_hash_slot *slot =
+			sw_hash_find(&sw_->pipeline.tables.merge_flows, c_key);
+		if (slot == nullptr)
+			continue;
+		uint64_t hit = sw_slot_last_hit(slot);
+		if (now - hit < (uint64_t)timeout)
+			continue;
+		// While the entry stays idle the notification is sent
+		// again every idle_timeout_ns (the specification's
+		// "Idle-timeout"), so a controller that lost one
+		// still learns of it.
+		if (stored.reported_hit == hit &&
+		    now - stored.reported_ns < (uint64_t)timeout)
+			continue;
+		stored.reported_hit = hit;
+		stored.reported_ns = now;
+		*notification->add_table_entry() = stored.entry;
+	}
+	rte_rwlock_read_unlock(&sw_->lock);
+	if (notification->table_entry_size() == 0)
+		return;
+	notification->set_timestamp((int64_t)now);
+	Stream *primary = primary_of("");
+	if (primary != nullptr)
+		primary->send(message);
+}
+
+} // namespace p4rt_server

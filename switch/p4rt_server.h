@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The P4Runtime server's parts (see p4rt_server.cc): the entries it keeps,
+// the streams of its clients, and the Server class, whose methods the
+// p4rt_*.cc files define.
+#pragma once
+
+#include "p4rt_codec.h"
+#include "p4rt_common.h"
+#include "p4rt_schema.h"
+
+namespace p4rt_server
+{
+
+// -- decoded entries --
+
+struct DecodedField {
+	bool present = false;
+	Bits value, mask, low, high;
+	int prefix_len = 0;
+};
+
+struct DecodedAction {
+	uint32_t id = 0;
+	std::string alias;
+	std::vector<Bits> params; // in P4Info order
+};
+
+// One entry as the server keeps it.
+struct StoredEntry {
+	p4v1::TableEntry entry; // canonical
+	std::vector<DecodedField> fields;
+	DecodedAction action;
+	// One-shot programming of the ECMP selector: the entry's next hops,
+	// each with its weight, in the order given.
+	std::vector<std::pair<sw_next_hop, int32_t>> one_shot;
+	// Idle timeouts: the last-hit time already reported idle, and when.
+	uint64_t reported_hit = UINT64_MAX;
+	uint64_t reported_ns = 0;
+};
+
+struct Member {
+	p4v1::ActionProfileMember member;
+	sw_next_hop hop;
+};
+
+struct Group {
+	p4v1::ActionProfileGroup group;
+};
+
+struct DigestConfig {
+	p4v1::DigestEntry::Config config;
+};
+
+struct Stream;
+
+// What P4Runtime arbitration knows about one role.
+struct RoleState {
+	std::list<Stream *> streams;
+	Stream *primary = nullptr;
+};
+
+using Uint128 = p4rt_writes::ElectionId;
+
+inline Uint128 from_proto(const p4v1::Uint128 &id)
+{
+	return {id.high(), id.low()};
+}
+
+// Messages to one client wait here for its own writer thread. A sync
+// gRPC Write blocks while the client does not read; written from the
+// control loop or under the server's lock, one client that stopped
+// reading (a hung controller) held up every other client's calls, even a
+// new controller taking over. Past kStreamOutbox messages the newest is
+// dropped and counted (/jumbogate_switch/stats, stream_messages_dropped).
+inline constexpr size_t kStreamOutbox = 1024;
+extern std::atomic<uint64_t> g_stream_messages_dropped;
+// Digests the server dropped: no digest config, or no primary to send to.
+extern std::atomic<uint64_t> g_digests_dropped;
+// StreamChannel calls open now, and those refused past kMaxStreams.
+extern std::atomic<size_t> g_open_streams;
+extern std::atomic<uint64_t> g_streams_refused;
+// Accepted write updates by election id (/jumbogate_switch/writes).
+extern p4rt_writes::WriteRecord g_writes;
+
+struct Stream {
+	grpc::ServerReaderWriter<p4v1::StreamMessageResponse,
+				 p4v1::StreamMessageRequest> *rw;
+	bool arbitrated = false;
+	std::string role;
+	bool has_election = false;
+	Uint128 election;
+
+	std::mutex outbox_mu;
+	std::condition_variable outbox_cv;
+	std::deque<p4v1::StreamMessageResponse> outbox;
+	bool closing = false;
+	bool writing = false; /* the writer is inside Write */
+	std::thread writer;
+
+	void start()
+	{
+		writer = std::thread([this] { write_loop(); });
+	}
+
+	// Never blocks: queued for the writer thread.
+	void send(const p4v1::StreamMessageResponse &message)
+	{
+		{
+			std::lock_guard<std::mutex> lock(outbox_mu);
+			if (closing || outbox.size() >= kStreamOutbox) {
+				g_stream_messages_dropped++;
+				return;
+			}
+			outbox.push_back(message);
+		}
+		outbox_cv.notify_all();
+	}
+
+	// The stream is over (the client closed it or the server stops):
+	// what is still queued is dropped. A Write still blocked on a client
+	// that does not read after a second is ended by cancelling the call
+	// (only then: a cancelled call loses the status the stream returns,
+	// e.g. an arbitration refusal).
+	void stop(grpc::ServerContext *context)
+	{
+		std::unique_lock<std::mutex> lock(outbox_mu);
+		closing = true;
+		g_stream_messages_dropped += outbox.size();
+		outbox.clear();
+		outbox_cv.notify_all();
+		if (!outbox_cv.wait_for(lock, std::chrono::seconds(1),
+					[this] { return !writing; }))
+			context->TryCancel();
+		lock.unlock();
+		if (writer.joinable())
+			writer.join();
+	}
+
+      private:
+	void write_loop()
+	{
+		std::unique_lock<std::mutex> lock(outbox_mu);
+		while (true) {
+			outbox_cv.wait(lock, [this] {
+				return closing || !outbox.empty();
+			});
+			if (closing)
+				return;
+			p4v1::StreamMessageResponse message =
+				std::move(outbox.front());
+			outbox.pop_front();
+			writing = true;
+			lock.unlock();
+			bool written = rw->Write(message);
+			lock.lock();
+			writing = false;
+			outbox_cv.notify_all();
+			if (!written) {
+				// The client is gone: nothing more can reach
+				// it.
+				g_stream_messages_dropped += outbox.size();
+				outbox.clear();
+				closing = true;
+				return;
+			}
+		}
+	}
+};
+
+// The P4Runtime service. Its parts, by file: p4rt_server.cc (the RPCs,
+// a new pipeline), p4rt_arbitration.cc (checks, arbitration and
+// streams), p4rt_digests.cc (packet I/O, digests, the control loop),
+// p4rt_entries.cc (table entries: validation and writing),
+// p4rt_appliers.cc (the adapter to the C tables: entries, defaults,
+// action profiles, meters, counters, digests) and p4rt_read.cc (Read).
+class Server final : public p4v1::P4Runtime::Service
+{
+      public:
+	explicit Server(sw_switch *sw) : sw_(sw)
+	{
+	}
+	bool init(std::string *why);
+	void start_control_loop();
+	void stop_control_loop();
+
+	// -- Capabilities --
+	// (p4rt_server.cc)
+	Status Capabilities(grpc::ServerContext *,
+			    const p4v1::CapabilitiesRequest *,
+			    p4v1::CapabilitiesResponse *reply) override;
+
+	// -- pipeline config --
+	// (p4rt_server.cc)
+	Status SetForwardingPipelineConfig(
+		grpc::ServerContext *,
+		const p4v1::SetForwardingPipelineConfigRequest *request,
+		p4v1::SetForwardingPipelineConfigResponse *) override;
+	Status GetForwardingPipelineConfig(
+		grpc::ServerContext *,
+		const p4v1::GetForwardingPipelineConfigRequest *request,
+		p4v1::GetForwardingPipelineConfigResponse *reply) override;
+
+	// -- Write --
+	// (p4rt_entries.cc)
+	Status Write(grpc::ServerContext *, const p4v1::WriteRequest *request,
+		     p4v1::WriteResponse *) override;
+
+	// -- Read --
+	// (p4rt_read.cc)
+	Status Read(grpc::ServerContext *, const p4v1::ReadRequest *request,
+		    grpc::ServerWriter<p4v1::ReadResponse> *writer) override;
+
+	// -- StreamChannel --
+	// (p4rt_arbitration.cc)
+	Status
+	StreamChannel(grpc::ServerContext *context,
+		      grpc::ServerReaderWriter<p4v1::StreamMessageResponse,
+					       p4v1::StreamMessageRequest> *rw)
+		override;
+
+      private:
+	// -- checks --
+	// (p4rt_arbitration.cc)
+	Status check_device(uint64_t device_id) const;
+	static Status no_pipeline();
+	static Status check_role(const std::string &role, StatusCode code);
+	Status check_primary(const std::string &role, bool has_election,
+			     const Uint128 &election);
+
+	// -- arbitration --
+	// (p4rt_arbitration.cc)
+	Status arbitrate(Stream *stream,
+			 const p4v1::MasterArbitrationUpdate &update);
+	bool below_fence(const Uint128 &election) const;
+	void elect(const std::string &role, Stream *asking);
+	void send_arbitration(Stream *stream, const RoleState &state);
+	void leave(Stream *stream);
+	void stream_error(Stream *stream, StatusCode code,
+			  const std::string &message,
+			  const p4v1::PacketOut *packet = nullptr,
+			  const p4v1::DigestListAck *ack = nullptr);
+	Stream *primary_of(const std::string &role);
+
+	// -- packet I/O --
+	// (p4rt_digests.cc)
+	void packet_out(Stream *stream, const p4v1::PacketOut &packet);
+
+	// -- digests --
+	// (p4rt_digests.cc)
+	void digest_ack(Stream *stream, const p4v1::DigestListAck &ack);
+
+	struct Outstanding {
+		std::vector<std::string> items;
+		uint64_t sent_ns;
+	};
+	p4v1::P4Data encode_digest(const sw_elephant_digest &d) const;
+	void flush_digests(uint64_t now, bool force);
+	size_t digest_list_limit() const;
+	bool recently_sent(const sw_elephant_digest &d) const;
+	void expire_outstanding(uint64_t now);
+
+	// -- the control loop: digests, packet-in, idle timeouts --
+	// (p4rt_digests.cc)
+	void control_loop();
+	void drain_packet_in();
+	void scan_idle(uint64_t now);
+
+	// -- table entries: validation --
+	// (p4rt_entries.cc)
+	Status decode_match(const TableInfo &table, const p4v1::TableEntry &in,
+			    std::vector<DecodedField> *fields,
+			    p4v1::TableEntry *canonical_entry);
+	Status decode_field(const TableInfo &table, const FieldInfo &f,
+			    const p4v1::FieldMatch &m, DecodedField *d);
+	Status decode_action(const p4v1::Action &in, DecodedAction *out,
+			     p4v1::Action *canonical_action);
+	static std::string entry_key(const p4v1::TableEntry &canonical_entry);
+
+	// -- table entries: writing --
+	// (p4rt_entries.cc)
+	Status write_one(const p4v1::Update &update);
+	Status write_table_entry(p4v1::Update::Type type,
+				 const p4v1::TableEntry &in);
+	Status decode_table_action(const TableInfo &table,
+				   const p4v1::TableEntry &in,
+				   StoredEntry *stored);
+
+	// One-shot action selector programming (P4Runtime "One Shot Action
+	// Selector Programming"): the entry carries its actions and weights,
+	// and the switch keeps them as its hop set; no member or group is made,
+	// so none is read back. An action profile is programmed one way or the
+	// other: mixing the two is INVALID_ARGUMENT.
+	static constexpr const char *kMixedProfile =
+		"ecmp_selector is programmed both one-shot and with members "
+		"and groups: use one or the other";
+	Status decode_one_shot(const TableInfo &table,
+			       const p4v1::TableAction &action,
+			       StoredEntry *stored);
+
+	// -- the adapter to the C tables: entries and defaults --
+	// (p4rt_appliers.cc)
+	sw_next_hop hop_of(const DecodedAction &action);
+	void apply_entry(const TableInfo &table, const StoredEntry &stored,
+			 bool remove);
+	void flow_key(const StoredEntry &stored, uint8_t key[SW_KEY_MAX]);
+	void rebuild_services(const TableInfo &table);
+	Status write_default(p4v1::Update::Type type, const TableInfo &table,
+			     const p4v1::TableEntry &in);
+	DecodedAction initial_default(const TableInfo &table);
+	p4v1::TableEntry default_entry(const TableInfo &table);
+	void apply_default(const TableInfo &table, const DecodedAction &action);
+
+	// -- action profile members and groups (ecmp_selector) --
+	// (p4rt_appliers.cc)
+	Status write_member(p4v1::Update::Type type,
+			    const p4v1::ActionProfileMember &in);
+	bool member_in_use(uint32_t member_id);
+	Status write_group(p4v1::Update::Type type,
+			   const p4v1::ActionProfileGroup &in);
+	void rebuild_next_hops();
+
+	// -- meters, counters, digests --
+	// (p4rt_appliers.cc)
+	struct sw_meter *meter_cells(uint32_t meter_id);
+	Status write_meter(p4v1::Update::Type type, const p4v1::MeterEntry &in);
+	Status write_counter(p4v1::Update::Type type,
+			     const p4v1::CounterEntry &in);
+	Status write_digest(p4v1::Update::Type type,
+			    const p4v1::DigestEntry &in);
+
+	// -- Read --
+	// (p4rt_read.cc)
+	Status read_one(const p4v1::Entity &entity,
+			std::vector<p4v1::Entity> *out);
+	Status read_table_entries(const p4v1::TableEntry &q,
+				  std::vector<p4v1::Entity> *out);
+	Status read_counters(const p4v1::CounterEntry &q,
+			     std::vector<p4v1::Entity> *out);
+
+	// -- a new pipeline: everything back to the program's defaults --
+	// (p4rt_server.cc)
+	void reset_state();
+
+	sw_switch *sw_;
+	Schema schema_;
+	std::mutex mu_;
+	std::optional<p4v1::ForwardingPipelineConfig> config_, saved_;
+	std::map<std::string, RoleState> roles_;
+	// The highest election id this device made primary (any role): the
+	// fence of --fence-election-ids. Kept across streams and pipelines.
+	std::optional<Uint128> fence_;
+	std::map<uint32_t, std::map<std::string, StoredEntry>> entries_;
+	std::map<uint32_t, StoredEntry> defaults_;
+	std::map<uint32_t, Member> members_;
+	std::map<uint32_t, Group> groups_;
+	// Entries programmed one-shot, by their key: while any is held,
+	// members and groups are refused, and the other way round.
+	std::set<std::string> one_shot_entries_;
+	// Multicast groups and clone sessions (p4rt_pre.h).
+	p4rt_pre::Engine pre_;
+	// (meter id, index) -> its configuration, for reads.
+	std::map<std::pair<uint32_t, int64_t>, p4v1::MeterConfig> meters_;
+	std::optional<DigestConfig> digest_config_;
+	std::deque<std::pair<sw_elephant_digest, uint64_t>> pending_;
+	std::map<uint64_t, Outstanding> outstanding_;
+	std::set<std::string> recent_;
+	uint64_t next_list_id_ = 0;
+	std::atomic<bool> stopping_{false};
+	std::thread control_thread_;
+};
+
+} // namespace p4rt_server

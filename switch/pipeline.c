@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * V1ModelIngress and V1ModelEgress of p4src/v1model/jumbogate.p4 in C, and
+ * the pipeline's set-up. The parsers and controls they call are in one
+ * file per P4 file (pipeline_<name>.c for p4src/include/<name>.p4, see
+ * pipeline_internal.h); every function says which parser, control or
+ * table it is. Steering and the elephant sketch run before
+ * MtuEnforcement, as in the P4, all three reading JumboPolicy's limit
+ * (over_limit). Where the P4 applies its first lookups to every packet (on
+ * Tofino they share the first stages), the C applies a control only to the
+ * packets whose result is read; what leaves is the same.
+ */
+#include "pipeline_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_byteorder.h>
+#include <rte_hash_crc.h>
+
+/* -- V1ModelIngress and V1ModelEgress
+ * ---------------------------------------------- */
+
+int sw_pipeline_run(struct sw_pipeline *pipeline, unsigned int worker,
+		    uint8_t *frame, uint32_t *length, uint16_t ingress_port,
+		    uint64_t now_ns)
+{
+	const struct sw_tables *tables = &pipeline->tables;
+	struct sw_counters *counters = &pipeline->counters[worker];
+	struct headers hdr;
+	struct metadata meta;
+	struct parser parser = {frame, *length, pipeline->parse_depth_bytes,
+				&meta.parsing};
+	enum parser_error error;
+	int egress = -1;
+
+	memset(&meta, 0, sizeof(meta));
+	memset(&hdr, 0xff, sizeof(hdr)); /* every header invalid (NONE) */
+	error = sw_jumbogate_parser(&parser, &hdr);
+	meta.drop_reason = P4_DROP_NONE;
+	meta.signal_kind = P4_SIGNAL_NONE;
+	meta.steer_reason = P4_STEER_NONE;
+
+	/* control PortRoles, table port_roles */
+	meta.port_role = tables->port_role[ingress_port % SW_PORTS];
+	if (meta.port_role == P4_PORT_ROLE_UNASSIGNED)
+		meta.drop_reason = P4_DROP_PORT_ROLE_UNASSIGNED;
+	else
+		sw_parse_verdict(frame, *length, &hdr, &meta, error);
+	if (meta.drop_reason == P4_DROP_NONE) {
+		sw_flow_classifier(frame, &hdr, &meta);
+		if (meta.parsing.depth_exceeded)
+			sw_depth_policy(tables, &meta);
+	}
+	/* Policy for fully parsed traffic from outside, from the rack and
+	 * back from the SmartNIC (held to the same MTUs, so nothing leaves
+	 * oversize without a signal); steering only for the first two:
+	 * packets back from the SmartNIC (or the CPU) are never steered
+	 * again. */
+	if (meta.drop_reason == P4_DROP_NONE && !meta.forward_on_outer &&
+	    (meta.port_role == P4_PORT_ROLE_EXTERNAL ||
+	     meta.port_role == P4_PORT_ROLE_INTERNAL ||
+	     meta.port_role == P4_PORT_ROLE_NIC)) {
+		/* control NicPort, table nic_port */
+		meta.nic_port_set = tables->nic_port >= 0;
+		meta.nic_port =
+			meta.nic_port_set ? (uint16_t)tables->nic_port : 0;
+		sw_path_probes(&meta);
+		if (!meta.is_path_probe)
+			sw_jumbo_policy(tables, &meta);
+		/* Steering and the elephant sketch before MtuEnforcement, as
+		 * in the P4: they read what JumboPolicy found (over_limit),
+		 * not what MtuEnforcement decides, and steer or count only a
+		 * packet that fits its limit. */
+		if (meta.drop_reason == P4_DROP_NONE &&
+		    meta.port_role != P4_PORT_ROLE_NIC && !meta.is_path_probe &&
+		    !meta.over_limit) {
+			sw_steering(tables, &meta, now_ns);
+			if (meta.steer_reason == P4_STEER_NONE &&
+			    meta.merge_eligible)
+				sw_elephant_detector(pipeline, worker, &meta,
+						     now_ns, *length);
+		}
+		if (!meta.is_path_probe)
+			sw_mtu_enforcement(pipeline, ingress_port, &meta,
+					   now_ns);
+	}
+	if (meta.drop_reason == P4_DROP_NONE) {
+		if (meta.steer_reason != P4_STEER_NONE)
+			egress = meta.nic_port;
+		else
+			egress = sw_routing(tables, frame, &hdr, &meta);
+	}
+	sw_ingress_counters(counters, ingress_port, &meta, *length);
+
+	if (meta.signal_kind != P4_SIGNAL_NONE) {
+		/* The original is dropped; its resubmitted copy becomes the
+		 * ICMP error, counted at its original length as BMv2 does. */
+		uint32_t original = *length;
+		uint32_t signal_length =
+			sw_signal_builder(tables, frame, *length, &meta);
+
+		if (signal_length == 0)
+			return -1;
+		sw_count(
+			&counters->icmp_signals
+				 [meta.signal_kind == P4_SIGNAL_IPV4_FRAG_NEEDED
+					  ? P4_ICMP_COUNTER_IPV4_FRAG_NEEDED
+					  : P4_ICMP_COUNTER_IPV6_PACKET_TOO_BIG],
+			original);
+		*length = signal_length;
+		egress = meta.signal_reply_port;
+	} else if (meta.drop_reason != P4_DROP_NONE || egress == DROP_PORT) {
+		return -1;
+	}
+	/* control EgressCounters */
+	sw_count(&counters->port_tx[egress % P4_PORT_COUNTER_SIZE], *length);
+	return egress;
+}
+
+/* -- set-up
+ * ------------------------------------------------------------------------ */
+
+static void free_hop_sets(struct sw_tables *tables)
+{
+	for (size_t i = 0; i < RTE_DIM(tables->next_hops); i++) {
+		free(tables->next_hops[i]);
+		tables->next_hops[i] = NULL;
+	}
+}
+
+void sw_tables_reset(struct sw_pipeline *pipeline)
+{
+	struct sw_tables *tables = &pipeline->tables;
+
+	memset(tables->port_role, P4_PORT_ROLE_UNASSIGNED,
+	       sizeof(tables->port_role));
+	tables->depth_forward = false;
+	tables->fleet_jumbo = false;
+	tables->guest_jumbo_mtu = P4_MTU_JUMBO;
+	tables->default_mtu = P4_MTU_STANDARD;
+	tables->nic_port = -1;
+	tables->elephant_threshold = 0;
+	memset(&tables->signal, 0, sizeof(tables->signal));
+	sw_hash_clear(&tables->instances_v4);
+	sw_hash_clear(&tables->instances_v6);
+	sw_lpm_clear(&tables->path_mtu_v4);
+	sw_lpm_clear(&tables->path_mtu_v6);
+	tables->path_mtu_default_v4 = P4_MTU_STANDARD;
+	tables->path_mtu_default_v6 = P4_MTU_IPV6_MINIMUM;
+	sw_hash_clear(&tables->merge_flows);
+	sw_ternary_set(&tables->merge_services, NULL, 0);
+	sw_lpm_clear(&tables->routes_v4);
+	sw_lpm_clear(&tables->routes_v6);
+	free_hop_sets(tables);
+	for (int i = 0; i < P4_ICMP_METER_SIZE; i++)
+		sw_meter_set(&pipeline->icmp_signal_meter[i], 0, 0, 0, 0, 0);
+	for (int i = 0; i < P4_ICMP_SOURCE_METER_SIZE; i++)
+		sw_meter_set(&pipeline->icmp_source_meter[i], 0, 0, 0, 0, 0);
+}
+
+int sw_pipeline_init(struct sw_pipeline *pipeline, uint32_t parse_depth,
+		     uint16_t cpu_port, uint64_t now_ns)
+{
+	struct sw_tables *tables = &pipeline->tables;
+	uint32_t seed = sw_random_seed();
+	int result = 0;
+
+	sw_init_crc_tables();
+	memset(pipeline, 0, sizeof(*pipeline));
+	pipeline->parse_depth_bytes = parse_depth;
+	pipeline->cpu_port = cpu_port;
+	pipeline->start_ns = now_ns;
+	/* Table sizes are the P4 program's (size = ...). */
+	result |= sw_hash_init(&tables->instances_v4, 4, 16384, seed);
+	result |= sw_hash_init(&tables->instances_v6, 16, 16384, seed);
+	result |= sw_lpm_init(&tables->path_mtu_v4, 4, 1024, seed);
+	result |= sw_lpm_init(&tables->path_mtu_v6, 16, 1024, seed);
+	result |= sw_hash_init(&tables->merge_flows, SW_FLOW_KEY_LEN, 16384,
+			       seed);
+	result |= sw_ternary_init(&tables->merge_services, 1024);
+	result |= sw_lpm_init(&tables->routes_v4, 4, 4096, seed);
+	result |= sw_lpm_init(&tables->routes_v6, 16, 4096, seed);
+	if (result != 0) {
+		sw_pipeline_free(pipeline);
+		return -ENOMEM;
+	}
+	sw_tables_reset(pipeline);
+	return 0;
+}
+
+void sw_pipeline_free(struct sw_pipeline *pipeline)
+{
+	struct sw_tables *tables = &pipeline->tables;
+
+	sw_hash_free(&tables->instances_v4);
+	sw_hash_free(&tables->instances_v6);
+	sw_lpm_free(&tables->path_mtu_v4);
+	sw_lpm_free(&tables->path_mtu_v6);
+	sw_hash_free(&tables->merge_flows);
+	sw_ternary_free(&tables->merge_services);
+	sw_lpm_free(&tables->routes_v4);
+	sw_lpm_free(&tables->routes_v6);
+	free_hop_sets(tables);
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * control ElephantDetector (p4src/include/elephant.p4; the sketch and
+ * filter of p4src/v1model/sketch.p4).
+ */
+#include "pipeline_internal.h"
+
+#include <string.h>
+
+/* -- ElephantDetector (elephant.p4) -------------------------------------------
+ */
+
+/* action count_flow (control FlowSketch, v1model/sketch.p4) */
+static uint32_t count_flow(struct sw_sketch *sketch, uint32_t wire_bytes,
+			   const uint8_t fields[SW_KEY_MAX], uint16_t epoch)
+{
+	static const uint8_t salts[3] = {P4_SALT_ROW0, P4_SALT_ROW1,
+					 P4_SALT_ROW2};
+	uint32_t estimate = UINT32_MAX;
+
+	for (int row = 0; row < 3; row++) {
+		uint32_t index =
+			sw_flow_hash(fields, salts[row], P4_SKETCH_COLUMNS);
+		uint32_t count = __atomic_load_n(&sketch->row_bytes[row][index],
+						 __ATOMIC_RELAXED);
+		uint16_t stamp = __atomic_load_n(&sketch->row_epoch[row][index],
+						 __ATOMIC_RELAXED);
+
+		/* A counter stamped with an older epoch starts from zero. */
+		count = (stamp == epoch ? count : 0) + wire_bytes;
+		__atomic_store_n(&sketch->row_bytes[row][index], count,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&sketch->row_epoch[row][index], epoch,
+				 __ATOMIC_RELAXED);
+		estimate = count < estimate ? count : estimate;
+	}
+	return estimate;
+}
+
+/* action mark_reported (control ReportedFilter, v1model/sketch.p4) */
+static bool mark_reported(struct sw_sketch *sketch,
+			  const uint8_t fields[SW_KEY_MAX], uint16_t epoch)
+{
+	uint32_t bloom0 = sw_flow_hash(fields, P4_SALT_BLOOM0, P4_BLOOM_BITS);
+	uint32_t bloom1 = sw_flow_hash(fields, P4_SALT_BLOOM1, P4_BLOOM_BITS);
+	uint16_t seen0 = __atomic_exchange_n(&sketch->bloom_epoch[bloom0],
+					     epoch, __ATOMIC_RELAXED);
+	uint16_t seen1 = __atomic_exchange_n(&sketch->bloom_epoch[bloom1],
+					     epoch, __ATOMIC_RELAXED);
+
+	return seen0 != epoch || seen1 != epoch;
+}
+
+/* control ElephantDetector */
+void sw_elephant_detector(struct sw_pipeline *pipeline, unsigned int worker,
+			  struct metadata *meta, uint64_t now_ns,
+			  uint32_t wire_bytes)
+{
+	const struct flow *flow = &meta->flow;
+	uint64_t now_us = (now_ns - pipeline->start_ns) / 1000;
+	struct sw_elephant_digest digest;
+	uint8_t fields[SW_KEY_MAX];
+	uint32_t estimate;
+	uint16_t epoch;
+
+	meta->elephant_threshold = pipeline->tables.elephant_threshold;
+	if (meta->elephant_threshold == 0)
+		return;
+	/* The top bit is always set so that a never-written cell (stamp 0)
+	 * never looks current. */
+	epoch = (uint16_t)((now_us >> P4_ELEPHANT_EPOCH_LOG2_US) | 0x8000);
+	sw_flow_key(flow, fields);
+	/* The frame as received, never the length the packet claims. */
+	estimate = count_flow(&pipeline->sketch, wire_bytes, fields, epoch);
+	if (estimate < meta->elephant_threshold ||
+	    !mark_reported(&pipeline->sketch, fields, epoch))
+		return;
+	digest.ip_version = flow->ip_version;
+	memcpy(digest.src_addr, flow->src_addr, 16);
+	memcpy(digest.dst_addr, flow->dst_addr, 16);
+	digest.protocol = flow->protocol;
+	digest.src_port = flow->src_port;
+	digest.dst_port = flow->dst_port;
+	digest.estimated_bytes = estimate;
+	if (pipeline->digest_sink == NULL ||
+	    !pipeline->digest_sink(pipeline->digest_context, &digest))
+		pipeline->internal[worker].digests_lost++;
+}

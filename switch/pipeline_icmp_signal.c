@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * control MtuEnforcement (p4src/include/icmp_signal.p4) and the meters it
+ * uses (icmp_signal_meter, icmp_source_meter).
+ */
+#include "pipeline_internal.h"
+
+#include <string.h>
+
+/* -- meters ------------------------------------------------------------------
+ */
+
+#define TOKEN_SCALE 1000000ull /* tokens are counted in 1e-6 packets */
+
+void sw_meter_set(struct sw_meter *meter, uint64_t cir, uint64_t cburst,
+		  uint64_t pir, uint64_t pburst, uint64_t now_ns)
+{
+	while (__atomic_test_and_set(&meter->lock, __ATOMIC_ACQUIRE))
+		;
+	meter->configured = cir || cburst || pir || pburst;
+	meter->cir = cir;
+	meter->cburst = cburst;
+	meter->pir = pir;
+	meter->pburst = pburst;
+	/* Buckets start full, as BMv2's do. */
+	meter->committed_tokens = cburst * TOKEN_SCALE;
+	meter->peak_tokens = pburst * TOKEN_SCALE;
+	meter->last_ns = now_ns;
+	__atomic_clear(&meter->lock, __ATOMIC_RELEASE);
+}
+
+static uint64_t refill(uint64_t tokens, uint64_t rate, uint64_t burst,
+		       uint64_t elapsed_ns)
+{
+	/* rate packets/s = rate * 1e6 tokens per 1e9 ns. */
+	uint64_t added = elapsed_ns > 1000000000000ull
+				 ? burst * TOKEN_SCALE
+				 : rate * elapsed_ns / 1000;
+	uint64_t full = burst * TOKEN_SCALE;
+
+	return tokens + added > full ? full : tokens + added;
+}
+
+/* RFC 2698 two-rate three-color marking, colour-blind, one packet. */
+enum sw_color sw_meter_execute(struct sw_meter *meter, uint64_t now_ns)
+{
+	enum sw_color color;
+	uint64_t elapsed;
+
+	if (!meter->configured)
+		return SW_GREEN;
+	while (__atomic_test_and_set(&meter->lock, __ATOMIC_ACQUIRE))
+		;
+	elapsed = now_ns > meter->last_ns ? now_ns - meter->last_ns : 0;
+	meter->last_ns = now_ns > meter->last_ns ? now_ns : meter->last_ns;
+	meter->committed_tokens = refill(meter->committed_tokens, meter->cir,
+					 meter->cburst, elapsed);
+	meter->peak_tokens =
+		refill(meter->peak_tokens, meter->pir, meter->pburst, elapsed);
+	if (meter->peak_tokens < TOKEN_SCALE) {
+		color = SW_RED;
+	} else if (meter->committed_tokens < TOKEN_SCALE) {
+		meter->peak_tokens -= TOKEN_SCALE;
+		color = SW_YELLOW;
+	} else {
+		meter->peak_tokens -= TOKEN_SCALE;
+		meter->committed_tokens -= TOKEN_SCALE;
+		color = SW_GREEN;
+	}
+	__atomic_clear(&meter->lock, __ATOMIC_RELEASE);
+	return color;
+}
+
+/* control MtuEnforcement (icmp_signal.p4) */
+void sw_mtu_enforcement(struct sw_pipeline *pipeline, uint16_t ingress_port,
+			struct metadata *meta, uint64_t now_ns)
+{
+	const struct flow *flow = &meta->flow;
+	uint16_t limit = meta->mtu_limit; /* JumboPolicy's, as over_limit */
+
+	if (!meta->over_limit)
+		return;
+	if (!flow->dont_fragment) {
+		meta->drop_reason = P4_DROP_MTU_EXCEEDED_NO_DF;
+		return;
+	}
+	if (meta->is_geneve || !flow->signal_allowed) {
+		meta->drop_reason = P4_DROP_MTU_EXCEEDED_NO_SIGNAL;
+		return;
+	}
+	/* icmp_source_meter, by the source's /24 or /48, then the port's. */
+	uint8_t prefix[16];
+	enum sw_color color;
+
+	memcpy(prefix, flow->src_addr, 16);
+	if (flow->ip_version == 4)
+		prefix[15] = 0;
+	else
+		memset(prefix + 6, 0, 10);
+	color = sw_meter_execute(
+		&pipeline->icmp_source_meter[sw_crc16(prefix, 16) %
+					     P4_ICMP_SOURCE_METER_SIZE],
+		now_ns);
+	if (color != SW_RED)
+		color = sw_meter_execute(
+			&pipeline->icmp_signal_meter[ingress_port %
+						     P4_ICMP_METER_SIZE],
+			now_ns);
+	if (color == SW_RED) {
+		meta->drop_reason = P4_DROP_ICMP_RATE_LIMITED;
+		return;
+	}
+	meta->drop_reason = P4_DROP_MTU_EXCEEDED;
+	meta->signal_kind = flow->ip_version == 4
+				    ? P4_SIGNAL_IPV4_FRAG_NEEDED
+				    : P4_SIGNAL_IPV6_PACKET_TOO_BIG;
+	meta->signal_reply_port = ingress_port;
+	meta->signal_mtu = limit;
+	memcpy(meta->signal_reply_to, flow->src_addr, 16);
+	memcpy(meta->signal_reply_from, flow->dst_addr, 16);
+}
