@@ -78,7 +78,7 @@ def rack_config(tmp: Path, veths: list[lab.VethPair], p4runtime: str, smartnic: 
             {"id": "legacy-1", "addresses": ["10.10.0.20"], "jumbo": False},
         ],
         "merge_services": [{"prefix": "10.10.0.10/32", "ports": "5201-5210"}, {"prefix": "fd00:10::10/128", "ports": "443"}],
-        "elephant": {"threshold_bytes": 20000, "idle_timeout_s": 2},
+        "elephant": {"threshold_bytes": 20000, "idle_timeout_s": 4},
         "smartnic": {"control": smartnic},
         "controller": {"listen": listen, "metrics": metrics},
     }
@@ -672,7 +672,17 @@ def test_metrics_move_with_the_traffic(nic_rig):
 def test_elephant_is_onloaded_then_expires(nic_rig):
     rig, veths = nic_rig
     watch = subprocess.Popen([VENV_BIN / "jumbogatectl", "--controller", rig.api, "--json", "watch", "--duration", "40"], stdout=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(watch.stdout), daemon=True)
+    reader.start()
     try:
+        # The watch must be subscribed before the burst: jumbogatectl takes a while to start under
+        # load, and events published before it subscribed never reach it. A reload is an event of its own.
+        def subscribed():
+            rig.ctl("config", "reload")
+            return any("EVENT_KIND_CONFIG_RELOADED" in line for line in list(lines))
+
+        wait_until(subscribed, 30, "the watch to see an event")
         # 30 segments of 1500 bytes cross the 20000-byte threshold in one epoch.
         send_and_capture(rig, veths, tcp_burst(ELEPHANT_PORT, 30, sport=41000), dport=ELEPHANT_PORT)
         flows = wait_until(lambda: json.loads(rig.ctl("--json", "flows", "list").stdout).get("flows"), 10, "the elephant to be onloaded")
@@ -680,12 +690,15 @@ def test_elephant_is_onloaded_then_expires(nic_rig):
         # First the entry on the switch, then its expiry: a test that only
         # waited for "no entry" would pass if it had never been written.
         wait_until(lambda: elephant_entries(rig), 5, "the merge_flows entry on the switch")
-        # No more traffic: the switch reports the entry idle after 2 s.
+        # No more traffic: the switch reports the entry idle after 4 s (idle_timeout_s: long enough for a
+        # reader to see the entry first on a loaded machine; with 2 s it was sometimes gone before).
         wait_until(lambda: not json.loads(rig.ctl("--json", "flows", "list").stdout).get("flows"), 20, "the flow to expire")
         wait_until(lambda: not elephant_entries(rig), 5, "the merge_flows entry removed")
     finally:
         watch.terminate()
-        events = watch.communicate(timeout=10)[0]
+        watch.wait(timeout=10)
+        reader.join(10)
+    events = "".join(lines)
     assert "EVENT_KIND_ELEPHANT_DETECTED" in events and "EVENT_KIND_FLOW_ONLOADED" in events and "EVENT_KIND_FLOW_EXPIRED" in events
 
 
