@@ -7,10 +7,13 @@ go. A controller that dies, pauses or loses etcd stops refreshing its
 lease, etcd deletes its key when the lease runs out, and the next in line
 leads.
 
-The leader's P4Runtime election id is its key's create revision (low 64
-bits) under the fleet's fencing epoch (high 64 bits): a later leader's key
-was always created later, so its id is higher, and the switch takes it as
-primary over any earlier leader that is still connected. The epoch is a key
+The leader's P4Runtime election id is the revision at which it won (low 64
+bits: it writes its key again on winning, and that write's revision is the
+id) under the fleet's fencing epoch (high 64 bits): a later leader won
+later, so its id is higher, and the switch takes it as primary over any
+earlier leader that is still connected. (Its key's create revision, its
+place in line, would not do: a standby that joined long ago can win after
+leaders that joined after it, as a lost quorum showed in the fault run.) The epoch is a key
 of the store (EPOCH_KEY, 1 while absent), read when a leader wins: a store
 restored from a backup or rebuilt counts its revisions from lower than the
 ids the switches and SmartNICs already saw, and raising the epoch
@@ -124,7 +127,12 @@ class Election:
                 self.lost.set()
                 break
             if not ahead:
-                self.leadership = Leadership(mine, lease, await self._epoch(kv))
+                # The id is the revision at which it won, written now, not its place in line (`mine`): a
+                # standby that joined the line long ago would otherwise lead under an id below those of
+                # leaders that won after it joined (after a lost quorum, say), and the fenced devices would
+                # refuse it for good. A write now is above every id any earlier leader took.
+                won = await kv.Put(rpc.PutRequest(key=key, value=self.name.encode(), lease=lease), timeout=REQUEST_TIMEOUT_S)
+                self.leadership = Leadership(won.header.revision, lease, await self._epoch(kv))
                 LOG.info("leading rack %s (election id %s)", self.rack, self.leadership.shown())
                 return self.leadership
             await self._wait_for_delete(ahead[-1].key, candidates.header.revision)
@@ -143,7 +151,8 @@ class Election:
             raise StoreUnavailable(f"etcd at {self.store.url} did not answer ({err.code().name.lower()}: {err.details()})") from None
         if not reply.kvs:
             return None
-        return reply.kvs[0].value.decode(errors="replace"), reply.kvs[0].create_revision
+        # Its key was written again when it won: that write's revision is its id.
+        return reply.kvs[0].value.decode(errors="replace"), reply.kvs[0].mod_revision
 
     async def _epoch(self, kv) -> int:
         """The fleet's fencing epoch as the store holds it now. One edited by hand
