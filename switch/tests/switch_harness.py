@@ -192,7 +192,12 @@ class Client:
         return out
 
     def close(self) -> None:
+        """End the stream and wait for the switch to end it too: the switch lets go of this client's election id
+        before it answers the stream's end, so a client that arbitrates next with the same id is not refused as a
+        second holder of it (as it was when the next test's primary came before the switch saw this one leave)."""
         self._requests.put(None)
+        self._reading.set()
+        self._reader.join(timeout=10)
         self.channel.close()
 
 

@@ -237,6 +237,18 @@ def test_a_second_client_with_the_same_election_id_is_refused(switch, primary):
         twin.close()
 
 
+def test_a_closed_clients_election_id_is_free_once_close_returns(switch):
+    """Client.close() returns once the switch has let go of the stream: a CI run's next primary, arbitrating with
+    the id the last test's primary had just closed, was refused as a second holder of it."""
+    for n in range(20):
+        client = Client(switch.switch.grpc_address, election_low=100)
+        assert client.arbitrate().status.code == OK
+        client.set_pipeline(INFO)
+        assert client.write([update(p4r.Update.INSERT, merge_flow_entry(n, 20 * 1000 * 1000))]) == [OK]
+        client.next_response()  # the switch is sending idle-timeout notifications as the client leaves
+        client.close()
+
+
 def test_a_higher_election_id_takes_over(switch, primary):
     usurper = Client(switch.switch.grpc_address, election_low=200)
     try:
