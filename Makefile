@@ -28,7 +28,7 @@ export TOPO
 comma      := ,
 space      := $(subst ,, )
 
-.PHONY: help setup test test-python test-c test-ptf sanitized lint proto native smartnic switch p4 p4-tofino bench fleet-scale fleet-chaos value wheel run stop demo attack soak clean
+.PHONY: help setup test test-python test-c test-ptf sanitized lint proto native smartnic switch p4 p4-tofino bench fleet-scale fleet-chaos value wheel deb deb-test run stop demo attack soak clean
 
 help:
 	@echo "make setup   install Debian/PyPI dependencies, generate protos, build the SmartNIC (and P4 when p4c is present)"
@@ -83,6 +83,10 @@ native:
 	@echo "native: built in $(NATIVE_BUILD) (jumbogate-nic, jumbogate-switch)"
 
 # The controller's package as a wheel, with the generated modules inside.
+# Debian packages of the switch, the SmartNIC and the controller (packaging/, docs/deploy.md).
+deb: native wheel
+	@$(PY) packaging/build_debs.py --native $(NATIVE_BUILD) --wheel $$(ls $(BUILD)/wheel/jumbogate-*.whl) --out $(BUILD)/deb
+
 wheel: proto
 	@$(PY) -m pip wheel --no-deps --no-build-isolation -q -w $(BUILD)/wheel ./controlplane
 	@rm -rf controlplane/build
@@ -122,8 +126,8 @@ sanitized:
 	@bash scripts/sanitized.sh c && bash scripts/sanitized.sh nic
 
 lint:
-	@$(VENV)/bin/ruff check controlplane mininet ptf-tests smartnic switch testlab examples
-	@$(VENV)/bin/ruff format --check controlplane mininet ptf-tests smartnic switch testlab examples
+	@$(VENV)/bin/ruff check controlplane mininet ptf-tests smartnic switch testlab examples packaging
+	@$(VENV)/bin/ruff format --check controlplane mininet ptf-tests smartnic switch testlab examples packaging
 	@$(PY) scripts/lint_p4_names.py controlplane mininet ptf-tests smartnic switch testlab p4rt-conformance
 	@find runtime smartnic switch testlab examples -name '*.[ch]' -o -name '*.cc' -o -name '*.h' | xargs -r clang-format --dry-run --Werror
 	@if command -v p4c >/dev/null; then $(MAKE) --no-print-directory p4; else echo "lint: p4c not on PATH, P4 not checked"; fi

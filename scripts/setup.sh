@@ -44,6 +44,7 @@ DEB_PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   python3 python3-venv python3-dev python3-cryptography etcd-server etcd-client prometheus nftables scamper
   mininet iproute2 iputils-ping ethtool iperf3 tshark tcpdump bridge-utils procps psmisc
+  dpkg-dev debootstrap systemd
 )
 
 missing=()

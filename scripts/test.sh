@@ -31,7 +31,7 @@ ninja -C build/native >/dev/null || { echo "test: build/native does not build; r
 # Python: unit tests, SmartNIC program integration, controller integration and
 # the emulation; markers and conftest skip what needs a missing tool.
 PY_TEST_DIRS=()
-for dir in controlplane/tests testlab/tests smartnic/tests/integration switch/tests examples/nat/tests mininet/tests; do [ -d "$dir" ] && PY_TEST_DIRS+=("$dir"); done
+for dir in controlplane/tests testlab/tests smartnic/tests/integration switch/tests examples/nat/tests packaging/tests mininet/tests; do [ -d "$dir" ] && PY_TEST_DIRS+=("$dir"); done
 run_suite python "$PY" -m pytest -q -rs --junitxml="$RESULTS/python.xml" "${PY_TEST_DIRS[@]}"
 run_suite c meson test -C build/native --print-errorlogs
 # The same PTF suite on each target: jumbogate-switch always, BMv2 where

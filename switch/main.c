@@ -24,6 +24,7 @@
 #include <rte_ring_elem.h>
 
 #include "port.h"
+#include "service_notify.h"
 #include "switch.h"
 #include "telemetry.h"
 
@@ -710,11 +711,13 @@ int main(int argc, char **argv)
 	       sw->port_count, sw->worker_count, options.depth, sw->device_id,
 	       options.cpu_port, options.grpc);
 	fflush(stdout);
+	jg_service_notify("READY=1\nSTATUS=forwarding");
 	while (!signalled) {
 		const struct timespec tick = {.tv_nsec = 20 * 1000 * 1000};
 		nanosleep(&tick, NULL);
 	}
 	fprintf(stderr, PROGRAM ": %s: stopping\n", strsignal(signalled));
+	jg_service_notify("STOPPING=1");
 	sw_p4rt_stop();
 	__atomic_store_n(&sw->stop, true, __ATOMIC_RELAXED);
 	rte_eal_mp_wait_lcore();

@@ -30,6 +30,7 @@
 #include "pathmtu.h"
 #include "port.h"
 #include "ports.h"
+#include "service_notify.h"
 #include "stats.h"
 #include "telemetry.h"
 
@@ -401,6 +402,7 @@ int main(int argc, char **argv)
 	       options.grpc_address,
 	       jg_tls_enabled(&options.tls) ? " (mutual TLS)" : "");
 	fflush(stdout);
+	jg_service_notify("READY=1\nSTATUS=merging and splitting");
 
 	while (!signalled) {
 		const struct timespec tick = {.tv_nsec = 20 * 1000 * 1000};
@@ -409,6 +411,7 @@ int main(int argc, char **argv)
 	fprintf(stderr,
 		"jumbogate-nic: %s: flushing held packets and stopping\n",
 		strsignal(signalled));
+	jg_service_notify("STOPPING=1");
 	/* Control first, so that no command arrives after the workers. */
 	if (grpc_started)
 		nic_grpc_stop();

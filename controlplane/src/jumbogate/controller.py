@@ -22,7 +22,7 @@ import finsy.p4client
 from finsy.grpcutil import GRPCArg, GRPCOptions
 from finsy.proto import p4r
 
-from . import learned, metrics, metrics_server, p4, tofino, translate
+from . import learned, metrics, metrics_server, p4, service_notify, tofino, translate
 from .config import ConfigError, RackConfig, config_changes, load_config
 from .election import Election
 from .fleet import DEFAULT_RACK, FleetPolicy
@@ -211,6 +211,7 @@ class Controller:
         metrics_server = None
         try:
             metrics_server = self._metrics_http = self.serve_metrics()
+            service_notify.notify(f"READY=1\nSTATUS=operator API on {self.listen}")
             async with asyncio.TaskGroup() as tasks:
                 tasks.create_task(self.fleet.run())
                 tasks.create_task(self._digest_worker())
@@ -221,6 +222,7 @@ class Controller:
                 else:
                     tasks.create_task(self._lead())
         finally:
+            service_notify.notify("STOPPING=1")
             # First of all: health checkers (a load balancer, a supervisor) stop sending callers here.
             await shutting_down(server)
             if metrics_server is not None:
