@@ -142,6 +142,24 @@ else
   say "the kernel's GRO selftest is built ($(cat "$gro_dir/source" 2>/dev/null))"
 fi
 
+# grpcurl, the tool operators reach the gRPC servers' reflection with
+# (docs/operations.md): a test lists the operator API's services through it.
+# Debian 12 does not package it; Go builds it from the Go module proxy into
+# build/tools/ when Go is installed, else that test skips and says why.
+GRPCURL_VERSION=v1.9.3
+if [ ! -x build/tools/grpcurl ] && ! command -v grpcurl >/dev/null; then
+  if command -v go >/dev/null; then
+    say "building grpcurl $GRPCURL_VERSION with Go into build/tools/ (takes a few minutes)"
+    if GOBIN="$PWD/build/tools" GOFLAGS=-mod=mod go install "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION" >/dev/null 2>&1; then
+      say "built build/tools/grpcurl"
+    else
+      say "could not build grpcurl: its test will be skipped"
+    fi
+  else
+    say "Go is not installed: grpcurl is not built and its test will be skipped"
+  fi
+fi
+
 # The compiled pipeline (p4src/compiled/) is committed: nothing here needs
 # p4c. Where p4c is present, `make test` checks that the committed files
 # equal a fresh compile.

@@ -312,7 +312,11 @@ def test_health_and_reflection_answer_on_the_operator_api(rig):
         assert pool.FindMessageTypeByName("jumbogate.v1.NicStats").fields_by_name["fence"]
 
 
-@pytest.mark.skipif(shutil.which("grpcurl") is None, reason="grpcurl is not installed")
+# make setup builds grpcurl into build/tools/ where Go is installed.
+GRPCURL = shutil.which("grpcurl") or shutil.which("grpcurl", path=str(Path(__file__).resolve().parents[3] / "build" / "tools"))
+
+
+@pytest.mark.skipif(GRPCURL is None, reason="grpcurl is not installed (make setup builds it with Go into build/tools/)")
 def test_grpcurl_lists_the_services(rig):
-    done = subprocess.run(["grpcurl", "-plaintext", rig.api, "list"], capture_output=True, text=True, timeout=30)
+    done = subprocess.run([GRPCURL, "-plaintext", rig.api, "list"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0 and "jumbogate.v1.Policy" in done.stdout
