@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "grpc_listen.h"
+#include "log.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -129,17 +130,29 @@ class AllowedIdentities : public grpc::AuthMetadataProcessor
 			if (seen.size() < 200)
 				seen += (seen.empty() ? "" : ", ") + dns;
 		}
-		return grpc::Status(
-			grpc::StatusCode::PERMISSION_DENIED,
-			program_ + ": the client certificate's DNS names (" +
-				(seen.empty() ? std::string("none") : seen) +
-				") are not among the identities allowed to "
-				"call (--tls-allow)");
+		std::string why =
+			"the client certificate's DNS names (" +
+			(seen.empty() ? std::string("none") : seen) +
+			") are not among the identities allowed to call "
+			"(--tls-allow)";
+		uint32_t suppressed = 0;
+		// Anyone the CA signed can cause this: a bounded number of
+		// lines a second, the rest counted.
+		if (jg_log_limited(&refusals_, kRefusalLinesPerSecond,
+				   &suppressed))
+			JG_LOG(jg_log_grpc, WARNING,
+			       "%s: call refused: %s (%u more refused since "
+			       "the last such line)\n",
+			       program_.c_str(), why.c_str(), suppressed);
+		return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+				    program_ + ": " + why);
 	}
 
       private:
+	static constexpr uint32_t kRefusalLinesPerSecond = 5;
 	const std::set<std::string> allowed_;
 	const std::string program_;
+	struct jg_log_limit refusals_ = {};
 };
 
 std::shared_ptr<grpc::ServerCredentials>
@@ -198,11 +211,11 @@ bool jg_grpc_listen(grpc::ServerBuilder &builder, const char *program,
 		return false;
 	} else {
 		if (!loopback)
-			std::fprintf(stderr,
-				     "%s: WARNING: plaintext gRPC on %s "
-				     "(--insecure): anyone who reaches it "
-				     "can call it\n",
-				     program, address.c_str());
+			JG_LOG(jg_log_grpc, WARNING,
+			       "%s: WARNING: plaintext gRPC on %s "
+			       "(--insecure): anyone who reaches it can "
+			       "call it\n",
+			       program, address.c_str());
 		credentials = grpc::InsecureServerCredentials();
 	}
 	// Two programs on one port would split the clients' calls between

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "port.h"
+#include "log.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -171,10 +172,10 @@ bool jg_port_setup(const struct jg_port_params *p, struct rte_mempool **out)
 	if (info.max_rx_pktlen >= p->mtu + FRAME_OVERHEAD - 2 * RTE_VLAN_HLEN)
 		conf.rxmode.mtu = p->mtu;
 	else
-		fprintf(stderr,
-			"%s: port %s reports a %u-byte maximum frame; leaving "
-			"its MTU to the device (max MTU %u)\n",
-			p->program, p->name, info.max_rx_pktlen, info.max_mtu);
+		JG_LOG(jg_log_port, NOTICE,
+		       "%s: port %s reports a %u-byte maximum frame; leaving "
+		       "its MTU to the device (max MTU %u)\n",
+		       p->program, p->name, info.max_rx_pktlen, info.max_mtu);
 	/* Flows are pinned to workers by the port's hash. The key repeats
 	 * 0x6d5a, which makes the Toeplitz hash symmetric: both directions
 	 * of a connection reach one worker, so the state a worker learns
@@ -227,10 +228,9 @@ bool jg_port_setup(const struct jg_port_params *p, struct rte_mempool **out)
 			break;
 		rte_mempool_free(pool);
 		data_size = RTE_MIN(data_size * 2, MAX_DATA_SIZE);
-		fprintf(stderr,
-			"%s: port %s wants larger buffers; trying %u "
-			"bytes\n",
-			p->program, p->name, data_size);
+		JG_LOG(jg_log_port, NOTICE,
+		       "%s: port %s wants larger buffers; trying %u bytes\n",
+		       p->program, p->name, data_size);
 	}
 	if (result != 0) {
 		fprintf(stderr, "%s: port %s: queue setup failed: %s\n",

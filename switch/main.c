@@ -23,6 +23,7 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
+#include "log.h"
 #include "port.h"
 #include "service_notify.h"
 #include "switch.h"
@@ -72,6 +73,14 @@ struct options {
 
 static struct sw_switch the_switch;
 static volatile sig_atomic_t signalled;
+
+/* The program's own log type (jumbogate.switch; runtime/log.h): registered
+ * before main so that the EAL's --log-level finds it. */
+static int log_switch = RTE_LOGTYPE_USER1;
+RTE_INIT(log_switch_register)
+{
+	log_switch = jg_log_register("jumbogate.switch", RTE_LOG_INFO);
+}
 
 uint64_t sw_now_ns(void)
 {
@@ -647,6 +656,7 @@ int main(int argc, char **argv)
 			"--file-prefix NAME)\n");
 		return EXIT_FAILURE;
 	}
+	jg_log_start();
 	if (eal_used + 1 < options.eal_argc) {
 		fprintf(stderr,
 			PROGRAM ": the EAL did not take '%s'; put the "
@@ -703,6 +713,7 @@ int main(int argc, char **argv)
 		goto out_ports;
 	}
 	sw_telemetry_register(sw);
+	jg_log_telemetry_register(PROGRAM);
 	for (unsigned int w = 0; w < sw->worker_count; w++)
 		rte_eal_remote_launch(worker_run, &workers[w],
 				      workers[w].lcore_id);
@@ -716,7 +727,8 @@ int main(int argc, char **argv)
 		const struct timespec tick = {.tv_nsec = 20 * 1000 * 1000};
 		nanosleep(&tick, NULL);
 	}
-	fprintf(stderr, PROGRAM ": %s: stopping\n", strsignal(signalled));
+	JG_LOG(log_switch, NOTICE, PROGRAM ": %s: stopping\n",
+	       strsignal(signalled));
 	jg_service_notify("STOPPING=1");
 	sw_p4rt_stop();
 	__atomic_store_n(&sw->stop, true, __ATOMIC_RELAXED);

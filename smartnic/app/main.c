@@ -26,6 +26,7 @@
 #include "control.h"
 #include "engines.h"
 #include "grpc_server.h"
+#include "log.h"
 #include "nic.h"
 #include "pathmtu.h"
 #include "port.h"
@@ -46,6 +47,14 @@
 
 static struct nic the_nic;
 static volatile sig_atomic_t signalled;
+
+/* The program's own log type (jumbogate.nic; runtime/log.h): registered before
+ * main so that the EAL's --log-level finds it. */
+static int log_nic = RTE_LOGTYPE_USER1;
+RTE_INIT(log_nic_register)
+{
+	log_nic = jg_log_register("jumbogate.nic", RTE_LOG_INFO);
+}
 
 static void on_signal(int number)
 {
@@ -359,6 +368,7 @@ int main(int argc, char **argv)
 		nic_options_free(&options);
 		return EXIT_FAILURE;
 	}
+	jg_log_start();
 	if (eal_used + 1 < options.eal_argc) {
 		fprintf(stderr,
 			"jumbogate-nic: the EAL did not take '%s'; put the "
@@ -383,6 +393,7 @@ int main(int argc, char **argv)
 		goto out;
 	nic_control_init(nic);
 	nic_telemetry_register();
+	jg_log_telemetry_register("jumbogate-nic");
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	if (strcmp(options.grpc_address, "none") != 0) {
@@ -408,9 +419,9 @@ int main(int argc, char **argv)
 		const struct timespec tick = {.tv_nsec = 20 * 1000 * 1000};
 		nanosleep(&tick, NULL);
 	}
-	fprintf(stderr,
-		"jumbogate-nic: %s: flushing held packets and stopping\n",
-		strsignal(signalled));
+	JG_LOG(log_nic, NOTICE,
+	       "jumbogate-nic: %s: flushing held packets and stopping\n",
+	       strsignal(signalled));
 	jg_service_notify("STOPPING=1");
 	/* Control first, so that no command arrives after the workers. */
 	if (grpc_started)

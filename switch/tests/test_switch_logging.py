@@ -1,0 +1,105 @@
+"""The switch's log: types with levels (runtime/log.h), set at start and at run time, and refusals it logs bounded.
+
+The same runtime serves jumbogate-nic; the switch is the program that starts quickest without ports to wire.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import grpc
+import pytest
+from finsy.proto import p4r, p4r_grpc
+from switch_harness import SWITCH_BINARY
+
+from jumbogate.pki import make_pki
+from testlab import lab
+
+TYPES = ("jumbogate.grpc", "jumbogate.port", "jumbogate.switch")
+
+
+def start_switch(tmp_path, name: str, eal: list[str] = (), options: list[str] = ()) -> tuple[lab.Process, str, str]:
+    prefix = f"jglog-{name}-{tmp_path.name}"[:40]
+    address = f"127.0.0.1:{lab.free_tcp_port()}"
+    args = [SWITCH_BINARY, "--no-huge", "-m", "256", "--no-pci", "--file-prefix", prefix, "-l", "0-1", "--vdev=net_null0", *eal]
+    args += ["--", "--port", "1=net_null0", "--grpc", address, *options]
+    return lab.start_dpdk_service(args, tmp_path / f"{name}.log", address), prefix, address
+
+
+def levels(prefix: str, params: str = "") -> dict:
+    """{type: level}, or the command's {"error": why}."""
+    reply = lab.telemetry_query(prefix, "/jumbogate/log_level" + (f",{params}" if params else ""))
+    return reply if isinstance(reply, dict) else dict(entry.split(":") for entry in reply)
+
+
+def test_levels_are_set_at_start_with_the_eal_option(tmp_path):
+    process, prefix, _ = start_switch(tmp_path, "start", eal=["--log-level=jumbogate.port:warning", "--log-level=jumbogate.switch:debug"])
+    try:
+        assert levels(prefix) == {"jumbogate.grpc": "info", "jumbogate.port": "warning", "jumbogate.switch": "debug"}
+    finally:
+        process.stop()
+
+
+def test_levels_change_at_run_time_and_a_bad_request_changes_nothing(tmp_path):
+    process, prefix, _ = start_switch(tmp_path, "runtime")
+    try:
+        assert levels(prefix) == dict.fromkeys(TYPES, "info")
+        assert levels(prefix, "jumbogate.*,debug") == dict.fromkeys(TYPES, "debug")
+        assert levels(prefix, "jumbogate.grpc,err") == {"jumbogate.grpc": "err", "jumbogate.port": "debug", "jumbogate.switch": "debug"}
+        assert "error" in levels(prefix, "jumbogate.*,loud")
+        assert "error" in levels(prefix, "lib.eal,debug")  # not one of the program's types
+        assert "error" in levels(prefix, "jumbogate.*")
+        assert levels(prefix) == {"jumbogate.grpc": "err", "jumbogate.port": "debug", "jumbogate.switch": "debug"}
+        # What is logged follows: the stop is a notice, which err would hide and debug shows.
+        process.stop()
+        assert re.search(r"jumbogate-switch: \w+: stopping", process.output())
+    finally:
+        process.stop()
+
+
+def test_a_stop_is_not_logged_below_its_level(tmp_path):
+    process, prefix, _ = start_switch(tmp_path, "quiet", eal=["--log-level=jumbogate.switch:warning"])
+    process.stop()
+    assert "stopping" not in process.output()
+
+
+@pytest.fixture
+def pki(tmp_path):
+    return make_pki(tmp_path / "pki", {"switch": ["127.0.0.1"], "dashboard": []}, clients={"dashboard"})
+
+
+def refused_calls(address: str, pki, count: int) -> None:
+    """COUNT calls from a certificate the CA signed but --tls-allow does not name."""
+    credentials = grpc.ssl_channel_credentials(pki.ca.read_bytes(), pki["dashboard"].key.read_bytes(), pki["dashboard"].cert.read_bytes())
+    with grpc.secure_channel(address, credentials) as channel:
+        stub = p4r_grpc.P4RuntimeStub(channel)
+        for _ in range(count):
+            with pytest.raises(grpc.RpcError) as caught:
+                stub.Capabilities(p4r.CapabilitiesRequest(), timeout=5)
+            assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_refused_calls_are_logged_at_most_five_lines_a_second_and_the_rest_counted(tmp_path, pki):
+    tls = lab.ServerTls(pki["switch"].cert, pki["switch"].key, pki.ca, allow=("controller",))
+    process, prefix, address = start_switch(tmp_path, "refusals", options=tls.soft_args())
+    try:
+        started = time.monotonic()
+        refused_calls(address, pki, 40)
+        burst = time.monotonic() - started
+        lines = re.findall(r"call refused: the client certificate's DNS names \(dashboard\).*\((\d+) more refused", process.output())
+        # Five a second at most, each second the burst touched.
+        assert 1 <= len(lines) <= 5 * (int(burst) + 2), (burst, lines)
+        time.sleep(1.1)
+        refused_calls(address, pki, 1)
+        lines = re.findall(r"call refused: .*\((\d+) more refused since the last such line\)", process.output())
+        # Every refusal is either a line or counted in the next one.
+        assert len(lines) + sum(int(n) for n in lines) == 41, lines
+        # At err the refusal (a warning) is no longer logged.
+        assert levels(prefix, "jumbogate.grpc,err")["jumbogate.grpc"] == "err"
+        before = process.output().count("call refused")
+        time.sleep(1.1)
+        refused_calls(address, pki, 3)
+        assert process.output().count("call refused") == before
+    finally:
+        process.stop()
