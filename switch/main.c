@@ -24,6 +24,7 @@
 #include <rte_ring_elem.h>
 
 #include "log.h"
+#include "metrics_http.h"
 #include "port.h"
 #include "service_notify.h"
 #include "switch.h"
@@ -59,6 +60,7 @@ struct options {
 	unsigned int port_count;
 	struct port_option ports[SW_MAX_DPDK_PORTS];
 	const char *grpc;
+	const char *metrics;	   /* the own Prometheus endpoint, or NULL */
 	struct jg_tls_options tls; /* how P4Runtime is secured */
 	uint32_t cpu_port;
 	uint32_t depth;
@@ -114,6 +116,9 @@ static void usage(FILE *out)
 		"                        (e.g. 0000:01:00.0 given with -a)\n"
 		"  --grpc ADDR           P4Runtime address, HOST:PORT or\n"
 		"                        unix:PATH (default " DEFAULT_GRPC ")\n"
+		"  --metrics HOST:PORT   serve Prometheus metrics of the data\n"
+		"                        path on this loopback address (off\n"
+		"                        unless given)\n"
 		"  --device-id N         P4Runtime device id (default 1)\n"
 		"  --cpu-port N          the P4 port of packet-in/out (default "
 		"%d)\n"
@@ -215,6 +220,7 @@ static int parse_options(struct options *options, int argc, char **argv)
 	static const struct option long_options[] = {
 		{"port", required_argument, NULL, 'p'},
 		{"grpc", required_argument, NULL, 'g'},
+		{"metrics", required_argument, NULL, 'M'},
 		{"device-id", required_argument, NULL, 'd'},
 		{"cpu-port", required_argument, NULL, 'c'},
 		{"depth", required_argument, NULL, 'D'},
@@ -284,6 +290,9 @@ static int parse_options(struct options *options, int argc, char **argv)
 			break;
 		case 'g':
 			options->grpc = optarg;
+			break;
+		case 'M':
+			options->metrics = optarg;
 			break;
 		case 'P':
 			if (strcmp(optarg, "promote") != 0 &&
@@ -707,6 +716,12 @@ int main(int argc, char **argv)
 		goto out_pipeline;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	if (options.metrics != NULL &&
+	    !jg_metrics_start(options.metrics, "jumbogate_switch",
+			      sw_metrics_render, sw, error, sizeof(error))) {
+		fprintf(stderr, PROGRAM ": %s\n", error);
+		goto out_ports;
+	}
 	if (!sw_p4rt_start(sw, options.grpc, &options.tls, error,
 			   sizeof(error))) {
 		fprintf(stderr, PROGRAM ": %s\n", error);
@@ -731,11 +746,13 @@ int main(int argc, char **argv)
 	       strsignal(signalled));
 	jg_service_notify("STOPPING=1");
 	sw_p4rt_stop();
+	jg_metrics_stop();
 	__atomic_store_n(&sw->stop, true, __ATOMIC_RELAXED);
 	rte_eal_mp_wait_lcore();
 	print_totals(sw);
 	status = EXIT_SUCCESS;
 out_ports:
+	jg_metrics_stop();
 	for (unsigned int i = 0; i < sw->port_count; i++) {
 		rte_eth_dev_stop(sw->ports[i].dpdk_port);
 		rte_eth_dev_close(sw->ports[i].dpdk_port);

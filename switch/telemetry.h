@@ -13,6 +13,10 @@ struct sw_totals {
 /* Summed over the workers: the exit line and /jumbogate-switch/stats. */
 void sw_totals(const struct sw_switch *sw, struct sw_totals *totals);
 
+struct jg_metrics_text;
+/* The --metrics endpoint's scrape of SW (metrics.c). */
+void sw_metrics_render(struct jg_metrics_text *text, void *sw);
+
 /* Registers the /jumbogate-switch/ telemetry commands (see telemetry.c). */
 void sw_telemetry_register(const struct sw_switch *sw);
 

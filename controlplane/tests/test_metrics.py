@@ -210,6 +210,8 @@ class Border:
     api: str
     metrics: str
     ports: dict[int, Port]
+    # The switch's own endpoint (--metrics): its data path without the controller.
+    switch_metrics: str = ""
     parts: list = dataclasses.field(default_factory=list)
 
     def nic_stats(self) -> nic_pb2.NicStats:
@@ -247,13 +249,13 @@ def border(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("metrics-border")
     # Names of this process's own: other suites may run beside this one.
     with lab.veth_pairs(f"jgm{os.getpid() % 100000}", len(PORTS)) as veths:
-        switch = lab.SoftSwitch({n: veths[n - 1].a for n in PORTS}, tmp / "switch.log")
+        addresses = [f"127.0.0.1:{lab.free_tcp_port()}" for _ in range(4)]
+        nic_address, api, metrics, switch_metrics = addresses
+        switch = lab.SoftSwitch({n: veths[n - 1].a for n in PORTS}, tmp / "switch.log", options=("--metrics", switch_metrics))
         switch.grpc_address = f"127.0.0.1:{lab.free_tcp_port()}"
-        addresses = [f"127.0.0.1:{lab.free_tcp_port()}" for _ in range(3)]
-        nic_address, api, metrics = addresses
         config = rack_config(tmp, veths, switch.grpc_address, nic_address, api, metrics)
         ports = {n: Port(veths[n - 1].b) for n in (EXTERNAL, WEB_PORT)}
-        border = Border(switch, nic_address, api, metrics, ports)
+        border = Border(switch, nic_address, api, metrics, ports, switch_metrics=switch_metrics)
         try:
             border.parts.append(switch.start())
             border.parts.append(start_nic(tmp, veths[NIC_PORT - 1].b, nic_address))
@@ -689,8 +691,8 @@ RENAME_ROW = re.compile(r"^\|\s*`(jumbogate_[a-z0-9_]+)(?:\{[^`]*\})?`[^|\n]*\|"
 def test_operations_doc_lists_every_metric_and_the_docs_name_only_exported_ones(busy_border):
     """Both ways: every family a scrape exports is in docs/operations.md, and
     every metric named anywhere in docs/ is exported, but for the old names
-    of the renames table."""
-    text = scrape_text(busy_border.metrics)
+    of the renames table. The scrapes: the controller's, and the switch's own."""
+    text = scrape_text(busy_border.metrics) + scrape_text(busy_border.switch_metrics)
     declared, sampled = queryable_names(text)
     families = {f.name + ("_total" if f.type == "counter" else "") for f in text_string_to_metric_families(text)}
     assert len(families) > 40

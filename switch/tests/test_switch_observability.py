@@ -1,16 +1,23 @@
-"""The switch's log: types with levels (runtime/log.h), set at start and at run time, and refusals it logs bounded.
+"""What the switch says of itself without a controller: its log, types with levels (runtime/log.h) set at start and
+at run time, refusals logged bounded; and its own metrics endpoint (--metrics, runtime/metrics_http.h).
 
-The same runtime serves jumbogate-nic; the switch is the program that starts quickest without ports to wire.
+The same runtime serves jumbogate-nic; the switch is the program that starts quickest without ports to wire. Its
+port is net_null, which receives a stream of zero-filled frames: counters move without a peer.
 """
 
 from __future__ import annotations
 
 import re
+import socket
+import subprocess
 import time
+import urllib.error
+import urllib.request
 
 import grpc
 import pytest
 from finsy.proto import p4r, p4r_grpc
+from prometheus_client.parser import text_string_to_metric_families
 from switch_harness import SWITCH_BINARY
 
 from jumbogate.pki import make_pki
@@ -103,3 +110,58 @@ def test_refused_calls_are_logged_at_most_five_lines_a_second_and_the_rest_count
         assert process.output().count("call refused") == before
     finally:
         process.stop()
+
+
+def scrape(address: str) -> dict[tuple[str, tuple], float]:
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as reply:
+        assert reply.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        text = reply.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in text_string_to_metric_families(text) for s in f.samples}
+
+
+def test_the_metrics_endpoint_shows_the_data_path(tmp_path):
+    metrics = f"127.0.0.1:{lab.free_tcp_port()}"
+    process, _, _ = start_switch(tmp_path, "metrics", options=["--metrics", metrics])
+    try:
+        rx = (("direction", "rx"), ("interface", "net_null0"), ("port", "1"))
+        first = lab.wait_until(lambda: (s := scrape(metrics)).get(("jumbogate_switch_port_packets_total", rx), 0) > 0 and s, "packets counted", 20)
+        later = lab.wait_until(
+            lambda: (s := scrape(metrics))[("jumbogate_switch_port_packets_total", rx)] > first[("jumbogate_switch_port_packets_total", rx)] and s,
+            "the counter to move",
+            20,
+        )
+        # Zero-filled frames are not Ethernet the program parses: dropped, and counted by reason.
+        dropped = sum(v for (name, _), v in later.items() if name == "jumbogate_switch_drop_packets_total")
+        assert dropped > 0
+        assert later[("jumbogate_switch_p4runtime_streams", ())] == 0
+        assert any(name == "jumbogate_switch_buffers_in_use" for name, _ in later)
+        assert later[("jumbogate_switch_metrics_requests_total", (("outcome", "served"),))] >= 2
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(f"http://{metrics}/other", timeout=10)
+        assert missing.value.code == 404
+        assert scrape(metrics)[("jumbogate_switch_metrics_requests_total", (("outcome", "not_found"),))] == 1
+    finally:
+        process.stop()
+
+
+def test_a_client_that_stalls_holds_the_endpoint_at_most_its_time_limit(tmp_path):
+    metrics = f"127.0.0.1:{lab.free_tcp_port()}"
+    process, _, _ = start_switch(tmp_path, "stall", options=["--metrics", metrics])
+    try:
+        host, port = metrics.split(":")
+        with socket.create_connection((host, int(port))) as stalled:
+            stalled.sendall(b"GET /metr")  # and nothing more
+            started = time.monotonic()
+            scrape(metrics)
+            waited = time.monotonic() - started
+        assert waited < 5, waited  # 2 s to arrive, then the next request is served
+    finally:
+        process.stop()
+
+
+def test_metrics_are_refused_on_an_address_other_than_loopback(tmp_path):
+    args = [SWITCH_BINARY, "--no-huge", "-m", "256", "--no-pci", "--file-prefix", f"jglog-refuse-{tmp_path.name}"[:40], "-l", "0-1"]
+    args += ["--vdev=net_null0", "--", "--port", "1=net_null0", "--grpc", f"127.0.0.1:{lab.free_tcp_port()}", "--metrics", "0.0.0.0:9464"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "refusing metrics on '0.0.0.0:9464'" in done.stderr, done.stderr
