@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from switch_harness import SWITCH_BINARY
+from switch_harness import INFO, OK, SWITCH_BINARY, Client, OnePortSwitch
 
 
 def _missing() -> str | None:
@@ -41,3 +41,19 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="module")
 def log_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("switch")
+
+
+@pytest.fixture(scope="module")
+def switch(log_dir):
+    wiring = OnePortSwitch(log_dir)
+    yield wiring
+    wiring.close()
+
+
+@pytest.fixture
+def primary(switch):
+    client = Client(switch.switch.grpc_address, election_low=100)
+    assert client.arbitrate().status.code == OK
+    client.set_pipeline(INFO)
+    yield client
+    client.close()
