@@ -111,6 +111,11 @@ static inline uint32_t path_max_delay_us(const struct bench *b,
 	return kind == PATH_CEILING ? CEILING_DELAY_US : b->opt.max_delay_us;
 }
 
+/* bench_options.c: fill o from the command line (false: a mistake, said
+ * on stderr); print the usage. */
+bool bench_parse_options(int argc, char **argv, struct options *o);
+void bench_usage(const char *program);
+
 /* The results on stdout: one table of every path that ran. */
 void bench_print_summary(const struct bench *b);
 /* The results as JSON in the file --json names. */
