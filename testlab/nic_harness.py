@@ -79,6 +79,12 @@ class Netns:
     def exec(self, *args: str, check: bool = True, timeout: float = 20) -> subprocess.CompletedProcess:
         return run("ip", "netns", "exec", self.name, *args, check=check, timeout=timeout)
 
+    def popen(self, *args: str, **kwargs) -> subprocess.Popen:
+        return subprocess.Popen(["ip", "netns", "exec", self.name, *args], **kwargs)
+
+    def mac(self, iface: str) -> str:
+        return json.loads(self.exec("ip", "-j", "link", "show", iface).stdout)[0]["address"]
+
     def delete(self) -> None:
         run("ip", "netns", "delete", self.name, check=False)
 

@@ -18,6 +18,16 @@ CARAVAN_DSCP = 43
 CARAVAN_MAGIC = 0x4A43
 
 
+def internet_checksum(data: bytes) -> int:
+    """The ones' complement sum of IP, TCP, UDP and ICMP (RFC 1071), of data padded to whole 16-bit words."""
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
 def pattern(offset: int, length: int) -> bytes:
     """Payload bytes that differ with their stream offset, so a misplaced
     byte shows up."""

@@ -1,11 +1,11 @@
 """jumbogate-controller as an operator runs it: its flags and exit codes."""
 
+import contextlib
 import json
 import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -47,55 +47,45 @@ def test_an_unknown_log_level_is_a_usage_error():
     assert result.returncode == 2 and "--log-level" in result.stderr, result.stderr
 
 
-def test_listen_log_level_and_a_clean_stop(tmp_path):
-    """--listen overrides controller.listen, --log-level DEBUG is obeyed,
-    SIGTERM stops it with 0; an address in use exits 1 with the reason."""
+@contextlib.contextmanager
+def serving_controller(tmp_path: Path, *flags: str):
+    """jumbogate-controller on a free address with `flags`, logging to tmp_path/controller.log, once jumbogatectl
+    gets an answer from it; yields (address, log, process) and stops it with SIGTERM after."""
     address = f"127.0.0.1:{lab.free_tcp_port()}"
     log = tmp_path / "controller.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [str(CONTROLLER), "--config", str(EXAMPLE), "--pipeline", str(PIPELINE), "--listen", address, "--log-level", "DEBUG"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 20
-        shown = None
-        while time.monotonic() < deadline:
-            shown = subprocess.run([str(CTL), "--controller", address, "--timeout", "1", "fleet", "show"], capture_output=True, text=True)
-            if shown.returncode == 0:
-                break
-            time.sleep(0.2)
-        assert shown is not None and shown.returncode == 0, (shown.stderr if shown else "", log.read_text())
-        assert "DEBUG" in log.read_text(), "--log-level DEBUG prints debug lines"
-
-        # gRPC's default SO_REUSEPORT would let a second controller bind
-        # the same address and take half the calls: it must refuse instead.
-        busy = controller("--config", str(EXAMPLE), "--pipeline", str(PIPELINE), "--listen", address)
-        assert busy.returncode == 1 and "cannot listen on" in busy.stderr, busy.stderr
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=15)
-    assert code == 0, log.read_text()
-    assert "stopping" in log.read_text()
-
-
-def test_log_format_json_writes_one_object_per_line(tmp_path):
-    """--log-format json: every line the controller writes is one JSON object with time, level, logger and message."""
-    address = f"127.0.0.1:{lab.free_tcp_port()}"
-    log = tmp_path / "controller.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [str(CONTROLLER), "--config", str(EXAMPLE), "--pipeline", str(PIPELINE), "--listen", address, "--log-format", "json"],
+            [str(CONTROLLER), "--config", str(EXAMPLE), "--pipeline", str(PIPELINE), "--listen", address, *flags],
             stdout=out,
             stderr=subprocess.STDOUT,
         )
     try:
         serving = [str(CTL), "--controller", address, "--timeout", "1", "fleet", "show"]
         lab.wait_until(lambda: subprocess.run(serving, capture_output=True).returncode == 0, "the controller to serve", 20)
+        yield address, log, proc
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=15)
+
+
+def test_listen_log_level_and_a_clean_stop(tmp_path):
+    """--listen overrides controller.listen, --log-level DEBUG is obeyed,
+    SIGTERM stops it with 0; an address in use exits 1 with the reason."""
+    with serving_controller(tmp_path, "--log-level", "DEBUG") as (address, log, proc):
+        assert "DEBUG" in log.read_text(), "--log-level DEBUG prints debug lines"
+
+        # gRPC's default SO_REUSEPORT would let a second controller bind
+        # the same address and take half the calls: it must refuse instead.
+        busy = controller("--config", str(EXAMPLE), "--pipeline", str(PIPELINE), "--listen", address)
+        assert busy.returncode == 1 and "cannot listen on" in busy.stderr, busy.stderr
+    assert proc.returncode == 0, log.read_text()
+    assert "stopping" in log.read_text()
+
+
+def test_log_format_json_writes_one_object_per_line(tmp_path):
+    """--log-format json: every line the controller writes is one JSON object with time, level, logger and message."""
+    with serving_controller(tmp_path, "--log-format", "json") as (_, log, _):
+        pass
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     assert lines and all(set(line) >= {"time", "level", "logger", "message"} for line in lines), lines
     assert any(line["logger"].startswith("jumbogate") for line in lines) and lines[-1]["message"] == "stopping"

@@ -15,10 +15,11 @@
  * only files below it:
  *
  *   engine.c (create, configure, destroy)
- *     -> merge.c (the join rules, the merge API), split.c
- *       -> flow_table.c (flows by key; evicting one emits what it holds)
- *         -> emit.c (runs become packets; expired deadlines)
- *           -> delay.c (the delay model and the timer wheel)
+ *     -> merge.c (what may merge, the merge API), split.c
+ *       -> run.c (the join rules, building runs, a flow's deadline)
+ *         -> flow_table.c (flows by key; evicting one emits what it holds)
+ *           -> emit.c (runs become packets; expired deadlines)
+ *             -> delay.c (the delay model and the timer wheel)
  *
  * with checksum.c, packet.c, mbuf_util.c and pmtu.c as leaves that any of
  * them may call.

@@ -3,7 +3,8 @@
  * A held run: the head mbuf of a chain that is already one packet (the
  * headers of its first segment, then the payload of every segment in it),
  * its header lengths in the mbuf's offload fields. Read by the join rules
- * (merge.c) and by emission (emit.c).
+ * (run.c) and by emission (emit.c); run.c's entry points, for merge.c, are
+ * at the end.
  */
 #ifndef JUMBOGATE_RUN_H
 #define JUMBOGATE_RUN_H
@@ -53,5 +54,33 @@ static inline struct rte_tcp_hdr *held_tcp(const struct rte_mbuf *head)
 	return rte_pktmbuf_mtod_offset(head, struct rte_tcp_hdr *,
 				       head->l2_len + head->l3_len);
 }
+
+/* An input segment on its way into a run. */
+struct jg_segment {
+	struct rte_mbuf *m;
+	struct jg_parsed p;
+	uint32_t seq;
+	uint16_t payload_sum;
+};
+
+enum jg_insert_result {
+	JG_INSERTED,
+	JG_OVERLAPS, /* pass the segment through */
+};
+
+/* Every mbuf from m on continues an input segment that began earlier. */
+static inline void jg_mark_not_segment_start(struct jg_engine *e,
+					     struct rte_mbuf *m)
+{
+	for (; m != NULL; m = m->next)
+		jg_meta(e, m)->segment_start = 0;
+}
+
+/* run.c: put a segment into its flow's runs, joining what it touches;
+ * JG_OVERLAPS when it repeats held or released data and must pass. */
+enum jg_insert_result jg_run_insert(struct jg_engine *e, struct jg_flow *f,
+				    struct jg_segment *s);
+/* Set the flow's deadline from its held runs (none: off the wheel). */
+void jg_flow_schedule(struct jg_engine *e, struct jg_flow *f);
 
 #endif /* JUMBOGATE_RUN_H */

@@ -214,3 +214,134 @@ def write_error_codes(error: grpc.RpcError, count: int) -> list[int]:
             assert len(codes) == count, f"{len(codes)} error details for {count} updates"
             return codes
     return [error.code().value[0]] * count
+
+
+# ---- entities by the P4Info's aliases, and the frames the tests route -----
+
+OK, INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED = 0, 3, 5, 6, 7
+RESOURCE_EXHAUSTED, FAILED_PRECONDITION, OUT_OF_RANGE = 8, 9, 11
+INFO = p4info(512)
+
+
+def table(alias: str):
+    return next(t for t in INFO.tables if t.preamble.alias == alias)
+
+
+def action_id(alias: str) -> int:
+    return next(a.preamble.id for a in INFO.actions if a.preamble.alias == alias)
+
+
+def field_id(table_alias: str, name: str) -> int:
+    return next(f.id for f in table(table_alias).match_fields if f.name == name)
+
+
+def entry(table_alias: str, matches: list[p4r.FieldMatch], action: str | None = None, params: dict[str, bytes] | None = None, priority: int = 0) -> p4r.Entity:
+    t = table(table_alias)
+    e = p4r.TableEntry(table_id=t.preamble.id, match=matches, priority=priority)
+    if action is not None:
+        info = next(a for a in INFO.actions if a.preamble.alias == action)
+        e.action.action.action_id = info.preamble.id
+        for p in info.params:
+            e.action.action.params.add(param_id=p.id, value=(params or {})[p.name])
+    return p4r.Entity(table_entry=e)
+
+
+def exact(table_alias: str, name: str, value: bytes) -> p4r.FieldMatch:
+    return p4r.FieldMatch(field_id=field_id(table_alias, name), exact=p4r.FieldMatch.Exact(value=value))
+
+
+def lpm(table_alias: str, value: bytes, prefix_len: int) -> p4r.FieldMatch:
+    return p4r.FieldMatch(field_id=field_id(table_alias, "dst_addr"), lpm=p4r.FieldMatch.LPM(value=value, prefix_len=prefix_len))
+
+
+def update(kind, entity: p4r.Entity) -> p4r.Update:
+    return p4r.Update(type=kind, entity=entity)
+
+
+def port_role(port: int, role: int) -> p4r.Entity:
+    return entry("port_roles", [exact("port_roles", "ingress_port", port.to_bytes(2, "big"))], "set_port_role", {"role": bytes([role])})
+
+
+def route_v4(prefix: bytes, length: int, group: int = 1) -> p4r.Entity:
+    return entry("routes_v4", [lpm("routes_v4", prefix, length)], "set_next_hop_group", {"group_id": group.to_bytes(2, "big")})
+
+
+ECMP_SELECTOR = next(p.preamble.id for p in INFO.action_profiles if p.preamble.alias == "ecmp_selector")
+CPU_PORT = 510  # jumbogate-switch's default --cpu-port
+
+
+def next_hop_member(member_id: int, port: int, src_mac: bytes = bytes(6), dst_mac: bytes = bytes(6)) -> p4r.Entity:
+    action = entry("next_hops", [], "set_next_hop", {"port": port.to_bytes(2, "big"), "src_mac": src_mac, "dst_mac": dst_mac}).table_entry.action.action
+    return p4r.Entity(action_profile_member=p4r.ActionProfileMember(action_profile_id=ECMP_SELECTOR, member_id=member_id, action=action))
+
+
+def ecmp_group(group_id: int, weights: dict[int, int]) -> p4r.Entity:
+    group = p4r.ActionProfileGroup(action_profile_id=ECMP_SELECTOR, group_id=group_id)
+    for member_id, weight in weights.items():
+        group.members.add(member_id=member_id, weight=weight)
+    return p4r.Entity(action_profile_group=group)
+
+
+def next_hops_entry(group: int, member_id: int | None = None, group_id: int | None = None) -> p4r.Entity:
+    e = entry("next_hops", [exact("next_hops", "group_id", group.to_bytes(2, "big"))])
+    if member_id is not None:
+        e.table_entry.action.action_profile_member_id = member_id
+    else:
+        e.table_entry.action.action_profile_group_id = group_id
+    return e
+
+
+def all_table_entries(client: Client) -> list[p4r.TableEntry]:
+    return [e.table_entry for e in client.read([p4r.Entity(table_entry=p4r.TableEntry())])]
+
+
+def merge_flow_entry(n: int, idle_timeout_ns: int) -> p4r.Entity:
+    matches = [
+        exact("merge_flows", "ip_version", b"\x04"),
+        exact("merge_flows", "src_addr", (0xC6120000 + n).to_bytes(4, "big")),
+        exact("merge_flows", "dst_addr", bytes([10, 10, 0, 10])),
+        exact("merge_flows", "protocol", b"\x06"),
+        exact("merge_flows", "src_port", (1024 + n % 60000).to_bytes(2, "big")),
+        exact("merge_flows", "dst_port", b"\x01\xbb"),
+    ]
+    e = entry("merge_flows", matches, "steer_merge_flow", {})
+    e.table_entry.idle_timeout_ns = idle_timeout_ns
+    return e
+
+
+def udp_frame(size: int, ttl: int = 64) -> bytes:
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+
+    head = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IP(src="198.51.100.7", dst="10.9.0.1", ttl=ttl) / UDP(sport=4000, dport=5000)
+    return bytes(head / bytes((i * 7 + 3) % 256 for i in range(size - len(head))))
+
+
+def route_to(client: Client, port: int) -> None:
+    """Port 0 external, 10.9.0.0/16 routed to `port` by a next hop that keeps the frame's MACs."""
+    frame = udp_frame(64)
+    codes = client.write(
+        [
+            update(p4r.Update.INSERT, port_role(0, 1)),
+            update(p4r.Update.INSERT, next_hop_member(1, port, src_mac=frame[6:12], dst_mac=frame[0:6])),
+            update(p4r.Update.INSERT, next_hops_entry(1, member_id=1)),
+            update(p4r.Update.INSERT, route_v4(bytes([10, 9, 0, 0]), 16, group=1)),
+        ]
+    )
+    assert codes == [OK] * 4
+
+
+def forwarded(frame: bytes) -> bytes:
+    """The frame as routing leaves it: the TTL one less, the IPv4 checksum again."""
+    from scapy.layers.inet import IP
+    from scapy.layers.l2 import Ether
+
+    packet = Ether(frame)
+    packet[IP].ttl -= 1
+    del packet[IP].chksum
+    return bytes(packet)
+
+
+def digest_config(max_timeout_ns: int, max_list_size: int) -> p4r.Entity:
+    config = p4r.DigestEntry.Config(max_timeout_ns=max_timeout_ns, max_list_size=max_list_size)
+    return p4r.Entity(digest_entry=p4r.DigestEntry(digest_id=INFO.digests[0].preamble.id, config=config))

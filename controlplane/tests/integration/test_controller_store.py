@@ -4,7 +4,7 @@ What the operator sets through the API outlives the controller and its
 file; a change made through another controller, or by hand in etcd, reaches
 this rack's switch with only the difference written; a stale or invalid
 change is refused and the switch keeps the last valid policy. The switch is
-read back by an independent P4Runtime client (test_controller_switch's Rig).
+read back by an independent P4Runtime client (controller_rig.py's Rig).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 import finsy as fy
 import pytest
 import yaml
-from test_controller_switch import FLEET_OFF, FLEET_ON, TARGETS, VENV_BIN, Rig, intruder, reconciled, running, wait_until
+from controller_rig import FLEET_OFF, FLEET_ON, TARGETS, VENV_BIN, Rig, intruder, reconciled, running, wait_until
 
 from jumbogate.store import PREFIX
 from testlab import lab

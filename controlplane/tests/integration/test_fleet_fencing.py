@@ -24,9 +24,9 @@ import subprocess
 import grpc
 import pytest
 from aetcd import rpc
+from controller_rig import FLEET_OFF, FLEET_ON, VENV_BIN, running, start_nic, wait_until
 from finsy.proto import p4r, p4r_grpc
 from test_controller_store import StoreRig, election, standby, stats_of, switch_primary_id
-from test_controller_switch import FLEET_OFF, FLEET_ON, VENV_BIN, running, start_nic, wait_until
 
 from jumbogate.store import PREFIX
 from jumbogate.v1 import nic_pb2, nic_pb2_grpc

@@ -18,8 +18,8 @@ import subprocess
 import time
 
 import pytest
+from controller_rig import FLEET_OFF, FLEET_ON, TARGETS, VENV_BIN, wait_until
 from test_controller_store import StoreRig, election, standby, stats_of, store_rig
-from test_controller_switch import FLEET_OFF, FLEET_ON, TARGETS, VENV_BIN, wait_until
 
 from jumbogate.learned import encode_paths, learned_key
 from jumbogate.state import LearnedPath

@@ -25,9 +25,9 @@ import finsy as fy
 import grpc
 import pytest
 import yaml
+from controller_rig import PORTS, VENV_BIN, rack_config, wait_until
 from finsy.p4client import P4ClientError
 from finsy.proto import p4r, p4r_grpc
-from test_controller_switch import PORTS, VENV_BIN, rack_config, wait_until
 
 from jumbogate.pki import make_pki
 from jumbogate.v1 import nic_pb2, nic_pb2_grpc

@@ -9,19 +9,18 @@ The client's gateway and the server's route back are the NAT's ports
 struct, with the checksums a Linux sender writes; what arrives is parsed
 and its checksums checked here too.
 
-The program is built into build/examples (its own meson project) when it
-is missing or older than its sources; JUMBOGATE_NAT names another build.
+The program is built into build/native (make native, the one meson project
+at the top) when it is missing or older than its sources; JUMBOGATE_NAT
+names another build.
 """
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 import os
 import random
 import secrets
-import shutil
 import signal
 import socket
 import struct
@@ -31,10 +30,14 @@ from pathlib import Path
 
 import pytest
 
+from testlab import integration, nic_harness
+from testlab.nic_harness import PACKET_OUTGOING, Netns, veth
+from testlab.nic_packets import internet_checksum, pattern
+
 REPO = Path(__file__).resolve().parents[3]
-BUILD = REPO / "build" / "examples"
+BUILD = REPO / "build" / "native"
 # JUMBOGATE_NAT points the tests at another build (a sanitized one, say).
-BINARY = Path(os.environ.get("JUMBOGATE_NAT", BUILD / "nat" / "jumbogate-nat"))
+BINARY = Path(os.environ.get("JUMBOGATE_NAT", BUILD / "examples" / "nat" / "jumbogate-nat"))
 # net_af_packet copies each frame into one buffer of its ring frame's size.
 FRAME_SIZE = 12288
 
@@ -44,21 +47,8 @@ SERVER, PUBLIC = "198.51.100.2", "198.51.100.1"
 # kernel answers them (with a RST) and only the raw sockets see them.
 HOST, PEER = "10.88.0.3", "198.51.100.3"
 PORT_BASE = 20000
-ETH_P_ALL = 0x0003
-PACKET_OUTGOING = 4
-CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL(None, use_errno=True)
 
 pytestmark = pytest.mark.timeout(180)
-
-
-def _missing() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (network namespaces, veths, raw sockets)"
-    for tool in ("ip", "ethtool", "meson", "ninja", "tcpdump", "tshark"):
-        if shutil.which(tool) is None:
-            return f"needs {tool} on PATH"
-    return None
 
 
 def run(*args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
@@ -67,13 +57,11 @@ def run(*args: str, check: bool = True, timeout: float = 30) -> subprocess.Compl
 
 @pytest.fixture(scope="session")
 def binary() -> Path:
-    reason = _missing()
+    reason = integration.missing(None, ("ip", "ethtool", "meson", "ninja", "tcpdump", "tshark"))
     if reason:
         pytest.skip(reason)
     if "JUMBOGATE_NAT" not in os.environ:
-        if not (BUILD / "build.ninja").exists():
-            run("meson", "setup", str(BUILD), str(REPO / "examples"), timeout=300)
-        run("ninja", "-C", str(BUILD), timeout=600)
+        run("make", "-C", str(REPO), "--no-print-directory", "native", timeout=900)
     return BINARY
 
 
@@ -84,31 +72,17 @@ def mac_bytes(mac: str) -> bytes:
     return bytes(int(part, 16) for part in mac.split(":"))
 
 
-def checksum(data: bytes) -> int:
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
-
-def pattern(offset: int, length: int) -> bytes:
-    """Payload bytes that differ with their stream offset."""
-    return bytes((offset + i) * 7 % 251 for i in range(length))
-
-
 def ipv4(src: str, dst: str, protocol: int, l4: bytes, ident: int = 1, flags_fragment: int = 0x4000, ihl: int = 5, total: int | None = None) -> bytes:
     length = 20 + len(l4) if total is None else total
     header = struct.pack("!BBHHHBBH4s4s", 0x40 | ihl, 0, length, ident, flags_fragment, 64, protocol, 0, socket.inet_aton(src), socket.inet_aton(dst))
-    header = header[:10] + struct.pack("!H", checksum(header)) + header[12:]
+    header = header[:10] + struct.pack("!H", internet_checksum(header)) + header[12:]
     return header + l4
 
 
 def tcp(src: str, dst: str, sport: int, dport: int, seq: int, payload: bytes = b"", flags: int = 0x10, offset_words: int = 5) -> bytes:
     header = struct.pack("!HHIIBBHHH", sport, dport, seq, 1, offset_words << 4, flags, 65535, 0, 0)
     pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 6, len(header) + len(payload))
-    sum_ = checksum(pseudo + header + payload)
+    sum_ = internet_checksum(pseudo + header + payload)
     return header[:16] + struct.pack("!H", sum_) + header[18:] + payload
 
 
@@ -117,7 +91,7 @@ def udp(src: str, dst: str, sport: int, dport: int, payload: bytes, with_checksu
     if not with_checksum:
         return header + payload
     pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 17, len(header) + len(payload))
-    sum_ = checksum(pseudo + header + payload) or 0xFFFF
+    sum_ = internet_checksum(pseudo + header + payload) or 0xFFFF
     return header[:6] + struct.pack("!H", sum_) + payload
 
 
@@ -149,9 +123,9 @@ def parse(data: bytes, protocol: int = 6) -> dict | None:
             "sport": sport,
             "dport": dport,
             "payload": segment[8:],
-            "ip_checksum_ok": checksum(ip[:ihl]) == 0,
+            "ip_checksum_ok": internet_checksum(ip[:ihl]) == 0,
             "udp_checksum": sum_,
-            "udp_checksum_ok": sum_ == 0 or checksum(pseudo + segment) == 0,
+            "udp_checksum_ok": sum_ == 0 or internet_checksum(pseudo + segment) == 0,
         }
     sport, dport, seq = struct.unpack("!HHI", segment[:8])
     offset = (segment[12] >> 4) * 4
@@ -163,70 +137,16 @@ def parse(data: bytes, protocol: int = 6) -> dict | None:
         "seq": seq,
         "ip_length": total,
         "payload": segment[offset:],
-        "ip_checksum_ok": checksum(ip[:ihl]) == 0,
-        "tcp_checksum_ok": checksum(pseudo + segment) == 0,
+        "ip_checksum_ok": internet_checksum(ip[:ihl]) == 0,
+        "tcp_checksum_ok": internet_checksum(pseudo + segment) == 0,
     }
 
 
 # ---- the wiring ---------------------------------------------------------------
 
 
-class Netns:
-    def __init__(self, prefix: str):
-        self.name = f"{prefix}{secrets.token_hex(3)}"
-        run("ip", "netns", "add", self.name)
-        self.exec("ip", "link", "set", "lo", "up")
-
-    def exec(self, *args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
-        return run("ip", "netns", "exec", self.name, *args, check=check, timeout=timeout)
-
-    def popen(self, *args: str, **kwargs) -> subprocess.Popen:
-        return subprocess.Popen(["ip", "netns", "exec", self.name, *args], **kwargs)
-
-    def mac(self, iface: str) -> str:
-        return json.loads(self.exec("ip", "-j", "link", "show", iface).stdout)[0]["address"]
-
-    def delete(self) -> None:
-        run("ip", "netns", "delete", self.name, check=False)
-
-
-def veth(ns_a: Netns, a: str, ns_b: Netns, b: str, mtu_a: int, mtu_b: int) -> None:
-    """Offloads off, so frames are what they look like (and carry full checksums)."""
-    run("ip", "link", "add", a, "netns", ns_a.name, "type", "veth", "peer", "name", b, "netns", ns_b.name)
-    for ns, name, mtu in ((ns_a, a, mtu_a), (ns_b, b, mtu_b)):
-        ns.exec("sysctl", "-q", "-w", f"net.ipv6.conf.{name}.disable_ipv6=1")
-        ns.exec("ip", "link", "set", name, "mtu", str(mtu), "up")
-        ns.exec("ethtool", "-K", name, "rx", "off", "tx", "off", "tso", "off", "gso", "off", "gro", "off", check=False)
-
-
-def setns(fd: int) -> None:
-    """Move this thread into a network namespace (os.setns is 3.12's)."""
-    if _libc.setns(fd, CLONE_NEWNET) != 0:
-        raise OSError(ctypes.get_errno(), "setns failed")
-
-
-class PacketPort:
-    """A raw socket on an interface: send frames, collect those that arrive."""
-
-    def __init__(self, ns: Netns, iface: str):
-        original = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-        target = os.open(f"/run/netns/{ns.name}", os.O_RDONLY)
-        try:
-            setns(target)
-            try:
-                self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-                self.sock.bind((iface, 0))
-            finally:
-                setns(original)
-        finally:
-            os.close(target)
-            os.close(original)
-        self.sock.setblocking(False)
-
-    def send(self, frames: list[bytes]) -> None:
-        for data in frames:
-            self.sock.send(data)
+class PacketPort(nic_harness.PacketPort):
+    """testlab's raw socket, collecting only the IPv4 TCP (or UDP) frames that arrive."""
 
     def receive(self, quiet: float = 0.4, timeout: float = 5.0, protocol: int = 6) -> list[bytes]:
         """IPv4 TCP (or UDP) frames that arrived, until none came for `quiet` seconds."""
@@ -243,9 +163,6 @@ class PacketPort:
                 frames.append(data)
                 last = time.monotonic()
         return frames
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 class Wire:

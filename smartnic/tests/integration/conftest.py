@@ -6,13 +6,12 @@ without either the whole directory is skipped with one line saying why.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from testlab.nic_harness import NIC_BINARY, SinglePort, start_null_nic  # noqa: E402
+from testlab import integration
+from testlab.nic_harness import NIC_BINARY, SinglePort, start_null_nic
 
 # Addresses of the single-port wiring: the program's only port faces the
 # "switch" namespace, which plays both the Internet and the rack.
@@ -20,33 +19,12 @@ RACK_PREFIX = "10.10.0.0/16"
 RACK_PREFIX_V6 = "fd00:10::/32"
 
 
-def _missing() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (network namespaces, veths, raw sockets)"
-    if not NIC_BINARY.exists():
-        return f"{NIC_BINARY} is missing; run 'make setup'"
-    for tool in ("ip", "ethtool", "tshark"):
-        if shutil.which(tool) is None:
-            return f"needs {tool} on PATH"
-    return None
-
-
 def pytest_collection_modifyitems(config, items):
-    reason = _missing()
-    if reason is None:
-        return
-    here = Path(__file__).parent
-    skipped = [item for item in items if Path(str(item.fspath)).parent == here]
-    for item in skipped:
-        item.add_marker(pytest.mark.skip(reason=f"jumbogate-nic integration: {reason}"))
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter and skipped:
-        reporter.write_line(f"SKIPPED: {len(skipped)} jumbogate-nic tests: {reason}", yellow=True, bold=True)
+    reason = integration.missing(NIC_BINARY, ("ip", "ethtool", "tshark"))
+    integration.skip_directory(config, items, Path(__file__).parent, "jumbogate-nic", reason)
 
 
-@pytest.fixture(scope="module")
-def log_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("nic")
+log_dir = integration.log_dir_fixture("nic")
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,7 @@ import time
 import pytest
 
 from testlab.nic_harness import Netns, PacketPort, af_packet_vdev, in_netns, run, start_nic, start_null_nic, unique, wait_for
+from testlab.nic_packets import internet_checksum
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -550,15 +551,6 @@ def icmp_too_big(src: str, dst: str, sport: int, dport: int, seq: int, mtu: int 
     quoted += struct.pack("!HHI", sport, dport, seq)
     icmp = struct.pack("!BBHHH", 3, 4, 0, 0, mtu) + quoted
     return icmp[:2] + struct.pack("!H", internet_checksum(icmp)) + icmp[4:]
-
-
-def internet_checksum(data: bytes) -> int:
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
 
 
 LISTENER = """
