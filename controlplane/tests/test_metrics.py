@@ -158,7 +158,7 @@ def rack_config(tmp: Path, veths: list[lab.VethPair], switch: str, nic: str, lis
 NIC_FILE_PREFIX = f"jgm-nic-{os.getpid()}"
 
 
-def start_nic(tmp: Path, iface: str, address: str) -> lab.Process:
+def start_nic(tmp: Path, iface: str, address: str, metrics: str) -> lab.Process:
     args = [
         lab.NIC, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", NIC_FILE_PREFIX, "-l", "0-1",
         f"--vdev=net_af_packet0,iface={iface},blocksz=12288,framesz=12288,framecnt=512,qpairs=1",
@@ -169,6 +169,8 @@ def start_nic(tmp: Path, iface: str, address: str) -> lab.Process:
         "--max-onloaded-flows", str(MAX_ONLOADED),
         # So that discovery's counters are reported (and exported).
         "--pmtu-discovery", "on",
+        # Its own endpoint, beside the controller's view of it.
+        "--metrics", metrics,
     ]  # fmt: skip
     return lab.start_dpdk_service(args, tmp / "nic.log", address)
 
@@ -210,8 +212,9 @@ class Border:
     api: str
     metrics: str
     ports: dict[int, Port]
-    # The switch's own endpoint (--metrics): its data path without the controller.
+    # The switch's and the SmartNIC's own endpoints (--metrics): their data paths without the controller.
     switch_metrics: str = ""
+    nic_metrics: str = ""
     parts: list = dataclasses.field(default_factory=list)
 
     def nic_stats(self) -> nic_pb2.NicStats:
@@ -249,16 +252,16 @@ def border(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("metrics-border")
     # Names of this process's own: other suites may run beside this one.
     with lab.veth_pairs(f"jgm{os.getpid() % 100000}", len(PORTS)) as veths:
-        addresses = [f"127.0.0.1:{lab.free_tcp_port()}" for _ in range(4)]
-        nic_address, api, metrics, switch_metrics = addresses
+        addresses = [f"127.0.0.1:{lab.free_tcp_port()}" for _ in range(5)]
+        nic_address, api, metrics, switch_metrics, nic_metrics = addresses
         switch = lab.SoftSwitch({n: veths[n - 1].a for n in PORTS}, tmp / "switch.log", options=("--metrics", switch_metrics))
         switch.grpc_address = f"127.0.0.1:{lab.free_tcp_port()}"
         config = rack_config(tmp, veths, switch.grpc_address, nic_address, api, metrics)
         ports = {n: Port(veths[n - 1].b) for n in (EXTERNAL, WEB_PORT)}
-        border = Border(switch, nic_address, api, metrics, ports, switch_metrics=switch_metrics)
+        border = Border(switch, nic_address, api, metrics, ports, switch_metrics=switch_metrics, nic_metrics=nic_metrics)
         try:
             border.parts.append(switch.start())
-            border.parts.append(start_nic(tmp, veths[NIC_PORT - 1].b, nic_address))
+            border.parts.append(start_nic(tmp, veths[NIC_PORT - 1].b, nic_address, nic_metrics))
             controller = lab.Process([VENV_BIN / "jumbogate-controller", "--config", config], tmp / "controller.log").start()
             border.parts.append(controller)
             lab.wait_for_tcp(metrics, 30, process=controller.popen)
@@ -590,6 +593,43 @@ def test_switch_figures_and_table_fill_are_exported_as_read(busy_border):
     assert (entries["routes_v4"], entries["merge_services"], entries["merge_flows"]) == (3, 1, 1)
 
 
+def test_the_programs_own_endpoints_agree_with_what_they_report(busy_border):
+    """jumbogate-nic --metrics against its GetStats, and jumbogate-switch --metrics against its counters read over
+    P4Runtime: the same figures without the controller in between."""
+    samples, nic = steady(busy_border.nic_stats, busy_border.nic_metrics)
+    assert samples[("jumbogate_nic_stats_ok", ())] == 1
+    own = {
+        ("jumbogate_nic_packets_total", (("direction", "in"),)): nic.packets_in,
+        ("jumbogate_nic_packets_total", (("direction", "out"),)): nic.packets_out,
+        ("jumbogate_nic_bytes_total", (("direction", "in"),)): nic.bytes_in,
+        ("jumbogate_nic_bytes_total", (("direction", "out"),)): nic.bytes_out,
+        ("jumbogate_nic_held_packets", ()): nic.packets_held,
+        ("jumbogate_nic_merged_packets_total", ()): nic.merged_packets,
+        ("jumbogate_nic_segments_merged_total", ()): nic.segments_merged,
+        ("jumbogate_nic_split_packets_total", ()): nic.split_packets,
+        ("jumbogate_nic_split_segments_total", ()): nic.split_segments_out,
+        ("jumbogate_nic_flows", ()): nic.flows_active,
+        ("jumbogate_nic_onloads_refused_total", ()): nic.onloads_refused,
+    }
+    assert {key: samples[key] for key in own} == own
+    assert nic.merged_packets >= 1 and nic.split_packets == 1 and nic.onloads_refused == 1
+    drops = {dict(labels)["reason"]: v for (name, labels), v in samples.items() if name == "jumbogate_nic_drop_packets_total"}
+    assert drops == {drop.reason: drop.packets for drop in nic.drops} and drops
+    samples, (counters, _) = steady(lambda: read_switch_figures(busy_border), busy_border.switch_metrics)
+    for port in PORTS:
+        for direction, counter in (("rx", p4.names.PORT_RX), ("tx", p4.names.PORT_TX)):
+            packets, octets = counters.get(counter, {}).get(port, (0, 0))
+            labels = [(k, v) for k, v in samples if k == "jumbogate_switch_port_packets_total" and ("port", str(port)) in v and ("direction", direction) in v]
+            (key,) = labels
+            assert (samples[key], samples[("jumbogate_switch_port_bytes_total", key[1])]) == (packets, octets), key
+    for reason in p4.DropReason:
+        if reason.value:
+            packets, octets = counters.get(p4.names.DROP_REASONS, {}).get(int(reason), (0, 0))
+            labels = (("reason", reason.name.lower()),)
+            assert (samples[("jumbogate_switch_drop_packets_total", labels)], samples[("jumbogate_switch_drop_bytes_total", labels)]) == (packets, octets)
+    assert samples[("jumbogate_switch_drop_packets_total", (("reason", "mtu_exceeded"),))] >= 1
+
+
 def test_a_scrape_that_cannot_read_the_figures_says_so(metrics_api, monkeypatch):
     api, address = metrics_api
 
@@ -691,8 +731,8 @@ RENAME_ROW = re.compile(r"^\|\s*`(jumbogate_[a-z0-9_]+)(?:\{[^`]*\})?`[^|\n]*\|"
 def test_operations_doc_lists_every_metric_and_the_docs_name_only_exported_ones(busy_border):
     """Both ways: every family a scrape exports is in docs/operations.md, and
     every metric named anywhere in docs/ is exported, but for the old names
-    of the renames table. The scrapes: the controller's, and the switch's own."""
-    text = scrape_text(busy_border.metrics) + scrape_text(busy_border.switch_metrics)
+    of the renames table. The scrapes: the controller's, and the switch's and the SmartNIC's own."""
+    text = scrape_text(busy_border.metrics) + scrape_text(busy_border.switch_metrics) + scrape_text(busy_border.nic_metrics)
     declared, sampled = queryable_names(text)
     families = {f.name + ("_total" if f.type == "counter" else "") for f in text_string_to_metric_families(text)}
     assert len(families) > 40

@@ -27,6 +27,8 @@
 #include "engines.h"
 #include "grpc_server.h"
 #include "log.h"
+#include "metrics.h"
+#include "metrics_http.h"
 #include "nic.h"
 #include "pathmtu.h"
 #include "port.h"
@@ -407,6 +409,15 @@ int main(int argc, char **argv)
 	for (unsigned int w = 0; w < nic->worker_count; w++)
 		rte_eal_remote_launch(nic_worker_run, &nic->workers[w],
 				      nic->workers[w].lcore_id);
+	/* After the workers: a scrape asks them for their counters. */
+	if (options.metrics_address[0] != '\0' &&
+	    !jg_metrics_start(options.metrics_address, "jumbogate_nic",
+			      nic_metrics_render, NULL, error, sizeof(error))) {
+		fprintf(stderr, "jumbogate-nic: %s\n", error);
+		if (grpc_started)
+			nic_grpc_stop();
+		goto out_ports;
+	}
 	printf("jumbogate-nic ready: boot_id %" PRIu64
 	       ", %u ports, %u workers, grpc %s%s\n",
 	       nic->boot_id, nic->port_count, nic->worker_count,
@@ -424,6 +435,7 @@ int main(int argc, char **argv)
 	       strsignal(signalled));
 	jg_service_notify("STOPPING=1");
 	/* Control first, so that no command arrives after the workers. */
+	jg_metrics_stop();
 	if (grpc_started)
 		nic_grpc_stop();
 	atomic_store(&nic->stop, true);

@@ -36,6 +36,9 @@ static const struct option_spec option_specs[] = {
 	{OPT_GRPC, "grpc", "ADDRESS",
 	 "gRPC control address: HOST:PORT or unix:PATH, \"none\" to disable "
 	 "(default " NIC_DEFAULT_GRPC_ADDRESS ")"},
+	{OPT_METRICS, "metrics", "HOST:PORT",
+	 "serve Prometheus metrics of the data path on this loopback address "
+	 "(off unless given)"},
 	{OPT_INTERNAL_PREFIX, "internal-prefix", "CIDR",
 	 "addresses inside the rack; repeatable. Packets to them are merged "
 	 "(inbound), packets from them to elsewhere are split (outbound); "

@@ -231,6 +231,9 @@ apply(struct nic_options *options, const struct option_spec *spec,
 	case OPT_GRPC:
 		ok = copy_name(name, value, options->grpc_address, origin);
 		break;
+	case OPT_METRICS:
+		ok = copy_name(name, value, options->metrics_address, origin);
+		break;
 	case OPT_TLS_CERT:
 	case OPT_TLS_KEY:
 	case OPT_TLS_CLIENT_CA:

@@ -63,6 +63,8 @@ struct nic_options {
 
 	/* "none" disables the server. */
 	char grpc_address[NIC_NAME_LEN];
+	/* The own Prometheus endpoint (runtime/metrics_http.h); "" when off. */
+	char metrics_address[NIC_NAME_LEN];
 	struct jg_tls_options tls; /* how the control API is secured */
 
 	unsigned int internal_prefix_count;
