@@ -17,6 +17,9 @@
 
 #include <grpc/grpc_security_constants.h>
 #include <grpcpp/security/auth_metadata_processor.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
 
 namespace
 {
@@ -159,18 +162,29 @@ std::shared_ptr<grpc::ServerCredentials>
 mutual_tls(const char *program, const struct jg_tls_options &tls,
 	   std::string *error)
 {
-	grpc::SslServerCredentialsOptions options(
-		GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-	grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+	std::string cert, key, ca;
 
-	if (!read_file(tls.cert, &pair.cert_chain) ||
-	    !read_file(tls.key, &pair.private_key) ||
-	    !read_file(tls.client_ca, &options.pem_root_certs)) {
+	// Read once here so that a file that cannot be read stops the start
+	// with a message; from then on gRPC's watcher reads them.
+	if (!read_file(tls.cert, &cert) || !read_file(tls.key, &key) ||
+	    !read_file(tls.client_ca, &ca)) {
 		*error = "cannot read the TLS certificate, key or client CA";
 		return nullptr;
 	}
-	options.pem_key_cert_pairs.push_back(pair);
-	auto credentials = grpc::SslServerCredentials(options);
+	// The files are read again every reload_s seconds, and what changed
+	// is served to new connections: a renewed certificate, key or CA
+	// takes effect without a restart. A half-written set (a key that
+	// does not match its certificate) is not taken; the old one stays.
+	auto watcher = std::make_shared<
+		grpc::experimental::FileWatcherCertificateProvider>(
+		tls.key, tls.cert, tls.client_ca,
+		tls.reload_s ? tls.reload_s : JG_TLS_RELOAD_DEFAULT_S);
+	grpc::experimental::TlsServerCredentialsOptions options(watcher);
+	options.watch_root_certs();
+	options.watch_identity_key_cert_pairs();
+	options.set_cert_request_type(
+		GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+	auto credentials = grpc::experimental::TlsServerCredentials(options);
 	std::set<std::string> allowed;
 	for (unsigned int i = 0; i < tls.allow_count; i++)
 		allowed.insert(tls.allow[i]);

@@ -2,6 +2,7 @@
 #include "tls_options.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -21,7 +22,9 @@ bool jg_tls_option_known(const char *name)
 	struct jg_tls_options scratch;
 
 	return strcmp(name, "insecure") == 0 ||
-	       strcmp(name, "tls-allow") == 0 || slot(&scratch, name) != NULL;
+	       strcmp(name, "tls-allow") == 0 ||
+	       strcmp(name, "tls-reload-s") == 0 ||
+	       slot(&scratch, name) != NULL;
 }
 
 static bool add_allowed(struct jg_tls_options *tls, const char *value,
@@ -56,6 +59,21 @@ bool jg_tls_option(struct jg_tls_options *tls, const char *name,
 	}
 	if (strcmp(name, "tls-allow") == 0 && value)
 		return add_allowed(tls, value, error, error_len);
+	if (strcmp(name, "tls-reload-s") == 0 && value) {
+		char *end;
+		unsigned long seconds = strtoul(value, &end, 10);
+
+		if (value[0] < '0' || value[0] > '9' || *end != '\0' ||
+		    seconds < 1 || seconds > JG_TLS_RELOAD_MAX_S) {
+			snprintf(error, error_len,
+				 "--tls-reload-s is a number of seconds from "
+				 "1 to %d, got '%s'",
+				 JG_TLS_RELOAD_MAX_S, value);
+			return false;
+		}
+		tls->reload_s = (unsigned int)seconds;
+		return true;
+	}
 	if (!to || !value) {
 		snprintf(error, error_len, "--%s is not a TLS option", name);
 		return false;

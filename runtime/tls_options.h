@@ -37,7 +37,14 @@ struct jg_tls_options {
 	/* DNS SANs a client certificate must carry one of (--tls-allow) */
 	char allow[JG_TLS_ALLOW_MAX][JG_TLS_NAME_LEN];
 	unsigned int allow_count;
+	/* How often the three files are read again (--tls-reload-s; 0: the
+	 * default): a renewed certificate or CA is served to new connections
+	 * without a restart. */
+	unsigned int reload_s;
 };
+
+#define JG_TLS_RELOAD_DEFAULT_S 60
+#define JG_TLS_RELOAD_MAX_S	86400
 
 /* The options' help lines, the same in both programs. */
 #define JG_TLS_OPTIONS_HELP                                                    \
@@ -52,6 +59,11 @@ struct jg_tls_options {
 	"                        alternative name of its certificate "         \
 	"(repeat, at\n"                                                        \
 	"                        most 16; with TLS at least one is needed)\n"  \
+	"  --tls-reload-s N      read the three files again every N seconds "  \
+	"(default\n"                                                           \
+	"                        60): renew a certificate by writing new "     \
+	"files\n"                                                              \
+	"                        over the old ones, no restart\n"              \
 	"  --insecure            allow plaintext gRPC on a non-loopback "      \
 	"address\n"                                                            \
 	"                        (anyone who reaches it may call it; warned "  \
@@ -64,7 +76,7 @@ struct jg_tls_options {
 bool jg_tls_option(struct jg_tls_options *tls, const char *name,
 		   const char *value, char *error, size_t error_len);
 
-/* True when the name is one of the five options (without dashes). */
+/* True when the name is one of the six options (without dashes). */
 bool jg_tls_option_known(const char *name);
 
 /* Checks the options as a whole: all three files or none, each readable,

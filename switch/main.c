@@ -232,6 +232,7 @@ static int parse_options(struct options *options, int argc, char **argv)
 		{"tls-key", required_argument, NULL, 'T'},
 		{"tls-client-ca", required_argument, NULL, 'T'},
 		{"tls-allow", required_argument, NULL, 'T'},
+		{"tls-reload-s", required_argument, NULL, 'T'},
 		{"insecure", no_argument, NULL, 'T'},
 		{"primary-on-leave", required_argument, NULL, 'P'},
 		{"fence-election-ids", no_argument, NULL, 'F'},

@@ -97,6 +97,9 @@ static const struct option_spec option_specs[] = {
 	 "a client identity allowed to call: a DNS subject alternative name "
 	 "of its certificate (repeat, at most 16; mutual TLS needs at least "
 	 "one: the CA signs more than the controllers)"},
+	{OPT_TLS_RELOAD, "tls-reload-s", "SECONDS",
+	 "read the three TLS files again this often (default 60): renew a "
+	 "certificate by writing new files over the old ones, no restart"},
 	{OPT_INSECURE, "insecure", NULL,
 	 "allow a plaintext control API on an address other than loopback "
 	 "(anyone who reaches it may reconfigure the SmartNIC; warned at "

@@ -238,6 +238,7 @@ apply(struct nic_options *options, const struct option_spec *spec,
 	case OPT_TLS_KEY:
 	case OPT_TLS_CLIENT_CA:
 	case OPT_TLS_ALLOW:
+	case OPT_TLS_RELOAD:
 	case OPT_INSECURE:
 		if (!jg_tls_option(&options->tls, name,
 				   spec->argument ? value : NULL, error,

@@ -165,3 +165,47 @@ def test_metrics_are_refused_on_an_address_other_than_loopback(tmp_path):
     done = subprocess.run(args, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert "refusing metrics on '0.0.0.0:9464'" in done.stderr, done.stderr
+
+
+def capabilities_as(address: str, pki, holder: str) -> grpc.StatusCode:
+    credentials = grpc.ssl_channel_credentials(pki.ca.read_bytes(), pki[holder].key.read_bytes(), pki[holder].cert.read_bytes())
+    with grpc.secure_channel(address, credentials) as channel:
+        try:
+            p4r_grpc.P4RuntimeStub(channel).Capabilities(p4r.CapabilitiesRequest(), timeout=5)
+        except grpc.RpcError as e:
+            return e.code()
+    return grpc.StatusCode.OK
+
+
+def test_renewed_tls_files_are_served_without_a_restart(tmp_path):
+    """The certificate, key and CA are read again every --tls-reload-s: after the files are replaced (each renamed
+    into place, as docs/operations.md says), new connections get the new set, and the old CA's clients are refused."""
+    old = make_pki(tmp_path / "old", {"switch": ["127.0.0.1"], "controller": []}, clients={"controller"})
+    new = make_pki(tmp_path / "new", {"switch": ["127.0.0.1"], "controller": []}, clients={"controller"})
+    served = tmp_path / "served"
+    served.mkdir()
+    files = {"cert.pem": lambda p: p["switch"].cert, "key.pem": lambda p: p["switch"].key, "ca.pem": lambda p: p.ca}
+
+    def install(pki) -> None:
+        for name, source in files.items():
+            (served / f".{name}").write_bytes(source(pki).read_bytes())
+            (served / f".{name}").rename(served / name)
+
+    install(old)
+    tls = lab.ServerTls(served / "cert.pem", served / "key.pem", served / "ca.pem", allow=("controller",))
+    process, _, address = start_switch(tmp_path, "reload", options=[*tls.soft_args(), "--tls-reload-s", "1"])
+    try:
+        assert capabilities_as(address, old, "controller") == grpc.StatusCode.OK
+        assert capabilities_as(address, new, "controller") == grpc.StatusCode.UNAVAILABLE
+        install(new)
+        lab.wait_until(lambda: capabilities_as(address, new, "controller") == grpc.StatusCode.OK, "the renewed files to be served", 15)
+        assert capabilities_as(address, old, "controller") == grpc.StatusCode.UNAVAILABLE
+        assert process.running
+    finally:
+        process.stop()
+
+
+def test_the_reload_interval_is_checked(tmp_path):
+    args = [SWITCH_BINARY, "--no-huge", "--no-pci", "--", "--tls-reload-s", "0"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "--tls-reload-s is a number of seconds from 1 to 86400, got '0'" in done.stderr, done.stderr
