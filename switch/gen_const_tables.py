@@ -109,6 +109,35 @@ def const_tables(path):
     return tables
 
 
+# A table whose key fields add up to at most this many bits is also
+# written as an array indexed by the key's bits (the fields concatenated in
+# key order), each element the entry BMv2 would take: worked out here by
+# trying the entries in order, so the switch looks the answer up instead of
+# trying up to 48 entries per packet.
+DENSE_MAX_BITS = 10
+
+
+def first_match(entries, key):
+    for index, entry in enumerate(entries):
+        if all((k & m) == (v & m) for k, (v, m) in zip(key, entry["match"], strict=True)):
+            return index
+    return -1
+
+
+def dense_index(table):
+    widths = [k["width"] for k in table["keys"]]
+    if sum(widths) > DENSE_MAX_BITS:
+        return None
+    index = []
+    for packed in range(1 << sum(widths)):
+        key, shift = [], sum(widths)
+        for width in widths:
+            shift -= width
+            key.append((packed >> shift) & ((1 << width) - 1))
+        index.append(first_match(table["entries"], key))
+    return index
+
+
 def ident(table_name):
     return table_name.replace(".", "_")
 
@@ -127,6 +156,8 @@ def generate(tables, implemented):
     if missing:
         raise SystemExit(f"the JSON names actions the switch does not implement: {', '.join(missing)}")
     max_keys = max(len(t["keys"]) for t in tables.values())
+    if max_keys > 32:
+        raise SystemExit("a const table has more than 32 key fields, more than p4_const_entry.cares holds")
     max_data = max([1] + [len(e["data"]) for t in tables.values() for e in t["entries"] + [t["default"]]])
 
     header = [
@@ -159,6 +190,8 @@ def generate(tables, implemented):
         "struct p4_const_entry {",
         "\tstruct p4_key_field value[P4_CONST_KEY_MAX];",
         "\tstruct p4_key_field mask[P4_CONST_KEY_MAX];",
+        "\t/* Bit i set: field i's mask is not 0 (the others match any key). */",
+        "\tuint32_t cares;",
         "\tstruct p4_action_call call;",
         "};",
         "",
@@ -169,6 +202,10 @@ def generate(tables, implemented):
         "\tunsigned int size;",
         "\tconst struct p4_const_entry *entries; /* first match wins */",
         "\tstruct p4_action_call default_call;",
+        "\tconst uint8_t *widths; /* of each key field, in bits */",
+        "\t/* NULL, or the index of the entry that matches the key's bits",
+        "\t * (the fields concatenated in key order), -1 for none. */",
+        "\tconst int16_t *dense;",
         "};",
         "",
         "extern const char *const p4_action_names[];",
@@ -177,6 +214,8 @@ def generate(tables, implemented):
     source = [
         "/* Generated from p4src/compiled/depth{256,512}/jumbogate.json by gen_const_tables.py; do not edit. */",
         '#include "p4_const_tables.h"',
+        "",
+        "#include <stddef.h>",
         "",
         "const char *const p4_action_names[] = {",
     ]
@@ -196,10 +235,17 @@ def generate(tables, implemented):
             source.append("\t{")
             source.append(f"\t\t.value = {{{', '.join(words(v) for v, _ in entry['match'])}}},")
             source.append(f"\t\t.mask = {{{', '.join(words(m) for _, m in entry['match'])}}},")
+            source.append(f"\t\t.cares = {sum(1 << i for i, (_, m) in enumerate(entry['match']) if m):#x},")
             source.append(f"\t\t.call = {{P4_ACTION_{snake(entry['action']).upper()}, {{{', '.join(str(d) for d in entry['data']) or '0'}}}}},")
             source.append("\t},")
         source.append("};")
         default = table["default"]
+        source.append(f"static const uint8_t {c}_widths[] = {{{', '.join(str(k['width']) for k in table['keys'])}}};")
+        dense = dense_index(table)
+        if dense is not None:
+            source.append(f"static const int16_t {c}_dense[] = {{")
+            source += [f"\t{', '.join(str(i) for i in dense[row : row + 16])}," for row in range(0, len(dense), 16)]
+            source.append("};")
         source += [
             f"const struct p4_const_table p4_table_{c} = {{",
             f'\t.name = "{name}",',
@@ -208,6 +254,8 @@ def generate(tables, implemented):
             f"\t.size = {len(table['entries'])},",
             f"\t.entries = {c}_entries,",
             f"\t.default_call = {{P4_ACTION_{snake(default['action']).upper()}, {{{', '.join(str(d) for d in default['data']) or '0'}}}}},",
+            f"\t.widths = {c}_widths,",
+            f"\t.dense = {c + '_dense' if dense is not None else 'NULL'},",
             "};",
             "",
         ]
