@@ -33,6 +33,7 @@ int sw_pipeline_run(struct sw_pipeline *pipeline, unsigned int worker,
 	struct parser parser = {frame, *length, pipeline->parse_depth_bytes,
 				&meta.parsing};
 	enum parser_error error;
+	bool held_to_mtu = false; /* the MTU policy holds for the packet */
 	int egress = -1;
 
 	memset(&meta, 0, sizeof(meta));
@@ -42,50 +43,35 @@ int sw_pipeline_run(struct sw_pipeline *pipeline, unsigned int worker,
 	meta.signal_kind = P4_SIGNAL_NONE;
 	meta.steer_reason = P4_STEER_NONE;
 
-	/* control PortRoles, table port_roles */
-	meta.port_role = tables->port_role[ingress_port % SW_PORTS];
-	if (meta.port_role == P4_PORT_ROLE_UNASSIGNED)
-		meta.drop_reason = P4_DROP_PORT_ROLE_UNASSIGNED;
-	else
+	/* In the P4's order. What the P4 applies to every packet, the C
+	 * skips where nothing reads it: a packet the port's role or the
+	 * parser already dropped has no flow to classify or police. */
+	sw_port_roles(tables, ingress_port, &meta);
+	if (meta.port_role != P4_PORT_ROLE_UNASSIGNED)
 		sw_parse_verdict(frame, *length, &hdr, &meta, error);
-	if (meta.drop_reason == P4_DROP_NONE) {
+	if (meta.drop_reason == P4_DROP_NONE)
 		sw_flow_classifier(frame, &hdr, &meta);
-		if (meta.parsing.depth_exceeded)
-			sw_depth_policy(tables, &meta);
-	}
-	/* Policy for fully parsed traffic from outside, from the rack and
-	 * back from the SmartNIC (held to the same MTUs, so nothing leaves
-	 * oversize without a signal); steering only for the first two:
-	 * packets back from the SmartNIC (or the CPU) are never steered
-	 * again. */
-	if (meta.drop_reason == P4_DROP_NONE && !meta.forward_on_outer &&
+	sw_nic_port(tables, &meta);
+	if (meta.drop_reason == P4_DROP_NONE)
+		sw_jumbo_policy(tables, &meta);
+	/* The MTU policy holds for fully parsed traffic from outside, from
+	 * the rack and back from the SmartNIC, path probes aside. */
+	if (meta.drop_reason == P4_DROP_NONE && !meta.parsing.depth_exceeded &&
 	    (meta.port_role == P4_PORT_ROLE_EXTERNAL ||
 	     meta.port_role == P4_PORT_ROLE_INTERNAL ||
-	     meta.port_role == P4_PORT_ROLE_NIC)) {
-		/* control NicPort, table nic_port */
-		meta.nic_port_set = tables->nic_port >= 0;
-		meta.nic_port =
-			meta.nic_port_set ? (uint16_t)tables->nic_port : 0;
-		sw_path_probes(&meta);
-		if (!meta.is_path_probe)
-			sw_jumbo_policy(tables, &meta);
-		/* Steering and the elephant sketch before MtuEnforcement, as
-		 * in the P4: they read what JumboPolicy found (over_limit),
-		 * not what MtuEnforcement decides, and steer or count only a
-		 * packet that fits its limit. */
-		if (meta.drop_reason == P4_DROP_NONE &&
-		    meta.port_role != P4_PORT_ROLE_NIC && !meta.is_path_probe &&
-		    !meta.over_limit) {
-			sw_steering(tables, &meta, now_ns);
-			if (meta.steer_reason == P4_STEER_NONE &&
-			    meta.merge_eligible)
-				sw_elephant_detector(pipeline, worker, &meta,
-						     now_ns, *length);
-		}
-		if (!meta.is_path_probe)
-			sw_mtu_enforcement(pipeline, ingress_port, &meta,
-					   now_ns);
-	}
+	     meta.port_role == P4_PORT_ROLE_NIC))
+		sw_path_probes(&meta, &held_to_mtu);
+	if (meta.drop_reason == P4_DROP_NONE && meta.parsing.depth_exceeded)
+		sw_depth_policy(tables, &meta);
+	if (meta.port_role == P4_PORT_ROLE_UNASSIGNED)
+		meta.drop_reason = P4_DROP_PORT_ROLE_UNASSIGNED;
+	/* Steering and the elephant sketch before MtuEnforcement, as in the
+	 * P4: they read what JumboPolicy found (over_limit), not what
+	 * MtuEnforcement decides. */
+	sw_steering(tables, &meta, held_to_mtu, now_ns);
+	if (meta.elephant_candidate)
+		sw_elephant_detector(pipeline, worker, &meta, now_ns, *length);
+	sw_mtu_enforcement(pipeline, ingress_port, &meta, held_to_mtu, now_ns);
 	if (meta.drop_reason == P4_DROP_NONE) {
 		if (meta.steer_reason != P4_STEER_NONE)
 			egress = meta.nic_port;

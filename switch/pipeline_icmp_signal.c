@@ -5,6 +5,8 @@
  */
 #include "pipeline_internal.h"
 
+#include "const_tables.h"
+
 #include <string.h>
 
 /* -- meters ------------------------------------------------------------------
@@ -71,15 +73,69 @@ enum sw_color sw_meter_execute(struct sw_meter *meter, uint64_t now_ns)
 	return color;
 }
 
-/* control MtuEnforcement (icmp_signal.p4) */
+/* -- MtuEnforcement (icmp_signal.p4) --
+ * Its source_prefix_length table runs from the compile's entries
+ * (const_tables.h). */
+
+/* action source_prefix_v4: the source's /24 (flow_addr_t holds IPv4 in
+ * its low 32 bits) */
+static void source_prefix_v4(const struct flow *flow, uint8_t prefix[16])
+{
+	memcpy(prefix, flow->src_addr, 16);
+	memset(prefix, 0, 12);
+	prefix[15] = 0;
+}
+
+/* action source_prefix_v6: the source's /48 */
+static void source_prefix_v6(const struct flow *flow, uint8_t prefix[16])
+{
+	memcpy(prefix, flow->src_addr, 6);
+	memset(prefix + 6, 0, 10);
+}
+
+/* table source_prefix_length: the source prefix a sender's budget covers */
+static void source_prefix_length(const struct flow *flow, uint8_t prefix[16])
+{
+	const struct p4_key_field
+		key[P4_KEYS_MTU_ENFORCEMENT_SOURCE_PREFIX_LENGTH] = {
+			[P4_KEY_MTU_ENFORCEMENT_SOURCE_PREFIX_LENGTH_IP_VERSION] =
+				sw_key(flow->ip_version),
+		};
+
+	switch (sw_const_table_apply(
+			&p4_table_mtu_enforcement_source_prefix_length, key)
+			->action) {
+	case P4_ACTION_SOURCE_PREFIX_V4:
+		source_prefix_v4(flow, prefix);
+		break;
+	case P4_ACTION_SOURCE_PREFIX_V6:
+	default:
+		source_prefix_v6(flow, prefix);
+		break;
+	}
+}
+
+/* control MtuEnforcement: enforce is the top level's held_to_mtu. The P4
+ * works the source meter's cell out for every packet (on Tofino it costs
+ * no stage on the decision's path); here only a packet that meets the
+ * meter does. */
 void sw_mtu_enforcement(struct sw_pipeline *pipeline, uint16_t ingress_port,
-			struct metadata *meta, uint64_t now_ns)
+			struct metadata *meta, bool enforce, uint64_t now_ns)
 {
 	const struct flow *flow = &meta->flow;
-	uint16_t limit = meta->mtu_limit; /* JumboPolicy's, as over_limit */
 
-	if (!meta->over_limit)
-		return;
+	/* The MTU an ICMP signal announces: the smaller one that holds. */
+	if (meta->port_role == P4_PORT_ROLE_INTERNAL &&
+	    !(flow->is_tcp && meta->nic_port_set))
+		meta->signal_mtu = meta->instance_mtu < meta->path_mtu
+					   ? meta->instance_mtu
+					   : meta->path_mtu;
+	else if (meta->port_role == P4_PORT_ROLE_NIC && !meta->instance_known)
+		meta->signal_mtu = meta->path_mtu;
+	else
+		meta->signal_mtu = meta->instance_mtu;
+	if (!enforce || meta->over_limit == 0)
+		return; /* not held to an MTU, or fits it */
 	if (!flow->dont_fragment) {
 		meta->drop_reason = P4_DROP_MTU_EXCEEDED_NO_DF;
 		return;
@@ -88,15 +144,11 @@ void sw_mtu_enforcement(struct sw_pipeline *pipeline, uint16_t ingress_port,
 		meta->drop_reason = P4_DROP_MTU_EXCEEDED_NO_SIGNAL;
 		return;
 	}
-	/* icmp_source_meter, by the source's /24 or /48, then the port's. */
+	/* icmp_source_meter, by the source's prefix, then the port's. */
 	uint8_t prefix[16];
 	enum sw_color color;
 
-	memcpy(prefix, flow->src_addr, 16);
-	if (flow->ip_version == 4)
-		prefix[15] = 0;
-	else
-		memset(prefix + 6, 0, 10);
+	source_prefix_length(flow, prefix);
 	color = sw_meter_execute(
 		&pipeline->icmp_source_meter[sw_crc16(prefix, 16) %
 					     P4_ICMP_SOURCE_METER_SIZE],
@@ -115,7 +167,6 @@ void sw_mtu_enforcement(struct sw_pipeline *pipeline, uint16_t ingress_port,
 				    ? P4_SIGNAL_IPV4_FRAG_NEEDED
 				    : P4_SIGNAL_IPV6_PACKET_TOO_BIG;
 	meta->signal_reply_port = ingress_port;
-	meta->signal_mtu = limit;
 	memcpy(meta->signal_reply_to, flow->src_addr, 16);
 	memcpy(meta->signal_reply_from, flow->dst_addr, 16);
 }

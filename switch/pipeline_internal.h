@@ -97,15 +97,16 @@ struct metadata {
 	bool instance_known;
 	uint16_t instance_mtu;
 	uint16_t path_mtu;
-	/* JumboPolicy's limit (the P4's limits table) and whether the packet
-	 * is over it: read by Steering and MtuEnforcement. */
-	uint16_t mtu_limit;
-	bool over_limit;
+	/* comparisons_t: the packet's excess over the limit JumboPolicy's
+	 * limits table chose and over the path MTU (0: fits), read by
+	 * Steering and MtuEnforcement. */
+	uint16_t over_limit;
+	uint16_t over_path;
 	bool merge_eligible;
 	uint8_t steer_reason;
+	bool elephant_candidate;
 	uint16_t nic_port;
 	bool nic_port_set;
-	bool is_path_probe;
 	uint32_t next_hop_group;
 	bool routed;
 	uint32_t elephant_threshold;
@@ -121,6 +122,8 @@ struct metadata {
 enum parser_error sw_jumbogate_parser(struct parser *p, struct headers *hdr);
 
 /* classifier.p4: pipeline_classifier.c */
+void sw_port_roles(const struct sw_tables *tables, uint16_t ingress_port,
+		   struct metadata *meta);
 void sw_flow_classifier(const uint8_t *frame, const struct headers *hdr,
 			struct metadata *meta);
 void sw_parse_verdict(const uint8_t *frame, uint32_t frame_bytes,
@@ -134,12 +137,13 @@ void sw_jumbo_policy(const struct sw_tables *tables, struct metadata *meta);
 /* control MtuEnforcement and its meters (icmp_signal.p4):
  * pipeline_icmp_signal.c */
 void sw_mtu_enforcement(struct sw_pipeline *pipeline, uint16_t ingress_port,
-			struct metadata *meta, uint64_t now_ns);
+			struct metadata *meta, bool enforce, uint64_t now_ns);
 
 /* steering.p4: pipeline_steering.c */
-void sw_path_probes(struct metadata *meta);
+void sw_nic_port(const struct sw_tables *tables, struct metadata *meta);
+void sw_path_probes(struct metadata *meta, bool *held_to_mtu);
 void sw_steering(const struct sw_tables *tables, struct metadata *meta,
-		 uint64_t now_ns);
+		 bool held_to_mtu, uint64_t now_ns);
 /* merge_flows' key: the flow's fields as the table matches them. */
 void sw_flow_key(const struct flow *flow, uint8_t key[SW_KEY_MAX]);
 

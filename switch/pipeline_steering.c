@@ -1,35 +1,44 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * p4src/include/steering.p4: PathProbes and Steering (NicPort, one
- * lookup, is in pipeline.c).
+ * p4src/include/steering.p4: NicPort, PathProbes and Steering.
  */
 #include "pipeline_internal.h"
 
+#include "const_tables.h"
+
 #include <string.h>
+
+/* control NicPort, table nic_port (actions set_nic_port, no_nic_port) */
+void sw_nic_port(const struct sw_tables *tables, struct metadata *meta)
+{
+	meta->nic_port_set = tables->nic_port >= 0;
+	if (meta->nic_port_set)
+		meta->nic_port = (uint16_t)tables->nic_port;
+}
 
 /* -- PathProbes (steering.p4) ------------------------------------------------
  */
 
-void sw_path_probes(struct metadata *meta)
+void sw_path_probes(struct metadata *meta, bool *held_to_mtu)
 {
 	const struct flow *flow = &meta->flow;
 	bool probe_port = flow->protocol == P4_IP_PROTO_UDP &&
 			  flow->dst_port == P4_PMTU_PROBE_PORT;
 
-	meta->is_path_probe = false;
-	if (!meta->nic_port_set)
-		return;
-	if (meta->port_role == P4_PORT_ROLE_EXTERNAL) {
-		meta->is_path_probe = flow->later_fragment || probe_port;
-		if (meta->is_path_probe)
-			meta->steer_reason = P4_STEER_PATH_PROBE;
-	} else if (meta->port_role == P4_PORT_ROLE_NIC) {
-		meta->is_path_probe =
-			probe_port && flow->src_port == P4_PMTU_PROBE_PORT;
+	if (meta->nic_port_set && meta->port_role == P4_PORT_ROLE_EXTERNAL &&
+	    (flow->later_fragment || probe_port)) {
+		meta->steer_reason = P4_STEER_PATH_PROBE;
+	} else if (meta->nic_port_set && meta->port_role == P4_PORT_ROLE_NIC &&
+		   probe_port && flow->src_port == P4_PMTU_PROBE_PORT) {
+		/* The SmartNIC's own probe or reply: routed as it is. */
+	} else {
+		*held_to_mtu = true;
 	}
 }
 
 /* -- Steering (steering.p4) ---------------------------------------------------
+ * Its decision table runs from the compile's entries (const_tables.h); the
+ * functions named after its actions do what the P4 actions do.
  */
 
 void sw_flow_key(const struct flow *flow, uint8_t key[SW_KEY_MAX])
@@ -43,39 +52,89 @@ void sw_flow_key(const struct flow *flow, uint8_t key[SW_KEY_MAX])
 	store16(key + 36, flow->dst_port);
 }
 
-/* control Steering */
-void sw_steering(const struct sw_tables *tables, struct metadata *meta,
-		 uint64_t now_ns)
+/* action steer */
+static void steer(struct metadata *meta, uint8_t reason)
+{
+	meta->steer_reason = reason;
+	meta->elephant_candidate = false;
+}
+
+/* action leave_on_bypass */
+static void leave_on_bypass(struct metadata *meta)
+{
+	meta->elephant_candidate = true;
+}
+
+/* action route */
+static void route(struct metadata *meta)
+{
+	meta->elephant_candidate = false;
+}
+
+/* table decision: to the SmartNIC (and why), or routed */
+static void decision(struct metadata *meta, bool held_to_mtu, bool listed_flow,
+		     bool listed_service)
 {
 	const struct flow *flow = &meta->flow;
-	uint8_t key[SW_KEY_MAX];
-	struct sw_hash_slot *slot;
+	const struct p4_key_field key[P4_KEYS_STEERING_DECISION] = {
+		[P4_KEY_STEERING_DECISION_HELD_TO_MTU] = sw_key(held_to_mtu),
+		[P4_KEY_STEERING_DECISION_OVER_LIMIT] =
+			sw_key(meta->over_limit),
+		[P4_KEY_STEERING_DECISION_PORT_ROLE] = sw_key(meta->port_role),
+		[P4_KEY_STEERING_DECISION_NIC_PORT_SET] =
+			sw_key(meta->nic_port_set),
+		[P4_KEY_STEERING_DECISION_IS_TCP] = sw_key(flow->is_tcp),
+		[P4_KEY_STEERING_DECISION_OVER_PATH] = sw_key(meta->over_path),
+		[P4_KEY_STEERING_DECISION_MERGE_ELIGIBLE] =
+			sw_key(meta->merge_eligible),
+		[P4_KEY_STEERING_DECISION_LISTED_FLOW] = sw_key(listed_flow),
+		[P4_KEY_STEERING_DECISION_LISTED_SERVICE] =
+			sw_key(listed_service),
+		[P4_KEY_STEERING_DECISION_TCP_FLAGS] = sw_key(flow->tcp_flags),
+	};
+	const struct p4_action_call *call =
+		sw_const_table_apply(&p4_table_steering_decision, key);
 
-	meta->steer_reason = P4_STEER_NONE;
-	if (!meta->nic_port_set || !flow->is_tcp)
-		return;
-	if (meta->port_role == P4_PORT_ROLE_INTERNAL &&
-	    flow->ip_len > meta->path_mtu) {
-		meta->steer_reason = P4_STEER_OUTBOUND_SPLIT;
-		return;
+	switch (call->action) {
+	case P4_ACTION_STEER:
+		steer(meta, (uint8_t)call->data[0]);
+		break;
+	case P4_ACTION_LEAVE_ON_BYPASS:
+		leave_on_bypass(meta);
+		break;
+	case P4_ACTION_ROUTE:
+	default:
+		route(meta);
+		break;
 	}
-	if (!meta->merge_eligible)
-		return;
-	/* table merge_flows; a hit refreshes the entry's idle timer. */
-	sw_flow_key(flow, key);
-	slot = sw_hash_find(&tables->merge_flows, key);
-	if (slot != NULL) {
-		sw_slot_hit(slot, now_ns);
-		meta->steer_reason = P4_STEER_MERGE_FLOW;
-		return;
+}
+
+/* control Steering */
+void sw_steering(const struct sw_tables *tables, struct metadata *meta,
+		 bool held_to_mtu, uint64_t now_ns)
+{
+	const struct flow *flow = &meta->flow;
+	bool listed_flow = false, listed_service = false;
+
+	if (flow->is_tcp) {
+		/* table merge_flows (action steer_merge_flow); a hit
+		 * refreshes the entry's idle timer, as in BMv2. */
+		uint8_t key[SW_KEY_MAX];
+		struct sw_hash_slot *slot;
+
+		sw_flow_key(flow, key);
+		slot = sw_hash_find(&tables->merge_flows, key);
+		if (slot != NULL) {
+			sw_slot_hit(slot, now_ns);
+			listed_flow = true;
+		}
+		/* table merge_services (action steer_merge_service) */
+		if (meta->port_role == P4_PORT_ROLE_EXTERNAL)
+			listed_service =
+				sw_ternary_lookup(&tables->merge_services,
+						  flow->ip_version,
+						  flow->dst_addr,
+						  flow->dst_port) != NULL;
 	}
-	/* table merge_services, from outside only */
-	if (meta->port_role == P4_PORT_ROLE_EXTERNAL &&
-	    sw_ternary_lookup(&tables->merge_services, flow->ip_version,
-			      flow->dst_addr, flow->dst_port) != NULL) {
-		meta->steer_reason = P4_STEER_MERGE_SERVICE;
-		return;
-	}
-	if (flow->tcp_flags & P4_TCP_FLAG_SYN)
-		meta->steer_reason = P4_STEER_HANDSHAKE;
+	decision(meta, held_to_mtu, listed_flow, listed_service);
 }

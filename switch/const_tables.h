@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The P4 program's constant tables (those with `const entries`), executed
+ * from their entries in the committed BMv2 JSON: gen_const_tables.py writes
+ * them into p4_const_tables.c at build time, and the pipeline builds each
+ * table's key as the P4 lists it and runs the action the lookup returns.
+ * Nothing of their decisions is restated in C, so the two cannot drift.
+ */
+#ifndef JUMBOGATE_SWITCH_CONST_TABLES_H
+#define JUMBOGATE_SWITCH_CONST_TABLES_H
+
+#include "p4_const_tables.h"
+
+#include <stdint.h>
+
+/* The call of the first entry that matches key (table->keys fields, in
+ * the P4's key order), else the table's const default action: BMv2 tries
+ * const entries in source order (p4c numbers their priorities 1, 2, ...
+ * and the smallest wins). */
+const struct p4_action_call *
+sw_const_table_apply(const struct p4_const_table *table,
+		     const struct p4_key_field *key);
+
+/* A key field of up to 64 bits (bools, roles, flags, lengths). */
+static inline struct p4_key_field sw_key(uint64_t value)
+{
+	return (struct p4_key_field){0, value};
+}
+
+/* A 128-bit key field from 16 bytes in network order (flow_addr_t). */
+static inline struct p4_key_field sw_key128(const uint8_t bytes[16])
+{
+	struct p4_key_field field = {0, 0};
+
+	for (int i = 0; i < 8; i++) {
+		field.hi = field.hi << 8 | bytes[i];
+		field.lo = field.lo << 8 | bytes[8 + i];
+	}
+	return field;
+}
+
+#endif /* JUMBOGATE_SWITCH_CONST_TABLES_H */

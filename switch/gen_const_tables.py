@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""Generate the switch's constant decision tables from the committed compile.
+
+    gen_const_tables.py OUTPUT.h OUTPUT.c JSON_256 JSON_512 -- C_FILE...
+
+Every table of the BMv2 JSON's ingress pipeline that has `const entries`
+becomes a C array of its entries, in the order BMv2 tries them (p4c gives
+const entries priorities 1, 2, ... in source order, and BMv2 takes the
+matching entry of the smallest priority), each with its key (value and mask
+per key field, in the JSON's key order), its action and the action's data,
+and the table's const default action. The C executes these entries
+(const_tables.c) instead of restating them as if statements, so the C
+cannot drift from the P4's entries.
+
+Fails when the two profiles' compiles disagree on a table (the C has one
+copy), when a match kind or action data is one the C does not take, and
+when an action of the tables has no `case P4_ACTION_<NAME>:` in the given
+C files (the pipeline would not run it). Run by meson at build time; the
+output is never committed.
+"""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+CONTROL = "V1ModelIngress."
+# Key fields wider than this do not exist in the program; 128 is an IPv6
+# address (struct p4_key_field holds two 64-bit words).
+MAX_KEY_BITS = 128
+
+
+def snake(name):
+    """NoAction -> no_action; from_ipv4 stays."""
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def field_widths(program):
+    """(header instance, field) -> bit width, `$valid$` being one bit."""
+    types = {t["name"]: t for t in program["header_types"]}
+    widths = {}
+    for header in program["headers"]:
+        for field in types[header["header_type"]]["fields"]:
+            widths[(header["name"], field[0])] = field[1]
+        widths[(header["name"], "$valid$")] = 1
+    return widths
+
+
+def hex_int(text):
+    return int(text, 16) if text else 0
+
+
+def const_tables(path):
+    """Table name (without the control's prefix) -> what the C needs of it."""
+    program = json.loads(Path(path).read_text())
+    widths = field_widths(program)
+    actions = {a["id"]: a for a in program["actions"]}
+    tables = {}
+    for pipeline in program["pipelines"]:
+        if pipeline["name"] != "ingress":
+            continue
+        for table in pipeline["tables"]:
+            if not table.get("entries"):
+                continue
+            name = table["name"].removeprefix(CONTROL)
+            keys = []
+            for key in table["key"]:
+                width = widths[tuple(key["target"])]
+                if key["match_type"] not in ("exact", "ternary", "lpm", "valid"):
+                    raise SystemExit(f"{path}: {name}: match kind {key['match_type']} is not one the switch takes")
+                if width > MAX_KEY_BITS:
+                    raise SystemExit(f"{path}: {name}: key {key['name']} is {width} bits, more than {MAX_KEY_BITS}")
+                keys.append({"name": key["name"], "match": key["match_type"], "width": width})
+            entries = []
+            for entry in sorted(table["entries"], key=lambda e: e["priority"]):
+                match = []
+                for key, field in zip(keys, entry["match_key"], strict=True):
+                    full = (1 << key["width"]) - 1
+                    value = hex_int(field["key"])
+                    if field["match_type"] == "ternary":
+                        mask = hex_int(field["mask"])
+                    elif field["match_type"] == "lpm":
+                        length = field["prefix_length"]
+                        mask = full ^ ((1 << (key["width"] - length)) - 1)
+                    else:
+                        mask = full
+                    if value & ~mask & full or value > full:
+                        raise SystemExit(f"{path}: {name}: key {key['name']} value {value:#x} outside mask {mask:#x}")
+                    match.append((value, mask))
+                action = actions[entry["action_entry"]["action_id"]]
+                data = [hex_int(d) for d in entry["action_entry"]["action_data"]]
+                entries.append({"priority": entry["priority"], "match": match, "action": action["name"].split(".")[-1], "data": data})
+            priorities = [e["priority"] for e in entries]
+            if len(set(priorities)) != len(priorities):
+                raise SystemExit(f"{path}: {name}: two entries share a priority, so the first match is not defined")
+            default = table["default_entry"]
+            if not default.get("action_const"):
+                raise SystemExit(f"{path}: {name}: the default action is not const")
+            tables[name] = {
+                "keys": keys,
+                "entries": [{k: v for k, v in e.items() if k != "priority"} for e in entries],
+                "default": {
+                    "action": actions[default["action_id"]]["name"].split(".")[-1],
+                    "data": [hex_int(d) for d in default["action_data"]],
+                },
+            }
+    if not tables:
+        raise SystemExit(f"{path}: no table with const entries in the ingress pipeline")
+    return tables
+
+
+# A table whose key fields add up to at most this many bits is also
+# written as an array indexed by the key's bits (the fields concatenated in
+# key order), each element the entry BMv2 would take: worked out here by
+# trying the entries in order, so the switch looks the answer up instead of
+# trying up to 48 entries per packet.
+DENSE_MAX_BITS = 10
+
+
+def first_match(entries, key):
+    for index, entry in enumerate(entries):
+        if all((k & m) == (v & m) for k, (v, m) in zip(key, entry["match"], strict=True)):
+            return index
+    return -1
+
+
+def dense_index(table):
+    widths = [k["width"] for k in table["keys"]]
+    if sum(widths) > DENSE_MAX_BITS:
+        return None
+    index = []
+    for packed in range(1 << sum(widths)):
+        key, shift = [], sum(widths)
+        for width in widths:
+            shift -= width
+            key.append((packed >> shift) & ((1 << width) - 1))
+        index.append(first_match(table["entries"], key))
+    return index
+
+
+def ident(table_name):
+    return table_name.replace(".", "_")
+
+
+def field_ident(key_name):
+    return re.sub(r"\W", "_", key_name.split(".")[-1]).upper()
+
+
+def words(number):
+    return f"{{{number >> 64:#x}ull, {number & (2**64 - 1):#x}ull}}"
+
+
+def generate(tables, implemented):
+    action_names = sorted({e["action"] for t in tables.values() for e in t["entries"]} | {t["default"]["action"] for t in tables.values()})
+    missing = [a for a in action_names if f"case P4_ACTION_{snake(a).upper()}:" not in implemented]
+    if missing:
+        raise SystemExit(f"the JSON names actions the switch does not implement: {', '.join(missing)}")
+    max_keys = max(len(t["keys"]) for t in tables.values())
+    if max_keys > 32:
+        raise SystemExit("a const table has more than 32 key fields, more than p4_const_entry.cares holds")
+    max_data = max([1] + [len(e["data"]) for t in tables.values() for e in t["entries"] + [t["default"]]])
+
+    header = [
+        "/* Generated from p4src/compiled/depth{256,512}/jumbogate.json by gen_const_tables.py; do not edit. */",
+        "#ifndef JUMBOGATE_SWITCH_P4_CONST_TABLES_H",
+        "#define JUMBOGATE_SWITCH_P4_CONST_TABLES_H",
+        "",
+        "#include <stdint.h>",
+        "",
+        f"#define P4_CONST_KEY_MAX {max_keys}",
+        f"#define P4_CONST_DATA_MAX {max_data}",
+        "",
+        "/* One key field, at most 128 bits: hi holds bits 127..64. */",
+        "struct p4_key_field {",
+        "\tuint64_t hi, lo;",
+        "};",
+        "",
+        "/* The actions of the constant tables, named after the P4's. */",
+        "enum p4_action {",
+    ]
+    header += [f"\tP4_ACTION_{snake(a).upper()}," for a in action_names]
+    header += [
+        "};",
+        "",
+        "struct p4_action_call {",
+        "\tenum p4_action action;",
+        "\tuint64_t data[P4_CONST_DATA_MAX];",
+        "};",
+        "",
+        "struct p4_const_entry {",
+        "\tstruct p4_key_field value[P4_CONST_KEY_MAX];",
+        "\tstruct p4_key_field mask[P4_CONST_KEY_MAX];",
+        "\t/* Bit i set: field i's mask is not 0 (the others match any key). */",
+        "\tuint32_t cares;",
+        "\tstruct p4_action_call call;",
+        "};",
+        "",
+        "struct p4_const_table {",
+        "\tconst char *name;",
+        "\tunsigned int keys;",
+        "\tconst char *const *key_names;",
+        "\tunsigned int size;",
+        "\tconst struct p4_const_entry *entries; /* first match wins */",
+        "\tstruct p4_action_call default_call;",
+        "\tconst uint8_t *widths; /* of each key field, in bits */",
+        "\t/* NULL, or the index of the entry that matches the key's bits",
+        "\t * (the fields concatenated in key order), -1 for none. */",
+        "\tconst int16_t *dense;",
+        "};",
+        "",
+        "extern const char *const p4_action_names[];",
+        "",
+    ]
+    source = [
+        "/* Generated from p4src/compiled/depth{256,512}/jumbogate.json by gen_const_tables.py; do not edit. */",
+        '#include "p4_const_tables.h"',
+        "",
+        "#include <stddef.h>",
+        "",
+        "const char *const p4_action_names[] = {",
+    ]
+    source += [f'\t[P4_ACTION_{snake(a).upper()}] = "{a}",' for a in action_names]
+    source += ["};", ""]
+    for name, table in tables.items():
+        c = ident(name)
+        upper = c.upper()
+        header.append(f"/* {name}: key {', '.join(k['name'] + ' (' + k['match'] + ')' for k in table['keys'])} */")
+        header.append(f"#define P4_KEYS_{upper} {len(table['keys'])}")
+        header += [f"#define P4_KEY_{upper}_{field_ident(k['name'])} {i}" for i, k in enumerate(table["keys"])]
+        header.append(f"extern const struct p4_const_table p4_table_{c};")
+        header.append("")
+        source.append(f"static const char *const {c}_key_names[] = {{{', '.join(chr(34) + k['name'] + chr(34) for k in table['keys'])}}};")
+        source.append(f"static const struct p4_const_entry {c}_entries[] = {{")
+        for entry in table["entries"]:
+            source.append("\t{")
+            source.append(f"\t\t.value = {{{', '.join(words(v) for v, _ in entry['match'])}}},")
+            source.append(f"\t\t.mask = {{{', '.join(words(m) for _, m in entry['match'])}}},")
+            source.append(f"\t\t.cares = {sum(1 << i for i, (_, m) in enumerate(entry['match']) if m):#x},")
+            source.append(f"\t\t.call = {{P4_ACTION_{snake(entry['action']).upper()}, {{{', '.join(str(d) for d in entry['data']) or '0'}}}}},")
+            source.append("\t},")
+        source.append("};")
+        default = table["default"]
+        source.append(f"static const uint8_t {c}_widths[] = {{{', '.join(str(k['width']) for k in table['keys'])}}};")
+        dense = dense_index(table)
+        if dense is not None:
+            source.append(f"static const int16_t {c}_dense[] = {{")
+            source += [f"\t{', '.join(str(i) for i in dense[row : row + 16])}," for row in range(0, len(dense), 16)]
+            source.append("};")
+        source += [
+            f"const struct p4_const_table p4_table_{c} = {{",
+            f'\t.name = "{name}",',
+            f"\t.keys = {len(table['keys'])},",
+            f"\t.key_names = {c}_key_names,",
+            f"\t.size = {len(table['entries'])},",
+            f"\t.entries = {c}_entries,",
+            f"\t.default_call = {{P4_ACTION_{snake(default['action']).upper()}, {{{', '.join(str(d) for d in default['data']) or '0'}}}}},",
+            f"\t.widths = {c}_widths,",
+            f"\t.dense = {c + '_dense' if dense is not None else 'NULL'},",
+            "};",
+            "",
+        ]
+    header.append("/* Every table above, for tests that name them. */")
+    header.append(f"#define P4_CONST_TABLES {{{', '.join('&p4_table_' + ident(n) for n in tables)}}}")
+    header += ["", "#endif", ""]
+    return "\n".join(header), "\n".join(source)
+
+
+def main(argv):
+    if len(argv) < 6 or argv[5] != "--":
+        print(f"usage: {argv[0]} OUTPUT.h OUTPUT.c JSON_256 JSON_512 -- C_FILE...", file=sys.stderr)
+        return 2
+    first, second = const_tables(argv[3]), const_tables(argv[4])
+    if first != second:
+        differ = sorted(n for n in first.keys() | second.keys() if first.get(n) != second.get(n))
+        raise SystemExit(f"{argv[3]} and {argv[4]} disagree on the const tables {', '.join(differ)}: the switch has one copy of each")
+    implemented = "".join(Path(p).read_text() for p in argv[6:])
+    header, source = generate(first, implemented)
+    Path(argv[1]).write_text(header)
+    Path(argv[2]).write_text(source)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
