@@ -16,6 +16,8 @@
 #include <sstream>
 
 #include <grpc/grpc_security_constants.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/auth_metadata_processor.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/security/tls_certificate_provider.h>
@@ -23,6 +25,19 @@
 
 namespace
 {
+
+// Health (grpc.health.v1) and reflection on every listener, for the tools
+// operators point at a gRPC server (grpcurl, a load balancer's or a
+// supervisor's health check). Both are registered before any ServerBuilder
+// exists, as gRPC asks: a builder picks its plugins up when it is made.
+// They answer only callers the identity check lets through.
+struct StandardServices {
+	StandardServices()
+	{
+		grpc::EnableDefaultHealthCheckService(true);
+		grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+	}
+} standard_services;
 
 bool read_file(const char *path, std::string *text)
 {

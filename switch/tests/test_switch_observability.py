@@ -209,3 +209,36 @@ def test_the_reload_interval_is_checked(tmp_path):
     args = [SWITCH_BINARY, "--no-huge", "--no-pci", "--", "--tls-reload-s", "0"]
     done = subprocess.run(args, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "--tls-reload-s is a number of seconds from 1 to 86400, got '0'" in done.stderr, done.stderr
+
+
+def standard_services(address: str, credentials: grpc.ChannelCredentials | None = None) -> tuple[int, set[str]]:
+    """The health status of the server as a whole, and the services reflection lists (what grpcurl asks)."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
+
+    channel = grpc.secure_channel(address, credentials) if credentials else grpc.insecure_channel(address)
+    with channel:
+        status = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5).status
+        return status, set(ProtoReflectionDescriptorDatabase(channel).get_services())
+
+
+def test_health_and_reflection_answer_and_only_to_allowed_callers(tmp_path, pki):
+    from grpc_health.v1 import health_pb2
+
+    process, _, address = start_switch(tmp_path, "services")
+    try:
+        status, services = standard_services(address)
+        assert status == health_pb2.HealthCheckResponse.SERVING
+        assert {"p4.v1.P4Runtime", "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"} <= services
+    finally:
+        process.stop()
+    # With mutual TLS the identity check comes first: a certificate the CA signed for someone else gets nothing.
+    tls = lab.ServerTls(pki["switch"].cert, pki["switch"].key, pki.ca, allow=("controller",))
+    process, _, address = start_switch(tmp_path, "services-tls", options=tls.soft_args())
+    try:
+        dashboard = grpc.ssl_channel_credentials(pki.ca.read_bytes(), pki["dashboard"].key.read_bytes(), pki["dashboard"].cert.read_bytes())
+        with pytest.raises(grpc.RpcError) as refused:
+            standard_services(address, dashboard)
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    finally:
+        process.stop()

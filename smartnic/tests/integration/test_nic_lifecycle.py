@@ -193,3 +193,24 @@ def test_sigint_stops_cleanly_and_says_so(log_dir):
     assert nic.stop(signal.SIGINT) == 0, nic.log()
     assert "jumbogate-nic: Interrupt: flushing held packets and stopping" in nic.log(), nic.log()
     assert nic.exit_totals["packets_held"] == 0, nic.exit_totals
+
+
+def test_health_and_reflection_are_served_beside_the_control_api(log_dir):
+    """What grpcurl and a supervisor's health check ask: the server's health, and the services by reflection."""
+    import grpc
+    from google.protobuf import descriptor_pool
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
+
+    address = f"127.0.0.1:{free_tcp_port()}"
+    nic = start_nic(NULL_PORT, ["--mbufs", "2752"], None, log_dir, grpc_address=address)
+    try:
+        with grpc.insecure_channel(address) as channel:
+            health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+            assert health.status == health_pb2.HealthCheckResponse.SERVING
+            database = ProtoReflectionDescriptorDatabase(channel)
+            assert {"jumbogate.v1.Nic", "grpc.health.v1.Health"} <= set(database.get_services())
+            pool = descriptor_pool.DescriptorPool(database)
+            assert {"GetStats", "Configure"} <= {m.name for m in pool.FindServiceByName("jumbogate.v1.Nic").methods}
+    finally:
+        nic.stop()
