@@ -28,13 +28,13 @@ export TOPO
 comma      := ,
 space      := $(subst ,, )
 
-.PHONY: help setup test test-python test-c test-ptf sanitized lint proto native smartnic switch p4 p4-tofino bench fleet-scale fleet-chaos value wheel deb deb-test run stop demo attack soak clean
+.PHONY: help setup test test-python test-c test-ptf sanitized lint proto native smartnic switch p4 p4-tofino bench fleet-scale fleet-chaos value wheel deb run stop demo attack soak clean
 
 help:
 	@echo "make setup   install Debian/PyPI dependencies, generate protos, build the SmartNIC (and P4 when p4c is present)"
 	@echo "make test    run every test: Python, C, PTF on jumbogate-switch (and BMv2), SmartNIC integration, emulation"
 	@echo "make p4      recompile the P4 program (needs p4c) into $(P4_OUT)/depth{256,512}, which is committed"
-	@echo "make p4-tofino  compile the TNA top level with bf-p4c for Tofino 1 and 2, both profiles, into build/p4/ (resources.md each)"
+	@echo "make p4-tofino  compile the TNA top level with bf-p4c for Tofino 1 and 2, both profiles, into build/p4/ (resources.md and the pipeline_config.pb blob each)"
 	@echo "make sanitized  the engine's C suites and jumbogate-nic's integration tests on an ASan+UBSan build (part of make test)"
 	@echo "make bench   benchmark the SmartNIC engine against DPDK GRO (TRACE=capture.pcap to replay a capture)"
 	@echo "make fleet-scale  the fleet's store at scale: RACKS (1000) racks, INSTANCES (100000) instances, one watcher per rack, FLIPS (100) flag flips, against one etcd"
@@ -44,6 +44,7 @@ help:
 	@echo "make attack  cheap attacks on the border's state through the emulated rack, with legitimate traffic alongside; report per attack"
 	@echo "make soak    the emulated rack under chaos for SOAK_MINUTES (default 10): kills, flag flips, floods; nothing may be lost"
 	@echo "make wheel   the controller's Python package as a wheel (generated stubs inside) in build/wheel/"
+	@echo "make deb     Debian packages of jumbogate-switch, jumbogate-nic and jumbogate-controller in build/deb/ (docs/deploy.md)"
 	@echo "make value   what the border buys its users, measured: path MTU discovery next to Scamper on the two-rack emulation (docs/performance.md)"
 	@echo "make fleet-chaos  three racks on etcd under faults for FLEET_CHAOS_MINUTES (default 5): leaders killed, paused, cut off; etcd's quorum lost; every API call's history checked"
 	@echo "make clean   remove build outputs"
@@ -82,11 +83,11 @@ native:
 	@ninja -C $(NATIVE_BUILD) | tail -n 1
 	@echo "native: built in $(NATIVE_BUILD) (jumbogate-nic, jumbogate-switch)"
 
-# The controller's package as a wheel, with the generated modules inside.
 # Debian packages of the switch, the SmartNIC and the controller (packaging/, docs/deploy.md).
 deb: native wheel
 	@$(PY) packaging/build_debs.py --native $(NATIVE_BUILD) --wheel $$(ls $(BUILD)/wheel/jumbogate-*.whl) --out $(BUILD)/deb
 
+# The controller's package as a wheel, with the generated modules inside.
 wheel: proto
 	@$(PY) -m pip wheel --no-deps --no-build-isolation -q -w $(BUILD)/wheel ./controlplane
 	@rm -rf controlplane/build
@@ -109,7 +110,8 @@ TOFINO_OUT := build/p4
 p4-tofino:
 	@command -v bf-p4c >/dev/null || { echo "p4-tofino: bf-p4c is not on PATH; see README, 'bf-p4c, the Tofino backend'" >&2; exit 1; }
 	@failed=""; for chip in tofino tofino2; do for depth in $(PROFILES); do \
-		bash p4src/compile-tofino.sh $$chip $$depth $(TOFINO_OUT)/$$chip-depth$$depth || failed="$$failed $$chip-depth$$depth"; \
+		{ bash p4src/compile-tofino.sh $$chip $$depth $(TOFINO_OUT)/$$chip-depth$$depth && \
+		  $(PY) -m jumbogate.tofino pack $(TOFINO_OUT)/$$chip-depth$$depth $$chip; } || failed="$$failed $$chip-depth$$depth"; \
 	done; done; \
 	if [ -n "$$failed" ]; then echo "p4-tofino: failed:$$failed (each directory's resources.md says how far it got)" >&2; exit 1; fi
 

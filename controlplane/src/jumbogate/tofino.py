@@ -23,6 +23,8 @@ chosen by `switch.target` in rack.yaml:
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 
 import finsy as fy
@@ -106,3 +108,30 @@ def device_config(outdir: Path, target: str, p4_name: str = "jumbogate") -> byte
     config = BfPipelineConfig(p4_name=p4_name, bfruntime_info=files["bfrt"].read_bytes())
     config.profiles.add(profile_name="pipe", context=files["context"].read_bytes(), binary=files["binary"].read_bytes())
     return config.SerializeToString()
+
+
+PIPELINE_CONFIG_FILE = "pipeline_config.pb"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m jumbogate.tofino pack OUTDIR TARGET: write the blob beside bf-p4c's output (make p4-tofino does),
+    for a server that loads its pipeline from a file and for inspection; the controller builds the same bytes."""
+    parser = argparse.ArgumentParser(prog="python -m jumbogate.tofino", description=main.__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    pack = commands.add_parser("pack", help=f"write OUTDIR/{PIPELINE_CONFIG_FILE}, Stratum's BfPipelineConfig")
+    pack.add_argument("outdir", type=Path, help="bf-p4c's output directory (p4src/compile-tofino.sh)")
+    pack.add_argument("target", choices=[target for target in TARGETS if target != "v1model"])
+    args = parser.parse_args(argv)
+    try:
+        blob = device_config(args.outdir, args.target)
+    except FileNotFoundError as err:
+        print(f"jumbogate.tofino: {err}", file=sys.stderr)
+        return 2
+    out = args.outdir / PIPELINE_CONFIG_FILE
+    out.write_bytes(blob)
+    print(f"{out}: {len(blob):,} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -142,3 +142,19 @@ def test_the_blob_built_from_a_real_bf_p4c_compile(tmp_path):
     assert config.profiles[0].binary == (out / "pipe" / "tofino.bin").read_bytes()
     assert config.profiles[0].context == (out / "pipe" / "context.json").read_bytes()
     assert config.bfruntime_info == (out / "bf-rt.json").read_bytes()
+
+
+def test_make_p4_tofinos_pack_writes_the_blob_the_controller_pushes(tmp_path):
+    """`python -m jumbogate.tofino pack` (run by make p4-tofino after each compile) writes the same bytes the
+    controller builds; a directory that is not bf-p4c's output is refused by name."""
+    files = tofino_pipeline(tmp_path / "tofino2", lab.PIPELINE_512 / "jumbogate.p4info.txtpb")
+    (tmp_path / "tofino2" / "pipe" / "tofino.bin").rename(tmp_path / "tofino2" / "pipe" / "tofino2.bin")
+    python = str(lab.REPO / ".venv" / "bin" / "python")
+    done = subprocess.run([python, "-m", "jumbogate.tofino", "pack", str(tmp_path / "tofino2"), "tofino2"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    written = (tmp_path / "tofino2" / tofino.PIPELINE_CONFIG_FILE).read_bytes()
+    assert written == tofino.device_config(tmp_path / "tofino2", "tofino2")
+    config = tofino.BfPipelineConfig.FromString(written)
+    assert (config.p4_name, config.bfruntime_info, config.profiles[0].binary) == ("jumbogate", files["bf-rt.json"], files["pipe/tofino.bin"])
+    refused = subprocess.run([python, "-m", "jumbogate.tofino", "pack", str(tmp_path / "tofino2"), "tofino"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "lacks pipe/tofino.bin" in refused.stderr, refused.stderr
