@@ -34,6 +34,10 @@ def test_every_path_leaves_by_its_own_port_on_the_switch_and_the_pass_through(tm
     assert "on veth ports" in done.stdout and "on memif ports" in done.stdout
 
 
+# runtime/port.h: JG_PORT_RX_DESCRIPTORS + JG_PORT_TX_DESCRIPTORS.
+IN_FLIGHT_AT_WINDOW_START = 1024 + 1024
+
+
 def check_paths(kind: str, results: dict) -> None:
     for target, paths in results.items():
         assert set(paths) == {"bypass-ipv4", "bypass-ipv6", "steering-ipv4", "steering-ipv6"}
@@ -41,9 +45,17 @@ def check_paths(kind: str, results: dict) -> None:
             way_out, other = (NIC_PORT, RACK_PORT) if name.startswith("steering") else (RACK_PORT, NIC_PORT)
             received = figures_of_path["received"]
             assert received[other] == 0, (kind, target, name, received)
-            # Forwarded frames: at most what was sent (plus the warm-up's
-            # stragglers), and a real share of it.
-            assert 0.25 * figures_of_path["sent"] < received[way_out] <= 1.05 * figures_of_path["sent"], (kind, target, name, figures_of_path)
+            # Forwarded frames: a real share of what was sent, and at most
+            # that plus the warm-up's stragglers: the frames in flight as the
+            # window opens, at most the forwarder's receive and transmit
+            # rings (a loaded machine once brought one whole ring, 1,024
+            # frames, into a 0.3 s window of 15,328).
+            assert 0.25 * figures_of_path["sent"] < received[way_out] <= figures_of_path["sent"] + IN_FLIGHT_AT_WINDOW_START, (
+                kind,
+                target,
+                name,
+                figures_of_path,
+            )
 
 
 def test_an_unknown_target_is_refused_with_the_known_ones():
