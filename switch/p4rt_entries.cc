@@ -45,7 +45,10 @@ Status Server::Write(grpc::ServerContext *, const p4v1::WriteRequest *request,
 		for (const auto &update : request->updates()) {
 			if (!results.empty())
 				writer.pause_if_due();
-			results.push_back(write_one(update));
+			Status allowed = check_update_role(request->role(),
+							   update.entity());
+			results.push_back(allowed.ok() ? write_one(update)
+						       : allowed);
 			failed |= !results.back().ok();
 		}
 	}
