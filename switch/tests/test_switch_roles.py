@@ -403,7 +403,7 @@ def test_named_roles_are_bounded_and_forgotten_with_their_last_stream(switch, pr
 
 def test_the_fence_is_the_default_roles(log_dir, clients):
     """With --fence-election-ids the highest id ever made primary fences the default role only: a named role's
-    primary with a high id of its own does not lock the controller out."""
+    primary with a high id of its own does not lock the controller out, nor shows in the write record."""
     wiring = OnePortSwitch(log_dir, ["--fence-election-ids"])
     try:
         controller = Client(wiring.switch.grpc_address, election_low=5)
@@ -417,6 +417,10 @@ def test_the_fence_is_the_default_roles(log_dir, clients):
         clients.append(successor)
         assert successor.arbitrate().status.code == OK
         assert successor.write([insert(port_role(2))]) == [OK]
+        # The write record is the fence's audit: the named role's write, under an id of its own, is not in it.
+        assert other.write([insert(port_role(3))]) == [OK]
+        record = telemetry_query(wiring.switch.file_prefix, "/jumbogate_switch/writes")
+        assert {k for k in record if k != "older"} == {"0_5", "0_6"}
     finally:
         for client in clients:
             client.close()
