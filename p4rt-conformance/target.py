@@ -119,10 +119,37 @@ class Switch:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class Controller:
-    """One P4Runtime client: a channel, one StreamChannel, one election id."""
+# P4Runtime 1.4's role names, which p4runtime 1.3.0's bindings lack: Role.name, and the role of a WriteRequest
+# and of a SetForwardingPipelineConfigRequest.
+ROLE_NAME, REQUEST_ROLE = 3, 6
 
-    def __init__(self, address: str, election: tuple[int, int] | None, device_id: int = DEVICE_ID):
+
+def _varint(n: int) -> bytes:
+    out = b""
+    while n > 0x7F:
+        out += bytes([n & 0x7F | 0x80])
+        n >>= 7
+    return out + bytes([n])
+
+
+def with_string_field(message, number: int, value: str):
+    """`message` with string field `number` set to `value` (unset when empty), encoded by hand: the bindings carry
+    it as a field they do not know, and send it as they received it."""
+    if not value:
+        return message
+    raw = value.encode()
+    out = type(message)()
+    out.ParseFromString(message.SerializeToString() + _varint(number << 3 | 2) + _varint(len(raw)) + raw)
+    return out
+
+
+class Controller:
+    """One P4Runtime client: a channel, one StreamChannel, one election id; a role (its name, and the config its
+    arbitration carries as an Any) when `role` is set."""
+
+    def __init__(self, address: str, election: tuple[int, int] | None, device_id: int = DEVICE_ID, role: str = "", role_config=None):
+        self.role = role
+        self.role_config = role_config
         self.channel = grpc.insecure_channel(address)
         grpc.channel_ready_future(self.channel).result(timeout=10)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
@@ -153,6 +180,11 @@ class Controller:
         update = p4runtime_pb2.MasterArbitrationUpdate(device_id=self.device_id if device_id is None else device_id)
         if self.election is not None:
             update.election_id.CopyFrom(self.election_id())
+        if self.role or self.role_config is not None:
+            role = p4runtime_pb2.Role()
+            if self.role_config is not None:
+                role.config.CopyFrom(self.role_config)
+            update.role.CopyFrom(with_string_field(role, ROLE_NAME, self.role))
         self.send(p4runtime_pb2.StreamMessageRequest(arbitration=update))
         return self.next("arbitration")
 
@@ -176,13 +208,14 @@ class Controller:
             request.config.p4_device_config = b"{}"
             if cookie is not None:
                 request.config.cookie.cookie = cookie
-        return self.stub.SetForwardingPipelineConfig(request, timeout=10)
+        return self.stub.SetForwardingPipelineConfig(with_string_field(request, REQUEST_ROLE, self.role), timeout=10)
 
     def write(self, updates: list[p4runtime_pb2.Update], election: bool = True) -> list[int]:
         """One WriteRequest; the canonical code of each update, read from the status details."""
         request = p4runtime_pb2.WriteRequest(device_id=self.device_id, updates=updates)
         if election and self.election is not None:
             request.election_id.CopyFrom(self.election_id())
+        request = with_string_field(request, REQUEST_ROLE, self.role)
         try:
             self.stub.Write(request, timeout=10)
         except grpc.RpcError as e:

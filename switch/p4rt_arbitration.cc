@@ -73,24 +73,11 @@ Status Server::no_pipeline()
 		     "device");
 }
 
-// Role configurations are not implemented, so the device has one role,
-// the default (unnamed) one, whose primary may write everything. Any
-// other name is refused: a client naming a role of its own would
-// otherwise be the primary of it, and write beside the controller.
-Status Server::check_role(const std::string &role, StatusCode code)
-{
-	if (role.empty())
-		return Status::OK;
-	return error(code, "no role '" + role +
-				   "' on this device: it has only the "
-				   "default role (an empty name)");
-}
-
 // Caller holds mu_.
 Status Server::check_primary(const std::string &role, bool has_election,
 			     const Uint128 &election)
 {
-	if (has_election && below_fence(election))
+	if (has_election && below_fence(role, election))
 		return error(StatusCode::PERMISSION_DENIED,
 			     "election id " + election.text() + " is below " +
 				     fence_->text() +
@@ -127,38 +114,47 @@ Status Server::arbitrate(Stream *stream,
 				     std::to_string(update.device_id()) +
 				     ", this switch is device " +
 				     std::to_string(sw_->device_id));
-	if (update.role().has_config())
-		return error(StatusCode::UNIMPLEMENTED,
-			     "role configurations are not supported");
 	std::string role = update.role().name();
 	if (stream->arbitrated && role != stream->role)
 		return error(StatusCode::FAILED_PRECONDITION,
 			     "a stream cannot change its role");
-	// A role the device does not have does not match the role
-	// scheme agreed out of band: INVALID_ARGUMENT, as the
-	// specification's arbitration rules say for a role config
-	// that does not match it. (PERMISSION_DENIED is for a known
-	// client that may not do something, e.g. a backup's write.)
-	Status status = check_role(role, StatusCode::INVALID_ARGUMENT);
+	// A config outside the scheme agreed with the device (named
+	// roles carry a stratum.P4RoleConfig, the default role none) is
+	// INVALID_ARGUMENT, as the specification's arbitration rules say.
+	// (PERMISSION_DENIED is for a known client that may not do
+	// something, e.g. a backup's write.)
+	std::optional<RoleConfig> config;
+	Status status =
+		parse_role_config(role, update.role(), schema_, &config);
 	if (!status.ok())
 		return status;
-	auto &state = roles_[role];
-	if (!stream->arbitrated &&
-	    state.streams.size() >= p4rt_bounds::kMaxStreamsPerRole)
-		return error(StatusCode::RESOURCE_EXHAUSTED,
-			     "this role has " +
-				     std::to_string(state.streams.size()) +
-				     " streams already, the most this "
-				     "switch takes");
+	auto found = roles_.find(role);
+	if (!stream->arbitrated && found != roles_.end() &&
+	    found->second.streams.size() >= p4rt_bounds::kMaxStreamsPerRole)
+		return error(
+			StatusCode::RESOURCE_EXHAUSTED,
+			"this role has " +
+				std::to_string(found->second.streams.size()) +
+				" streams already, the most this "
+				"switch takes");
 	bool has_election = update.has_election_id();
 	Uint128 election = from_proto(update.election_id());
-	if (has_election)
-		for (Stream *other : state.streams)
+	if (has_election && found != roles_.end())
+		for (Stream *other : found->second.streams)
 			if (other != stream && other->has_election &&
 			    other->election == election)
 				return error(StatusCode::INVALID_ARGUMENT,
 					     "election id already used by "
 					     "another client of this role");
+	bool changed = false;
+	status = admit_config(role, config, stream, has_election, election,
+			      &changed);
+	if (!status.ok())
+		return status;
+	auto &state = roles_[role];
+	if (changed)
+		state.config = std::move(config);
+	count_roles();
 	if (!stream->arbitrated) {
 		state.streams.push_back(stream);
 		stream->arbitrated = true;
@@ -166,32 +162,38 @@ Status Server::arbitrate(Stream *stream,
 	}
 	stream->has_election = has_election;
 	stream->election = election;
-	elect(role, stream);
+	// A new config is every stream's news (the specification's
+	// "Client Arbitration Notifications").
+	elect(role, stream, changed);
 	return Status::OK;
 }
 
-// With --fence-election-ids, an id below the highest this device ever
-// made primary: a deposed leader, which may read and be a backup but
-// never be primary or write again, even once the stream of the id
-// that deposed it has gone.
-bool Server::below_fence(const Uint128 &election) const
+// With --fence-election-ids, an id of the default role below the highest
+// this device ever made its primary: a deposed leader, which may read and
+// be a backup but never be primary or write again, even once the stream
+// of the id that deposed it has gone. Named roles are not fenced: their
+// election ids are their own (P4Runtime compares ids within a role), and
+// one role's high id must not lock another's controller out.
+bool Server::below_fence(const std::string &role, const Uint128 &election) const
 {
-	return sw_->fence_election_ids && fence_ && election < *fence_;
+	return role.empty() && sw_->fence_election_ids && fence_ &&
+	       election < *fence_;
 }
 
 // Recomputes the primary of a role and tells who needs to know: every
-// stream when the primary changed, else only `asking`.
-void Server::elect(const std::string &role, Stream *asking)
+// stream when the primary changed or `tell_all`, else only `asking`.
+void Server::elect(const std::string &role, Stream *asking, bool tell_all)
 {
 	auto &state = roles_[role];
 	Stream *best = nullptr;
 	for (Stream *s : state.streams)
-		if (s->has_election && !below_fence(s->election) &&
+		if (s->has_election && !below_fence(role, s->election) &&
 		    (best == nullptr || best->election < s->election))
 			best = s;
-	bool changed = best != state.primary;
+	bool changed = tell_all || best != state.primary;
 	state.primary = best;
-	if (best != nullptr && (!fence_ || *fence_ < best->election))
+	if (best != nullptr && role.empty() &&
+	    (!fence_ || *fence_ < best->election))
 		fence_ = best->election;
 	for (Stream *s : state.streams)
 		if (changed || s == asking)
@@ -204,6 +206,9 @@ void Server::send_arbitration(Stream *stream, const RoleState &state)
 	auto *update = message.mutable_arbitration();
 	update->set_device_id(sw_->device_id);
 	update->mutable_role()->set_name(stream->role);
+	if (state.config)
+		update->mutable_role()->mutable_config()->PackFrom(
+			state.config->canonical);
 	if (state.primary != nullptr) {
 		update->mutable_election_id()->set_high(
 			state.primary->election.high);
@@ -217,7 +222,8 @@ void Server::send_arbitration(Stream *stream, const RoleState &state)
 		update->mutable_status()->set_code(google::rpc::ALREADY_EXISTS);
 		update->mutable_status()->set_message(
 			"is backup: another client is primary");
-	} else if (stream->has_election && below_fence(stream->election)) {
+	} else if (stream->has_election &&
+		   below_fence(stream->role, stream->election)) {
 		update->mutable_status()->set_code(
 			google::rpc::PERMISSION_DENIED);
 		update->mutable_status()->set_message(
@@ -243,6 +249,7 @@ void Server::leave(Stream *stream)
 	state.streams.remove(stream);
 	if (state.streams.empty()) {
 		roles_.erase(stream->role);
+		count_roles();
 	} else if (state.primary == stream) {
 		if (!sw_->primary_on_leave_wait) {
 			// A deviation by design (docs/switch.md): the

@@ -38,6 +38,15 @@ constexpr int32_t kMaxMemberWeight = 256;
 // "Rules for Handling MasterArbitrationUpdate Messages").
 constexpr size_t kMaxStreamsPerRole = 64;
 
+// Named roles (p4rt_roles.h): each holds a config and a primary, and any
+// client may name one, so at most kMaxRoles exist at once (the default role
+// aside); beyond, arbitration for a new one is RESOURCE_EXHAUSTED and
+// counted (roles_refused). A role is forgotten when its last stream ends.
+// A role's name is kept with every stream of it: at most kMaxRoleName
+// bytes, beyond INVALID_ARGUMENT.
+constexpr size_t kMaxRoles = 16;
+constexpr size_t kMaxRoleName = 128;
+
 // StreamChannel calls open at once, arbitrated or not: each holds one of
 // the gRPC server's threads for as long as the client keeps it open, so
 // streams that never arbitrate could take every thread. A role's 64 and as

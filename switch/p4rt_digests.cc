@@ -17,6 +17,15 @@ void Server::packet_out(Stream *stream, const p4v1::PacketOut &packet)
 				     &packet);
 			return;
 		}
+		if (!may_packet_out(stream)) {
+			stream_error(stream, StatusCode::PERMISSION_DENIED,
+				     "packet-out from role '" + stream->role +
+					     "', whose config does not "
+					     "take part in packet I/O "
+					     "(receives_packet_ins)",
+				     &packet);
+			return;
+		}
 	}
 	const std::string &payload = packet.payload();
 	rte_mbuf *mbuf = rte_pktmbuf_alloc(sw_->packet_out_pool);
@@ -197,11 +206,6 @@ void Server::drain_packet_in()
 	unsigned int n;
 	while ((n = rte_ring_sc_dequeue_burst(sw_->packet_in, mbufs, 32,
 					      nullptr)) > 0) {
-		Stream *primary;
-		{
-			std::lock_guard<std::mutex> lock(mu_);
-			primary = primary_of("");
-		}
 		for (unsigned int i = 0; i < n; i++) {
 			auto *mbuf = static_cast<rte_mbuf *>(mbufs[i]);
 			// rte_pktmbuf_read copies only a segmented
@@ -211,17 +215,15 @@ void Server::drain_packet_in()
 			uint32_t length = rte_pktmbuf_pkt_len(mbuf);
 			std::string copy(length, '\0');
 			const void *bytes =
-				primary == nullptr
-					? nullptr
-					: rte_pktmbuf_read(mbuf, 0, length,
-							   copy.data());
+				rte_pktmbuf_read(mbuf, 0, length, copy.data());
 			if (bytes != nullptr) {
 				p4v1::StreamMessageResponse message;
 				message.mutable_packet()->set_payload(bytes,
 								      length);
+				// The primaries of the roles that take
+				// it, the default role's among them.
 				std::lock_guard<std::mutex> lock(mu_);
-				if (primary_of("") == primary)
-					primary->send(message);
+				send_packet_in(message);
 			}
 			rte_pktmbuf_free(mbuf);
 		}

@@ -45,14 +45,21 @@ Status Server::Write(grpc::ServerContext *, const p4v1::WriteRequest *request,
 		for (const auto &update : request->updates()) {
 			if (!results.empty())
 				writer.pause_if_due();
-			results.push_back(write_one(update));
+			Status allowed = check_update_role(request->role(),
+							   update.entity());
+			results.push_back(allowed.ok() ? write_one(update)
+						       : allowed);
 			failed |= !results.back().ok();
 		}
 	}
 	uint64_t accepted = 0;
 	for (const auto &result : results)
 		accepted += result.ok();
-	g_writes.add(from_proto(request->election_id()), accepted);
+	// The record is the fence's audit, and the fence is the default
+	// role's: a named role's ids are its own and would read as a
+	// fenced controller's.
+	if (request->role().empty())
+		g_writes.add(from_proto(request->election_id()), accepted);
 	if (!failed)
 		return Status::OK;
 	// One p4.v1.Error per update, in order (P4Runtime 12.3).

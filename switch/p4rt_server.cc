@@ -71,6 +71,8 @@ Status Server::SetForwardingPipelineConfig(
 		return status;
 	status = check_primary(request->role(), request->has_election_id(),
 			       from_proto(request->election_id()));
+	if (status.ok())
+		status = check_pipeline_push(request->role());
 	if (!status.ok())
 		return status;
 	using Req = p4v1::SetForwardingPipelineConfigRequest;

@@ -7,6 +7,7 @@
 
 #include "p4rt_codec.h"
 #include "p4rt_common.h"
+#include "p4rt_roles.h"
 #include "p4rt_schema.h"
 
 namespace p4rt_server
@@ -58,6 +59,7 @@ struct Stream;
 struct RoleState {
 	std::list<Stream *> streams;
 	Stream *primary = nullptr;
+	std::optional<RoleConfig> config; // none for the default role
 };
 
 using Uint128 = p4rt_writes::ElectionId;
@@ -170,7 +172,8 @@ struct Stream {
 
 // The P4Runtime service. Its parts, by file: p4rt_server.cc (the RPCs,
 // a new pipeline), p4rt_arbitration.cc (checks, arbitration and
-// streams), p4rt_digests.cc (packet I/O, digests, the control loop),
+// streams), p4rt_roles.cc (named roles' configs and what they allow),
+// p4rt_digests.cc (packet I/O, digests, the control loop),
 // p4rt_entries.cc (table entries: validation and writing),
 // p4rt_appliers.cc (the adapter to the C tables: entries, defaults,
 // action profiles, meters, counters, digests) and p4rt_read.cc (Read).
@@ -224,7 +227,6 @@ class Server final : public p4v1::P4Runtime::Service
 	// (p4rt_arbitration.cc)
 	Status check_device(uint64_t device_id) const;
 	static Status no_pipeline();
-	static Status check_role(const std::string &role, StatusCode code);
 	Status check_primary(const std::string &role, bool has_election,
 			     const Uint128 &election);
 
@@ -232,8 +234,10 @@ class Server final : public p4v1::P4Runtime::Service
 	// (p4rt_arbitration.cc)
 	Status arbitrate(Stream *stream,
 			 const p4v1::MasterArbitrationUpdate &update);
-	bool below_fence(const Uint128 &election) const;
-	void elect(const std::string &role, Stream *asking);
+	bool below_fence(const std::string &role,
+			 const Uint128 &election) const;
+	void elect(const std::string &role, Stream *asking,
+		   bool tell_all = false);
 	void send_arbitration(Stream *stream, const RoleState &state);
 	void leave(Stream *stream);
 	void stream_error(Stream *stream, StatusCode code,
@@ -241,6 +245,20 @@ class Server final : public p4v1::P4Runtime::Service
 			  const p4v1::PacketOut *packet = nullptr,
 			  const p4v1::DigestListAck *ack = nullptr);
 	Stream *primary_of(const std::string &role);
+
+	// -- named roles: their configs, and what their primaries may do --
+	// (p4rt_roles.cc)
+	Status check_role(const std::string &role, StatusCode code);
+	Status admit_config(const std::string &role,
+			    const std::optional<RoleConfig> &config,
+			    const Stream *stream, bool has_election,
+			    const Uint128 &election, bool *changed);
+	Status check_update_role(const std::string &role,
+				 const p4v1::Entity &entity);
+	Status check_pipeline_push(const std::string &role);
+	bool may_packet_out(const Stream *stream);
+	void send_packet_in(const p4v1::StreamMessageResponse &message);
+	void count_roles();
 
 	// -- packet I/O --
 	// (p4rt_digests.cc)
@@ -347,8 +365,9 @@ class Server final : public p4v1::P4Runtime::Service
 	std::mutex mu_;
 	std::optional<p4v1::ForwardingPipelineConfig> config_, saved_;
 	std::map<std::string, RoleState> roles_;
-	// The highest election id this device made primary (any role): the
-	// fence of --fence-election-ids. Kept across streams and pipelines.
+	// The highest election id this device made primary for the default
+	// role: the fence of --fence-election-ids. Kept across streams and
+	// pipelines. Named roles have election ids of their own, unfenced.
 	std::optional<Uint128> fence_;
 	std::map<uint32_t, std::map<std::string, StoredEntry>> entries_;
 	std::map<uint32_t, StoredEntry> defaults_;

@@ -76,6 +76,11 @@ uint64_t sw_p4rt_digests_dropped(void);
 /* StreamChannel calls open now, and those refused past their bound. */
 uint64_t sw_p4rt_streams_open(void);
 uint64_t sw_p4rt_streams_refused(void);
+/* Named P4Runtime roles now; arbitrations refused past their bound; writes'
+ * updates, pipeline pushes and packet-outs a role's config refused. */
+uint64_t sw_p4rt_roles(void);
+uint64_t sw_p4rt_roles_refused(void);
+uint64_t sw_p4rt_role_denials(void);
 
 struct rte_tel_data;
 /* /jumbogate_switch/writes: accepted write updates per election id. */

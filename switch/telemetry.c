@@ -81,6 +81,9 @@ static int stats_command(const char *command, const char *params,
 	jg_tel_u64(d, "digests_dropped", sw_p4rt_digests_dropped());
 	jg_tel_u64(d, "streams_open", sw_p4rt_streams_open());
 	jg_tel_u64(d, "streams_refused", sw_p4rt_streams_refused());
+	jg_tel_u64(d, "roles", sw_p4rt_roles());
+	jg_tel_u64(d, "roles_refused", sw_p4rt_roles_refused());
+	jg_tel_u64(d, "role_denials", sw_p4rt_role_denials());
 	drops = rte_tel_data_alloc();
 	if (drops == NULL)
 		return 0;

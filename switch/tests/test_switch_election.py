@@ -132,9 +132,10 @@ def test_wrong_device_is_not_found(switch):
 
 def test_a_role_other_than_the_default_is_refused(switch, primary):
     """Any role name used to be accepted and created: a client naming a role of its own became the primary of it
-    and wrote beside the controller (issue 33, finding 1). Until role configs exist the device has the default role
-    only: arbitration for another is INVALID_ARGUMENT (it does not match the device's role scheme), and a write or a
-    pipeline naming one finds no such role (NOT_FOUND, as the specification says for a Write's role)."""
+    and wrote beside the controller (issue 33, finding 1). A named role now exists only with a P4RoleConfig saying
+    what it may do (test_switch_roles.py): arbitration for one without a config is INVALID_ARGUMENT, and a write or a
+    pipeline naming a role no stream holds finds no such role (NOT_FOUND, as the specification says for a Write's
+    role)."""
     mallory = Client(switch.switch.grpc_address, election_low=500, role="mallory")
     try:
         with pytest.raises(grpc.RpcError) as caught:

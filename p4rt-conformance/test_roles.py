@@ -1,0 +1,103 @@
+"""Role configs (P4Runtime "Role Config"), with Stratum's scheme: a named role's arbitration carries a
+stratum.P4RoleConfig as its Any, as Stratum's own clients send it. p4runtime 1.3.0's bindings lack the 1.4 role
+names, which target.py encodes by hand; the config is built here from Stratum's field numbers."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from google.protobuf import any_pb2, descriptor_pb2, descriptor_pool, message_factory
+from p4.v1 import p4runtime_pb2
+from target import ALREADY_EXISTS, CPU_PORT, OK, PERMISSION_DENIED, Controller, insert, udp_frame
+
+
+def _role_config_class():
+    """stratum.P4RoleConfig as stratum/public/proto/p4_role_config.proto defines it."""
+    f = descriptor_pb2.FileDescriptorProto(name="stratum_p4_role_config_conformance.proto", package="stratum", syntax="proto3")
+    config = f.message_type.add(name="P4RoleConfig")
+    flt = config.nested_type.add(name="PacketFilter")
+    T = descriptor_pb2.FieldDescriptorProto
+    flt.field.add(name="metadata_id", number=1, type=T.TYPE_UINT32, label=T.LABEL_OPTIONAL)
+    flt.field.add(name="value", number=2, type=T.TYPE_BYTES, label=T.LABEL_OPTIONAL)
+    config.field.add(name="exclusive_p4_ids", number=1, type=T.TYPE_UINT32, label=T.LABEL_REPEATED)
+    config.field.add(name="shared_p4_ids", number=2, type=T.TYPE_UINT32, label=T.LABEL_REPEATED)
+    config.field.add(name="packet_in_filter", number=3, type=T.TYPE_MESSAGE, label=T.LABEL_OPTIONAL, type_name=".stratum.P4RoleConfig.PacketFilter")
+    config.field.add(name="receives_packet_ins", number=4, type=T.TYPE_BOOL, label=T.LABEL_OPTIONAL)
+    config.field.add(name="can_push_pipeline", number=5, type=T.TYPE_BOOL, label=T.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(f)
+    return message_factory.MessageFactory(pool).GetPrototype(pool.FindMessageTypeByName("stratum.P4RoleConfig"))
+
+
+P4RoleConfig = _role_config_class()
+
+
+def role_config(**fields) -> any_pb2.Any:
+    packed = any_pb2.Any()
+    packed.Pack(P4RoleConfig(**fields))
+    return packed
+
+
+@pytest.fixture
+def roles(target):
+    """connect(role, config, election) opens a named role's stream; every one is closed at the end."""
+    opened: list[Controller] = []
+
+    def connect(role: str, config, election: tuple[int, int] | None) -> Controller:
+        opened.append(Controller(target.address, election, role=role, role_config=config))
+        return opened[-1]
+
+    yield connect
+    for client in opened:
+        client.close()
+
+
+def test_a_named_role_has_its_own_primary_and_writes_only_its_tables(primary, roles, program):
+    routes_v4 = program.tables["routes_v4"].preamble.id
+    routes = roles("routes", role_config(exclusive_p4_ids=[routes_v4]), (0, 1))
+    answer = routes.arbitrate()
+    assert answer.status.code == OK  # election id 1 is below the controller's 10, in another role
+    assert answer.role.config.type_url == "type.googleapis.com/stratum.P4RoleConfig"
+    echoed = P4RoleConfig()
+    assert answer.role.config.Unpack(echoed) and list(echoed.exclusive_p4_ids) == [routes_v4]
+    assert roles("routes", role_config(exclusive_p4_ids=[routes_v4]), None).arbitrate().status.code == ALREADY_EXISTS
+    route = program.entry(
+        "routes_v4",
+        [
+            p4runtime_pb2.FieldMatch(
+                field_id=program.field("routes_v4", "dst_addr"), lpm=p4runtime_pb2.FieldMatch.LPM(value=bytes([10, 7, 0, 0]), prefix_len=16)
+            )
+        ],
+        program.action("set_next_hop_group", group_id=b"\x00\x01"),
+    )
+    assert routes.write([insert(route), insert(program.port_role(3))]) == [OK, PERMISSION_DENIED]
+    assert primary.write([insert(program.port_role(3))]) == [OK]
+
+
+def test_a_role_pushes_a_pipeline_only_if_its_config_lets_it(primary, roles, program):
+    reader = roles("reader", role_config(), (0, 1))
+    assert reader.arbitrate().status.code == OK
+    with pytest.raises(grpc.RpcError) as caught:
+        reader.set_pipeline(program.p4info, action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY)
+    assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    pusher = roles("pusher", role_config(can_push_pipeline=True), (0, 1))
+    assert pusher.arbitrate().status.code == OK
+    pusher.set_pipeline(program.p4info, action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY)
+
+
+def test_a_role_config_outside_the_agreed_scheme_is_invalid_argument(primary, roles):
+    other = any_pb2.Any()
+    other.Pack(p4runtime_pb2.Uint128(low=1))
+    for client in (roles("r", other, (0, 1)), roles("r", None, (0, 1))):
+        with pytest.raises(grpc.RpcError) as caught:
+            client.arbitrate()
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_packet_ins_reach_the_primary_of_a_role_that_receives_them(target, primary, roles, program):
+    listener = roles("listener", role_config(receives_packet_ins=True), (0, 1))
+    assert listener.arbitrate().status.code == OK
+    assert primary.write(program.route_to(CPU_PORT, b"\x02\0\0\0\0\x01", b"\x02\0\0\0\0\x02")) == [OK] * 4
+    target.veth.send(udp_frame(b"to the cpu port " + bytes(30)))
+    assert b"to the cpu port " in primary.next("packet").payload
+    assert b"to the cpu port " in listener.next("packet").payload
