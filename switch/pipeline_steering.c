@@ -32,15 +32,27 @@ void sw_path_probes(struct metadata *meta)
 /* -- Steering (steering.p4) ---------------------------------------------------
  */
 
+/* The layout is the compile's (p4_tables.h), which the P4Runtime server
+ * packs entries by: the two meet in the hash table. */
+#define FLOW_KEY(field) (key + P4_TABLE_MERGE_FLOWS_KEY_##field##_OFFSET)
+_Static_assert(P4_TABLE_MERGE_FLOWS_KEY_IP_VERSION_BYTES == 1 &&
+		       P4_TABLE_MERGE_FLOWS_KEY_PROTOCOL_BYTES == 1 &&
+		       P4_TABLE_MERGE_FLOWS_KEY_SRC_PORT_BYTES == 2 &&
+		       P4_TABLE_MERGE_FLOWS_KEY_DST_PORT_BYTES == 2 &&
+		       SW_FLOW_KEY_LEN <= SW_KEY_MAX,
+	       "merge_flows' key no longer has the widths stored here");
+
 void sw_flow_key(const struct flow *flow, uint8_t key[SW_KEY_MAX])
 {
 	memset(key, 0, SW_KEY_MAX);
-	key[0] = flow->ip_version;
-	memcpy(key + 1, flow->src_addr, 16);
-	memcpy(key + 17, flow->dst_addr, 16);
-	key[33] = flow->protocol;
-	store16(key + 34, flow->src_port);
-	store16(key + 36, flow->dst_port);
+	*FLOW_KEY(IP_VERSION) = flow->ip_version;
+	memcpy(FLOW_KEY(SRC_ADDR), flow->src_addr,
+	       P4_TABLE_MERGE_FLOWS_KEY_SRC_ADDR_BYTES);
+	memcpy(FLOW_KEY(DST_ADDR), flow->dst_addr,
+	       P4_TABLE_MERGE_FLOWS_KEY_DST_ADDR_BYTES);
+	*FLOW_KEY(PROTOCOL) = flow->protocol;
+	store16(FLOW_KEY(SRC_PORT), flow->src_port);
+	store16(FLOW_KEY(DST_PORT), flow->dst_port);
 }
 
 /* control Steering */
