@@ -231,7 +231,7 @@ void Server::drain_packet_in()
 // Caller holds mu_.
 void Server::scan_idle(uint64_t now)
 {
-	const TableInfo *flows = schema_.table("merge_flows");
+	const TableInfo *flows = schema_.table(P4_TABLE_MERGE_FLOWS);
 	auto &entries = entries_[flows->id];
 	p4v1::StreamMessageResponse message;
 	auto *notification = message.mutable_idle_timeout_notification();
@@ -241,7 +241,7 @@ void Server::scan_idle(uint64_t now)
 		uint8_t c_key[SW_KEY_MAX];
 		if (timeout <= 0)
 			continue;
-		flow_key(stored, c_key);
+		pack_key(*flows, stored, c_key);
 		const sw_hash_slot *slot =
 			sw_hash_find(&sw_->pipeline.tables.merge_flows, c_key);
 		if (slot == nullptr)

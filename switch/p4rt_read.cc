@@ -187,7 +187,7 @@ Status Server::read_table_entries(const p4v1::TableEntry &q,
 			if (q.has_time_since_last_hit() &&
 			    table.kind == Table::MergeFlows) {
 				uint8_t c_key[SW_KEY_MAX];
-				flow_key(stored, c_key);
+				pack_key(table, stored, c_key);
 				const sw_hash_slot *slot = sw_hash_find(
 					&sw_->pipeline.tables.merge_flows,
 					c_key);

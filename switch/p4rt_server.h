@@ -300,11 +300,13 @@ class Server final : public p4v1::P4Runtime::Service
 
 	// -- the adapter to the C tables: entries and defaults --
 	// (p4rt_appliers.cc)
+	Bits arg(const DecodedAction &action, const char *name);
 	sw_next_hop hop_of(const DecodedAction &action);
-	void apply_entry(const TableInfo &table, const StoredEntry &stored,
-			 bool remove);
-	void flow_key(const StoredEntry &stored, uint8_t key[SW_KEY_MAX]);
-	void rebuild_services(const TableInfo &table);
+	Status apply_entry(const TableInfo &table, const StoredEntry &stored,
+			   bool remove);
+	void pack_key(const TableInfo &table, const StoredEntry &stored,
+		      uint8_t key[SW_KEY_MAX]);
+	int rebuild_services(const TableInfo &table);
 	Status write_default(p4v1::Update::Type type, const TableInfo &table,
 			     const p4v1::TableEntry &in);
 	DecodedAction initial_default(const TableInfo &table);
@@ -318,7 +320,7 @@ class Server final : public p4v1::P4Runtime::Service
 	bool member_in_use(uint32_t member_id);
 	Status write_group(p4v1::Update::Type type,
 			   const p4v1::ActionProfileGroup &in);
-	void rebuild_next_hops();
+	int rebuild_next_hops();
 
 	// -- meters, counters, digests --
 	// (p4rt_appliers.cc)
