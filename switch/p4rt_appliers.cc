@@ -293,19 +293,28 @@ void Server::apply_default(const TableInfo &table, const DecodedAction &action)
 		       (uint32_t)args.size());
 }
 
+// What a member's and a group's write check first: the action profile,
+// that it is not programmed one-shot, and the update type against what
+// exists.
+Status Server::check_profile_write(p4v1::Update::Type type, uint32_t profile_id,
+				   bool exists, const std::string &what)
+{
+	if (profile_id != schema_.ecmp_selector)
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "unknown action profile id " +
+				     std::to_string(profile_id));
+	if (!one_shot_entries_.empty())
+		return error(StatusCode::INVALID_ARGUMENT, kMixedProfile);
+	return check_presence(type, exists, what);
+}
+
 Status Server::write_member(p4v1::Update::Type type,
 			    const p4v1::ActionProfileMember &in)
 {
-	if (in.action_profile_id() != schema_.ecmp_selector)
-		return error(StatusCode::INVALID_ARGUMENT,
-			     "unknown action profile id " +
-				     std::to_string(in.action_profile_id()));
-	if (!one_shot_entries_.empty())
-		return error(StatusCode::INVALID_ARGUMENT, kMixedProfile);
 	auto existing = members_.find(in.member_id());
-	Status status =
-		check_presence(type, existing != members_.end(),
-			       "member " + std::to_string(in.member_id()));
+	Status status = check_profile_write(
+		type, in.action_profile_id(), existing != members_.end(),
+		"member " + std::to_string(in.member_id()));
 	if (!status.ok())
 		return status;
 	if (type == p4v1::Update::DELETE) {
@@ -358,16 +367,10 @@ bool Server::member_in_use(uint32_t member_id)
 Status Server::write_group(p4v1::Update::Type type,
 			   const p4v1::ActionProfileGroup &in)
 {
-	if (in.action_profile_id() != schema_.ecmp_selector)
-		return error(StatusCode::INVALID_ARGUMENT,
-			     "unknown action profile id " +
-				     std::to_string(in.action_profile_id()));
-	if (!one_shot_entries_.empty())
-		return error(StatusCode::INVALID_ARGUMENT, kMixedProfile);
 	auto existing = groups_.find(in.group_id());
-	Status status =
-		check_presence(type, existing != groups_.end(),
-			       "group " + std::to_string(in.group_id()));
+	Status status = check_profile_write(
+		type, in.action_profile_id(), existing != groups_.end(),
+		"group " + std::to_string(in.group_id()));
 	if (!status.ok())
 		return status;
 	if (type == p4v1::Update::DELETE) {

@@ -10,16 +10,8 @@ Status Server::Write(grpc::ServerContext *, const p4v1::WriteRequest *request,
 		     p4v1::WriteResponse *)
 {
 	std::lock_guard<std::mutex> lock(mu_);
-	Status status = check_device(request->device_id());
-	if (status.ok())
-		status = check_role(request->role(), StatusCode::NOT_FOUND);
-	if (!status.ok())
-		return status;
-	// Who may write comes before what there is to write to
-	// (P4Runtime 12.2): a backup is PERMISSION_DENIED even before
-	// any pipeline config.
-	status = check_primary(request->role(), request->has_election_id(),
-			       from_proto(request->election_id()));
+	// Who may write comes before what there is to write to.
+	Status status = check_writer(*request);
 	if (!status.ok())
 		return status;
 	if (!config_)

@@ -11,11 +11,9 @@ Status Server::Read(grpc::ServerContext *, const p4v1::ReadRequest *request,
 	std::vector<p4v1::Entity> out;
 	{
 		std::lock_guard<std::mutex> lock(mu_);
-		Status status = check_device(request->device_id());
+		Status status = check_readable(request->device_id());
 		if (!status.ok())
 			return status;
-		if (!config_)
-			return no_pipeline();
 		for (const auto &entity : request->entities()) {
 			status = read_one(entity, &out);
 			if (!status.ok())

@@ -227,6 +227,8 @@ class Server final : public p4v1::P4Runtime::Service
 	static Status check_role(const std::string &role, StatusCode code);
 	Status check_primary(const std::string &role, bool has_election,
 			     const Uint128 &election);
+	template <typename Request> Status check_writer(const Request &request);
+	Status check_readable(uint64_t device_id) const;
 
 	// -- arbitration --
 	// (p4rt_arbitration.cc)
@@ -315,6 +317,8 @@ class Server final : public p4v1::P4Runtime::Service
 
 	// -- action profile members and groups (ecmp_selector) --
 	// (p4rt_appliers.cc)
+	Status check_profile_write(p4v1::Update::Type type, uint32_t profile_id,
+				   bool exists, const std::string &what);
 	Status write_member(p4v1::Update::Type type,
 			    const p4v1::ActionProfileMember &in);
 	bool member_in_use(uint32_t member_id);
