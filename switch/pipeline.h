@@ -25,8 +25,8 @@
 extern "C" {
 #endif
 
-/* port_t is bit<9>. */
-#define SW_PORTS       512
+/* port_t: as wide as port_roles' key. */
+#define SW_PORTS       (1 << P4_TABLE_PORT_ROLES_KEY_INGRESS_PORT_BITS)
 #define SW_MAX_WORKERS 16
 
 struct sw_next_hop {
