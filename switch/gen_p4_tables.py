@@ -148,6 +148,23 @@ def shapes(p4info_path: Path, json_path: Path) -> dict:
             "default_action": default_action,
             "default_args": default_args,
         }
+    # An action selector's hash input (the BMv2 JSON only has it), packed
+    # byte-aligned as the C hashes it.
+    headers = {h["name"]: h["header_type"] for h in bmv2["headers"]}
+    widths = {(t["name"], f[0]): f[1] for t in bmv2["header_types"] for f in t["fields"]}
+    out["selectors"] = {}
+    for profile in (a for p in bmv2["pipelines"] for a in p.get("action_profiles", [])):
+        if "selector" not in profile:
+            continue
+        inputs, offset = [], 0
+        for item in profile["selector"]["input"]:
+            header, field = item["value"]
+            bits = widths[(headers[header], field)]
+            # local_metadata_t._flow_src_addr14: meta.flow.src_addr.
+            name = re.sub(r"^\w*?\._|\d+$", "", field)
+            inputs.append({"name": name, "bits": bits, "offset": offset, "bytes": (bits + 7) // 8})
+            offset += (bits + 7) // 8
+        out["selectors"][profile["name"].rsplit(".", 1)[-1]] = {"algo": profile["selector"]["algo"], "inputs": inputs, "bytes": offset}
     for meter in info.get("meters", []):
         out["meters"][alias(meter)] = one(meter, "size", 0)
     structs = {one(s, "key"): one(s, "value") for s in one(info, "type_info", {}).get("structs", [])}
@@ -218,6 +235,10 @@ def render_header(data: dict, sources: str) -> str:
         if shape["default_action"] is not None:
             lines.append(f"#define {t}_DEFAULT_ACTION P4_ACTION_{constant_name('actions', shape['default_action'])}")
             lines += [f"#define {t}_DEFAULT_{macro(p)[3:]} {v}" for p, bits, v in shape["default_args"] if bits <= 64]
+    for selector, shape in data["selectors"].items():
+        lines += ["", f"/* action selector {selector}: {shape['algo']} over its input */", f"#define {macro('SELECTOR', selector, 'BYTES')} {shape['bytes']}"]
+        for f in shape["inputs"]:
+            lines += [f"#define {macro('SELECTOR', selector, f['name'], what)} {f[what]}" for what in ("offset", "bytes", "bits")]
     lines += ["", "/* Meters and digests. */", f"#define P4_METER_COUNT {len(data['meters'])}"]
     lines += [f"#define {macro('METER', m, 'SIZE')} {size}" for m, size in data["meters"].items()]
     lines.append(f"#define P4_DIGEST_COUNT {len(data['digests'])}")

@@ -49,6 +49,14 @@ def test_the_shapes_are_the_compile_s():
     ]
     assert flows["key_bytes"] == 38
     assert data["tables"]["next_hops"]["default_action"] is None  # an action selector has no default entry
+    selector = data["selectors"]["ecmp_selector"]
+    assert [(f["name"], f["offset"], f["bits"]) for f in selector["inputs"]] == [
+        ("flow_src_addr", 0, 128),
+        ("flow_dst_addr", 16, 128),
+        ("flow_protocol", 32, 8),
+        ("flow_src_port", 33, 16),
+        ("flow_dst_port", 35, 16),
+    ]
 
 
 def test_profiles_that_differ_in_a_table_stop_the_build(tmp_path):
