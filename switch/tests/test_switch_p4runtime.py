@@ -969,3 +969,33 @@ def test_full_tables_answer_resource_exhausted_and_keep_what_they_hold(primary, 
     assert len(held) == size
     assert primary.write([update(p4r.Update.DELETE, row(0)), update(p4r.Update.INSERT, row(size))]) == [OK, OK]
     assert primary.write([update(p4r.Update.INSERT, row(0))]) == [RESOURCE_EXHAUSTED]
+
+
+def test_a_default_action_reaches_the_data_path_and_its_reset_restores_the_compile_s(switch, primary):
+    """The data path reads a default action's arguments by parameter name (sw_set_default), from a controller's
+    MODIFY and, on a MODIFY without an action, from the compile's default (fleet_policy: default_mtu 1500)."""
+    route_to(primary, 0)
+    fleet = table("fleet_policy")
+
+    def fleet_default(default_mtu: int) -> p4r.Entity:
+        params = {"enabled": b"\x00", "guest_jumbo_mtu": (8500).to_bytes(2, "big"), "default_mtu": default_mtu.to_bytes(2, "big")}
+        e = entry("fleet_policy", [], "set_fleet_jumbo", params)
+        e.table_entry.is_default_action = True
+        return e
+
+    def forwarded_count(size: int) -> int:
+        port = PacketPort(switch.ns, switch.peer)
+        try:
+            port.drain()
+            frame = udp_frame(size)
+            port.send([frame] * 3)
+            return sum(1 for f in port.receive(count=3, timeout=2) if len(f) == size)
+        finally:
+            port.close()
+
+    assert forwarded_count(1400) == 3  # the program's default_mtu, 1500, lets 1,386 bytes of IP through
+    assert primary.write([update(p4r.Update.MODIFY, fleet_default(1300))]) == [OK]
+    assert forwarded_count(1400) == 0  # above the controller's 1300
+    reset = p4r.Entity(table_entry=p4r.TableEntry(table_id=fleet.preamble.id, is_default_action=True))
+    assert primary.write([update(p4r.Update.MODIFY, reset)]) == [OK]
+    assert forwarded_count(1400) == 3
