@@ -244,6 +244,9 @@ def render_header(data: dict, sources: str) -> str:
     lines.append(f"#define P4_DIGEST_COUNT {len(data['digests'])}")
     for digest, members in data["digests"].items():
         lines.append(f"#define {macro('DIGEST', constant_name('digests', digest), 'MEMBERS')} {len(members)}")
+        for index, (member, bits) in enumerate(members):
+            lines.append(f"#define {macro('DIGEST', constant_name('digests', digest), member, 'INDEX')} {index}")
+            lines.append(f"#define {macro('DIGEST', constant_name('digests', digest), member, 'BITS')} {bits}")
     lines += [
         "",
         "#ifdef __cplusplus",
