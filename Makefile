@@ -38,7 +38,7 @@ help:
 	@echo "make sanitized  the engine's C suites and jumbogate-nic's integration tests on an ASan+UBSan build (part of make test)"
 	@echo "make bench   benchmark the SmartNIC engine against DPDK GRO (TRACE=capture.pcap to replay a capture)"
 	@echo "make fleet-scale  the fleet's store at scale: RACKS (1000) racks, INSTANCES (100000) instances, one watcher per rack, FLIPS (100) flag flips, against one etcd"
-	@echo "make lint    ruff, clang-format check, P4 warnings as errors"
+	@echo "make lint    ruff, clang-format check, no P4 name or value typed in Python, C or C++, P4 warnings as errors"
 	@echo "make run     bring up the emulated rack (Mininet + switch + SmartNIC + controller; SWITCH=soft|bmv2, TLS=1; TOPO=two-racks: two racks across a WAN; TOPO=fleet: three racks on one etcd cluster); make stop tears it down"
 	@echo "make demo    scripted demo with report and plots"
 	@echo "make attack  cheap attacks on the border's state through the emulated rack, with legitimate traffic alongside; report per attack"
@@ -131,6 +131,7 @@ lint:
 	@$(VENV)/bin/ruff check controlplane mininet ptf-tests smartnic switch testlab examples packaging
 	@$(VENV)/bin/ruff format --check controlplane mininet ptf-tests smartnic switch testlab examples packaging
 	@$(PY) scripts/lint_p4_names.py controlplane mininet ptf-tests smartnic switch testlab p4rt-conformance
+	@$(PY) scripts/lint_p4_literals.py switch runtime
 	@find runtime smartnic switch testlab examples -name '*.[ch]' -o -name '*.cc' -o -name '*.h' | xargs -r clang-format --dry-run --Werror
 	@if command -v p4c >/dev/null; then $(MAKE) --no-print-directory p4; else echo "lint: p4c not on PATH, P4 not checked"; fi
 

@@ -13,7 +13,7 @@
 /* Only the fields the entry does not leave to a wildcard are compared:
  * most entries name a few of their table's fields. */
 static bool entry_matches(const struct p4_const_entry *entry,
-			  const struct p4_key_field *key)
+			  const struct p4_const_key_field *key)
 {
 	for (uint32_t cares = entry->cares; cares != 0; cares &= cares - 1) {
 		unsigned int i = (unsigned int)__builtin_ctz(cares);
@@ -28,7 +28,8 @@ static bool entry_matches(const struct p4_const_entry *entry,
 /* A table of few key bits has its first matches worked out by the
  * generator (p4_const_table.dense): the key's bits index them. */
 static const struct p4_action_call *
-dense_apply(const struct p4_const_table *table, const struct p4_key_field *key)
+dense_apply(const struct p4_const_table *table,
+	    const struct p4_const_key_field *key)
 {
 	unsigned int index = 0;
 	int entry;
@@ -43,7 +44,7 @@ dense_apply(const struct p4_const_table *table, const struct p4_key_field *key)
 
 const struct p4_action_call *
 sw_const_table_apply(const struct p4_const_table *table,
-		     const struct p4_key_field *key)
+		     const struct p4_const_key_field *key)
 {
 	if (table->dense != NULL)
 		return dense_apply(table, key);

@@ -19,18 +19,18 @@
  * and the smallest wins). */
 const struct p4_action_call *
 sw_const_table_apply(const struct p4_const_table *table,
-		     const struct p4_key_field *key);
+		     const struct p4_const_key_field *key);
 
 /* A key field of up to 64 bits (bools, roles, flags, lengths). */
-static inline struct p4_key_field sw_key(uint64_t value)
+static inline struct p4_const_key_field sw_key(uint64_t value)
 {
-	return (struct p4_key_field){0, value};
+	return (struct p4_const_key_field){0, value};
 }
 
 /* A 128-bit key field from 16 bytes in network order (flow_addr_t). */
-static inline struct p4_key_field sw_key128(const uint8_t bytes[16])
+static inline struct p4_const_key_field sw_key128(const uint8_t bytes[16])
 {
-	struct p4_key_field field = {0, 0};
+	struct p4_const_key_field field = {0, 0};
 
 	for (int i = 0; i < 8; i++) {
 		field.hi = field.hi << 8 | bytes[i];

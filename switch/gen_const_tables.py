@@ -14,7 +14,7 @@ cannot drift from the P4's entries.
 
 Fails when the two profiles' compiles disagree on a table (the C has one
 copy), when a match kind or action data is one the C does not take, and
-when an action of the tables has no `case P4_ACTION_<NAME>:` in the given
+when an action of the tables has no `case P4_CONST_ACTION_<NAME>:` in the given
 C files (the pipeline would not run it). Run by meson at build time; the
 output is never committed.
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 
 CONTROL = "V1ModelIngress."
 # Key fields wider than this do not exist in the program; 128 is an IPv6
-# address (struct p4_key_field holds two 64-bit words).
+# address (struct p4_const_key_field holds two 64-bit words).
 MAX_KEY_BITS = 128
 
 
@@ -152,7 +152,7 @@ def words(number):
 
 def generate(tables, implemented):
     action_names = sorted({e["action"] for t in tables.values() for e in t["entries"]} | {t["default"]["action"] for t in tables.values()})
-    missing = [a for a in action_names if f"case P4_ACTION_{snake(a).upper()}:" not in implemented]
+    missing = [a for a in action_names if f"case P4_CONST_ACTION_{snake(a).upper()}:" not in implemented]
     if missing:
         raise SystemExit(f"the JSON names actions the switch does not implement: {', '.join(missing)}")
     max_keys = max(len(t["keys"]) for t in tables.values())
@@ -171,14 +171,14 @@ def generate(tables, implemented):
         f"#define P4_CONST_DATA_MAX {max_data}",
         "",
         "/* One key field, at most 128 bits: hi holds bits 127..64. */",
-        "struct p4_key_field {",
+        "struct p4_const_key_field {",
         "\tuint64_t hi, lo;",
         "};",
         "",
         "/* The actions of the constant tables, named after the P4's. */",
         "enum p4_action {",
     ]
-    header += [f"\tP4_ACTION_{snake(a).upper()}," for a in action_names]
+    header += [f"\tP4_CONST_ACTION_{snake(a).upper()}," for a in action_names]
     header += [
         "};",
         "",
@@ -188,8 +188,8 @@ def generate(tables, implemented):
         "};",
         "",
         "struct p4_const_entry {",
-        "\tstruct p4_key_field value[P4_CONST_KEY_MAX];",
-        "\tstruct p4_key_field mask[P4_CONST_KEY_MAX];",
+        "\tstruct p4_const_key_field value[P4_CONST_KEY_MAX];",
+        "\tstruct p4_const_key_field mask[P4_CONST_KEY_MAX];",
         "\t/* Bit i set: field i's mask is not 0 (the others match any key). */",
         "\tuint32_t cares;",
         "\tstruct p4_action_call call;",
@@ -219,7 +219,7 @@ def generate(tables, implemented):
         "",
         "const char *const p4_action_names[] = {",
     ]
-    source += [f'\t[P4_ACTION_{snake(a).upper()}] = "{a}",' for a in action_names]
+    source += [f'\t[P4_CONST_ACTION_{snake(a).upper()}] = "{a}",' for a in action_names]
     source += ["};", ""]
     for name, table in tables.items():
         c = ident(name)
@@ -236,7 +236,7 @@ def generate(tables, implemented):
             source.append(f"\t\t.value = {{{', '.join(words(v) for v, _ in entry['match'])}}},")
             source.append(f"\t\t.mask = {{{', '.join(words(m) for _, m in entry['match'])}}},")
             source.append(f"\t\t.cares = {sum(1 << i for i, (_, m) in enumerate(entry['match']) if m):#x},")
-            source.append(f"\t\t.call = {{P4_ACTION_{snake(entry['action']).upper()}, {{{', '.join(str(d) for d in entry['data']) or '0'}}}}},")
+            source.append(f"\t\t.call = {{P4_CONST_ACTION_{snake(entry['action']).upper()}, {{{', '.join(str(d) for d in entry['data']) or '0'}}}}},")
             source.append("\t},")
         source.append("};")
         default = table["default"]
@@ -253,7 +253,7 @@ def generate(tables, implemented):
             f"\t.key_names = {c}_key_names,",
             f"\t.size = {len(table['entries'])},",
             f"\t.entries = {c}_entries,",
-            f"\t.default_call = {{P4_ACTION_{snake(default['action']).upper()}, {{{', '.join(str(d) for d in default['data']) or '0'}}}}},",
+            f"\t.default_call = {{P4_CONST_ACTION_{snake(default['action']).upper()}, {{{', '.join(str(d) for d in default['data']) or '0'}}}}},",
             f"\t.widths = {c}_widths,",
             f"\t.dense = {c + '_dense' if dense is not None else 'NULL'},",
             "};",

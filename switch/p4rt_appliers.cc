@@ -7,108 +7,138 @@
 namespace p4rt_server
 {
 
+// A decoded action's argument by parameter name (a P4_PARAM_* of
+// p4_tables.h): zeros when the action has no parameter of that name.
+Bits Server::arg(const DecodedAction &action, const char *name)
+{
+	auto info = schema_.actions.find(action.id);
+	if (info != schema_.actions.end())
+		for (size_t i = 0;
+		     i < info->second.params.size() && i < action.params.size();
+		     i++)
+			if (info->second.params[i].name == name)
+				return action.params[i];
+	return Bits();
+}
+
 // The next hop of a decoded set_next_hop.
 sw_next_hop Server::hop_of(const DecodedAction &action)
 {
-	const ActionInfo &info = schema_.actions[action.id];
 	sw_next_hop hop = {};
-	for (size_t i = 0; i < info.params.size(); i++) {
-		const auto &name = info.params[i].name;
-		if (name == "port")
-			hop.port = (uint16_t)action.params[i].u64();
-		else if (name == "src_mac")
-			std::memcpy(hop.src_mac, action.params[i].tail(6), 6);
-		else if (name == "dst_mac")
-			std::memcpy(hop.dst_mac, action.params[i].tail(6), 6);
-	}
+	hop.port = (uint16_t)arg(action, P4_PARAM_SET_NEXT_HOP_PORT).u64();
+	Bits src = arg(action, P4_PARAM_SET_NEXT_HOP_SRC_MAC);
+	Bits dst = arg(action, P4_PARAM_SET_NEXT_HOP_DST_MAC);
+	std::memcpy(hop.src_mac, src.tail(sizeof(hop.src_mac)),
+		    sizeof(hop.src_mac));
+	std::memcpy(hop.dst_mac, dst.tail(sizeof(hop.dst_mac)),
+		    sizeof(hop.dst_mac));
 	return hop;
 }
 
-// Copies one entry into the C table (or removes it). Validation is
-// done: this cannot fail except for capacity, which the server
-// checks first against the same size.
-void Server::apply_entry(const TableInfo &table, const StoredEntry &stored,
-			 bool remove)
+// What a C table answered, as the update's status: a table full in the
+// data path refuses the entry (RESOURCE_EXHAUSTED) rather than the server
+// keeping an entry that packets never meet. Removing what is already
+// gone is no error.
+static Status c_table_status(const TableInfo &table, int result, bool remove)
+{
+	if (result == 0 || (remove && result == -ENOENT))
+		return Status::OK;
+	if (result == -ENOSPC || result == -ENOMEM)
+		return error(StatusCode::RESOURCE_EXHAUSTED,
+			     "table " + table.alias + " is full (" +
+				     std::to_string(table.size) + " entries)");
+	return error(StatusCode::INTERNAL,
+		     "table " + table.alias +
+			     " refused the entry: " + std::strerror(-result));
+}
+
+// Copies one entry into the C table (or removes it), after entries_ holds
+// the change: merge_services and next_hops are rebuilt from entries_.
+// Validation is done; what can still fail is the C table's room.
+Status Server::apply_entry(const TableInfo &table, const StoredEntry &stored,
+			   bool remove)
 {
 	sw_tables *t = &sw_->pipeline.tables;
 	const auto &f = stored.fields;
-	uint64_t value = stored.action.params.empty()
-				 ? 0
-				 : stored.action.params[0].u64();
-	uint8_t key[SW_KEY_MAX] = {};
+	uint8_t key[SW_KEY_MAX];
+	int result = 0;
 	switch (table.kind) {
 	case Table::PortRoles:
 		t->port_role[f[0].value.u64() % SW_PORTS] =
-			remove ? P4_PORT_ROLE_UNASSIGNED : (uint8_t)value;
+			remove ? P4_PORT_ROLE_UNASSIGNED
+			       : (uint8_t)arg(stored.action,
+					      P4_PARAM_SET_PORT_ROLE_ROLE)
+					 .u64();
 		break;
 	case Table::InstancesV4:
-	case Table::InstancesV6: {
-		bool v4 = table.kind == Table::InstancesV4;
-		sw_hash *hash = v4 ? &t->instances_v4 : &t->instances_v6;
-		std::memcpy(key, f[0].value.tail(v4 ? 4 : 16), v4 ? 4 : 16);
-		if (remove)
-			sw_hash_remove(hash, key);
-		else
-			sw_hash_put(hash, key, value, sw_now_ns());
+	case Table::InstancesV6:
+	case Table::MergeFlows: {
+		sw_hash *hash =
+			table.kind == Table::InstancesV4   ? &t->instances_v4
+			: table.kind == Table::InstancesV6 ? &t->instances_v6
+							   : &t->merge_flows;
+		// merge_flows keeps the idle timeout, instances the flag.
+		uint64_t value =
+			table.kind == Table::MergeFlows
+				? (uint64_t)stored.entry.idle_timeout_ns()
+				: arg(stored.action,
+				      P4_PARAM_SET_INSTANCE_JUMBO_ENABLED)
+					  .u64();
+		pack_key(table, stored, key);
+		result = remove ? sw_hash_remove(hash, key)
+				: sw_hash_put(hash, key, value, sw_now_ns());
 		break;
 	}
 	case Table::PathMtuV4:
 	case Table::PathMtuV6:
 	case Table::RoutesV4:
 	case Table::RoutesV6: {
-		bool v4 = table.kind == Table::PathMtuV4 ||
-			  table.kind == Table::RoutesV4;
+		bool routes = table.kind == Table::RoutesV4 ||
+			      table.kind == Table::RoutesV6;
 		sw_lpm *lpm = table.kind == Table::PathMtuV4   ? &t->path_mtu_v4
 			      : table.kind == Table::PathMtuV6 ? &t->path_mtu_v6
 			      : table.kind == Table::RoutesV4  ? &t->routes_v4
 							       : &t->routes_v6;
-		const uint8_t *addr = f[0].value.tail(v4 ? 4 : 16);
-		if (remove)
-			sw_lpm_remove(lpm, addr, f[0].prefix_len);
-		else
-			sw_lpm_put(lpm, addr, f[0].prefix_len, value);
+		uint64_t value =
+			routes ? arg(stored.action,
+				     P4_PARAM_SET_NEXT_HOP_GROUP_GROUP_ID)
+					 .u64()
+			       : arg(stored.action, P4_PARAM_SET_PATH_MTU_MTU)
+					 .u64();
+		const uint8_t *addr = f[0].value.tail(table.shape->key_bytes);
+		result = remove ? sw_lpm_remove(lpm, addr, f[0].prefix_len)
+				: sw_lpm_put(lpm, addr, f[0].prefix_len, value);
 		break;
 	}
-	case Table::MergeFlows:
-		flow_key(stored, key);
-		if (remove)
-			sw_hash_remove(&t->merge_flows, key);
-		else
-			sw_hash_put(&t->merge_flows, key,
-				    (uint64_t)stored.entry.idle_timeout_ns(),
-				    sw_now_ns());
+	case Table::MergeServices:
+		result = rebuild_services(table);
+		break;
+	case Table::NextHops:
+		result = rebuild_next_hops();
 		break;
 	default:
-		// merge_services and next_hops are rebuilt whole.
 		break;
 	}
+	return c_table_status(table, result, remove);
 }
 
-// The merge_flows key bytes (pipeline.c's flow_key) from an entry's
-// fields, ordered by the P4Info field names.
-void Server::flow_key(const StoredEntry &stored, uint8_t key[SW_KEY_MAX])
+// An exact key's bytes as the C tables hold them: each field at its place
+// in the compile's layout (p4_tables.h), where the data path packs a
+// packet's fields too (sw_flow_key).
+void Server::pack_key(const TableInfo &table, const StoredEntry &stored,
+		      uint8_t key[SW_KEY_MAX])
 {
-	const TableInfo *table = schema_.table("merge_flows");
 	std::memset(key, 0, SW_KEY_MAX);
-	for (size_t i = 0; i < table->fields.size(); i++) {
-		const std::string &name = table->fields[i].name;
-		const Bits &v = stored.fields[i].value;
-		if (name == "ip_version")
-			key[0] = (uint8_t)v.u64();
-		else if (name == "src_addr")
-			std::memcpy(key + 1, v.tail(16), 16);
-		else if (name == "dst_addr")
-			std::memcpy(key + 17, v.tail(16), 16);
-		else if (name == "protocol")
-			key[33] = (uint8_t)v.u64();
-		else if (name == "src_port")
-			std::memcpy(key + 34, v.tail(2), 2);
-		else if (name == "dst_port")
-			std::memcpy(key + 36, v.tail(2), 2);
+	for (uint32_t i = 0; i < table.shape->key_count; i++) {
+		const p4_key_field &f = table.shape->key[i];
+		std::memcpy(key + f.offset,
+			    stored.fields[i].value.tail(f.bytes), f.bytes);
 	}
 }
 
-void Server::rebuild_services(const TableInfo &table)
+// merge_services in the C pipeline, whole: 0, or -ENOSPC when the rules
+// do not fit (the C table then keeps the rules it had).
+int Server::rebuild_services(const TableInfo &table)
 {
 	std::vector<sw_service_rule> rules;
 	for (const auto &[key, stored] : entries_[table.id]) {
@@ -120,12 +150,12 @@ void Server::rebuild_services(const TableInfo &table)
 			const std::string &name = table.fields[i].name;
 			if (!d.present)
 				continue;
-			if (name == "ip_version") {
+			if (name == P4_KEY_MERGE_SERVICES_IP_VERSION) {
 				rule.ip_version = (uint8_t)d.value.u64();
-			} else if (name == "dst_addr") {
+			} else if (name == P4_KEY_MERGE_SERVICES_DST_ADDR) {
 				std::memcpy(rule.addr, d.value.b, 16);
 				std::memcpy(rule.mask, d.mask.b, 16);
-			} else if (name == "dst_port") {
+			} else if (name == P4_KEY_MERGE_SERVICES_DST_PORT) {
 				rule.port_lo = (uint16_t)d.low.u64();
 				rule.port_hi = (uint16_t)d.high.u64();
 			}
@@ -133,8 +163,8 @@ void Server::rebuild_services(const TableInfo &table)
 		rule.priority = stored.entry.priority();
 		rules.push_back(rule);
 	}
-	sw_ternary_set(&sw_->pipeline.tables.merge_services, rules.data(),
-		       (uint32_t)rules.size());
+	return sw_ternary_set(&sw_->pipeline.tables.merge_services,
+			      rules.data(), (uint32_t)rules.size());
 }
 
 Status Server::write_default(p4v1::Update::Type type, const TableInfo &table,
@@ -192,25 +222,24 @@ Status Server::write_default(p4v1::Update::Type type, const TableInfo &table,
 	return Status::OK;
 }
 
+// The program's default action of a table whose default a controller may
+// change, as the compile has it (p4_tables.h); none for a const default.
 DecodedAction Server::initial_default(const TableInfo &table)
 {
 	DecodedAction action;
-	auto found = kInitialDefaults.find(table.alias);
-	if (found == kInitialDefaults.end())
+	const p4_table_shape *shape = table.shape;
+	if (shape->default_action == nullptr || shape->const_default)
 		return action;
-	action.alias = found->second.first;
+	action.alias = shape->default_action;
 	action.id = schema_.action_ids[action.alias];
 	const ActionInfo &info = schema_.actions[action.id];
 	action.params.assign(info.params.size(), Bits());
-	for (const auto &[name, value] : found->second.second)
+	for (uint32_t a = 0; a < shape->default_arg_count; a++)
 		for (size_t i = 0; i < info.params.size(); i++)
-			if (info.params[i].name == name) {
-				Bits bits;
-				uint64_t v = value;
-				for (int b = 15; b >= 8; b--, v >>= 8)
-					bits.b[b] = (uint8_t)v;
-				action.params[i] = bits;
-			}
+			if (info.params[i].name == shape->default_args[a].param)
+				std::memcpy(action.params[i].b,
+					    shape->default_args[a].value,
+					    sizeof(action.params[i].b));
 	return action;
 }
 
@@ -243,66 +272,49 @@ p4v1::TableEntry Server::default_entry(const TableInfo &table)
 	return entry;
 }
 
+// The pipeline reads a default action's arguments by parameter name, as
+// it reads the compile's (sw_set_default).
 void Server::apply_default(const TableInfo &table, const DecodedAction &action)
 {
-	sw_tables *t = &sw_->pipeline.tables;
-	auto param = [&](size_t i) {
-		return i < action.params.size() ? action.params[i] : Bits();
-	};
-	const std::string &name = action.alias;
-	switch (table.kind) {
-	case Table::DepthPolicy:
-		t->depth_forward = name == "forward_too_deep";
-		break;
-	case Table::NicPort:
-		t->nic_port =
-			name == "set_nic_port" ? (int32_t)param(0).u64() : -1;
-		break;
-	case Table::FleetPolicy:
-		t->fleet_jumbo = param(0).u64() != 0;
-		t->guest_jumbo_mtu = (uint16_t)param(1).u64();
-		t->default_mtu = (uint16_t)param(2).u64();
-		break;
-	case Table::PathMtuV4:
-		t->path_mtu_default_v4 = (uint16_t)param(0).u64();
-		break;
-	case Table::PathMtuV6:
-		t->path_mtu_default_v6 = (uint16_t)param(0).u64();
-		break;
-	case Table::ElephantConfig:
-		t->elephant_threshold = (uint32_t)param(0).u64();
-		break;
-	case Table::SignalSource: {
-		const ActionInfo &info = schema_.actions[action.id];
-		t->signal.configured = name == "set_signal_source";
-		for (size_t i = 0; i < info.params.size(); i++) {
-			if (info.params[i].name == "ipv4")
-				std::memcpy(t->signal.ipv4, param(i).tail(4),
-					    4);
-			else if (info.params[i].name == "ipv6")
-				std::memcpy(t->signal.ipv6, param(i).tail(16),
-					    16);
+	std::vector<p4_default_arg> args;
+	auto info = schema_.actions.find(action.id);
+	if (info != schema_.actions.end())
+		for (size_t i = 0;
+		     i < info->second.params.size() && i < action.params.size();
+		     i++) {
+			p4_default_arg a{};
+			a.param = info->second.params[i].name.c_str();
+			std::memcpy(a.value, action.params[i].b,
+				    sizeof(a.value));
+			args.push_back(a);
 		}
-		break;
-	}
-	default:
-		break;
-	}
+	sw_set_default(&sw_->pipeline.tables, table.alias.c_str(),
+		       action.alias.c_str(), args.data(),
+		       (uint32_t)args.size());
+}
+
+// What a member's and a group's write check first: the action profile,
+// that it is not programmed one-shot, and the update type against what
+// exists.
+Status Server::check_profile_write(p4v1::Update::Type type, uint32_t profile_id,
+				   bool exists, const std::string &what)
+{
+	if (profile_id != schema_.ecmp_selector)
+		return error(StatusCode::INVALID_ARGUMENT,
+			     "unknown action profile id " +
+				     std::to_string(profile_id));
+	if (!one_shot_entries_.empty())
+		return error(StatusCode::INVALID_ARGUMENT, kMixedProfile);
+	return check_presence(type, exists, what);
 }
 
 Status Server::write_member(p4v1::Update::Type type,
 			    const p4v1::ActionProfileMember &in)
 {
-	if (in.action_profile_id() != schema_.ecmp_selector)
-		return error(StatusCode::INVALID_ARGUMENT,
-			     "unknown action profile id " +
-				     std::to_string(in.action_profile_id()));
-	if (!one_shot_entries_.empty())
-		return error(StatusCode::INVALID_ARGUMENT, kMixedProfile);
 	auto existing = members_.find(in.member_id());
-	Status status =
-		check_presence(type, existing != members_.end(),
-			       "member " + std::to_string(in.member_id()));
+	Status status = check_profile_write(
+		type, in.action_profile_id(), existing != members_.end(),
+		"member " + std::to_string(in.member_id()));
 	if (!status.ok())
 		return status;
 	if (type == p4v1::Update::DELETE) {
@@ -327,10 +339,10 @@ Status Server::write_member(p4v1::Update::Type type,
 			       member.member.mutable_action());
 	if (!status.ok())
 		return status;
-	if (action.alias != "set_next_hop")
+	if (action.alias != P4_ACTION_SET_NEXT_HOP)
 		return error(StatusCode::INVALID_ARGUMENT,
-			     "members of ecmp_selector take "
-			     "set_next_hop");
+			     "members of " P4_ACTION_PROFILE_ECMP_SELECTOR
+			     " take " P4_ACTION_SET_NEXT_HOP);
 	member.hop = hop_of(action);
 	members_[in.member_id()] = member;
 	rebuild_next_hops();
@@ -343,7 +355,7 @@ bool Server::member_in_use(uint32_t member_id)
 		for (const auto &m : group.group.members())
 			if (m.member_id() == member_id)
 				return true;
-	const TableInfo *hops = schema_.table("next_hops");
+	const TableInfo *hops = schema_.table(P4_TABLE_NEXT_HOPS);
 	for (const auto &[key, stored] : entries_[hops->id])
 		if (stored.entry.action().has_action_profile_member_id() &&
 		    stored.entry.action().action_profile_member_id() ==
@@ -355,20 +367,14 @@ bool Server::member_in_use(uint32_t member_id)
 Status Server::write_group(p4v1::Update::Type type,
 			   const p4v1::ActionProfileGroup &in)
 {
-	if (in.action_profile_id() != schema_.ecmp_selector)
-		return error(StatusCode::INVALID_ARGUMENT,
-			     "unknown action profile id " +
-				     std::to_string(in.action_profile_id()));
-	if (!one_shot_entries_.empty())
-		return error(StatusCode::INVALID_ARGUMENT, kMixedProfile);
 	auto existing = groups_.find(in.group_id());
-	Status status =
-		check_presence(type, existing != groups_.end(),
-			       "group " + std::to_string(in.group_id()));
+	Status status = check_profile_write(
+		type, in.action_profile_id(), existing != groups_.end(),
+		"group " + std::to_string(in.group_id()));
 	if (!status.ok())
 		return status;
 	if (type == p4v1::Update::DELETE) {
-		const TableInfo *hops = schema_.table("next_hops");
+		const TableInfo *hops = schema_.table(P4_TABLE_NEXT_HOPS);
 		for (const auto &[key, stored] : entries_[hops->id])
 			if (stored.entry.action()
 				    .has_action_profile_group_id() &&
@@ -466,14 +472,16 @@ Status Server::write_group(p4v1::Update::Type type,
 // next_hops in the C pipeline: each entry's hop set, members in
 // member-id order with weights expanded (BMv2 picks hash % size over
 // its members, ordered by handle, which follows creation order).
-void Server::rebuild_next_hops()
+int Server::rebuild_next_hops()
 {
 	sw_tables *t = &sw_->pipeline.tables;
-	const TableInfo *hops = schema_.table("next_hops");
+	const TableInfo *hops = schema_.table(P4_TABLE_NEXT_HOPS);
 	std::set<uint32_t> present;
+	int result = 0;
 	for (const auto &[key, stored] : entries_[hops->id]) {
-		uint32_t group_id =
-			(uint32_t)stored.fields[0].value.u64() & 0xffff;
+		// The key is the whole group id (p4_tables.h sizes the
+		// array by its width).
+		uint32_t group_id = (uint32_t)stored.fields[0].value.u64();
 		std::vector<sw_next_hop> list;
 		const auto &action = stored.entry.action();
 		if (action.has_action_profile_action_set()) {
@@ -504,27 +512,31 @@ void Server::rebuild_next_hops()
 		auto *set = static_cast<sw_hop_set *>(std::calloc(
 			1, sizeof(sw_hop_set) +
 				   list.size() * sizeof(sw_next_hop)));
-		if (set == nullptr)
+		present.insert(group_id);
+		if (set == nullptr) {
+			result = -ENOMEM; // the group keeps its old set
 			continue;
+		}
 		set->count = (uint32_t)list.size();
 		std::copy(list.begin(), list.end(), set->hops);
 		std::free(t->next_hops[group_id]);
 		t->next_hops[group_id] = set;
-		present.insert(group_id);
 	}
-	for (uint32_t i = 0; i < (1u << 16); i++)
+	for (uint32_t i = 0; i < std::size(t->next_hops); i++)
 		if (t->next_hops[i] != nullptr && !present.count(i)) {
 			std::free(t->next_hops[i]);
 			t->next_hops[i] = nullptr;
 		}
+	return result;
 }
 
 // The pipeline's cells of a meter of the schema.
 struct sw_meter *Server::meter_cells(uint32_t meter_id)
 {
 	const auto &alias = schema_.meters.at(meter_id).first;
-	return alias == "icmp_source_meter" ? sw_->pipeline.icmp_source_meter
-					    : sw_->pipeline.icmp_signal_meter;
+	return alias == P4_METER_ICMP_SOURCE_METER
+		       ? sw_->pipeline.icmp_source_meter
+		       : sw_->pipeline.icmp_signal_meter;
 }
 
 Status Server::write_meter(p4v1::Update::Type type, const p4v1::MeterEntry &in)

@@ -99,6 +99,34 @@ Status Server::check_primary(const std::string &role, bool has_election,
 	return Status::OK;
 }
 
+// Who may change the device, in the order P4Runtime 12.2 checks it: the
+// device, the role, then the primary (a backup is PERMISSION_DENIED even
+// before any pipeline config). Write and SetForwardingPipelineConfig.
+// Caller holds mu_.
+template <typename Request> Status Server::check_writer(const Request &request)
+{
+	Status status = check_device(request.device_id());
+	if (status.ok())
+		status = check_role(request.role(), StatusCode::NOT_FOUND);
+	if (status.ok())
+		status =
+			check_primary(request.role(), request.has_election_id(),
+				      from_proto(request.election_id()));
+	return status;
+}
+template Status Server::check_writer(const p4v1::WriteRequest &request);
+template Status
+Server::check_writer(const p4v1::SetForwardingPipelineConfigRequest &request);
+
+// What a reader needs: this device, with a pipeline. Caller holds mu_.
+Status Server::check_readable(uint64_t device_id) const
+{
+	Status status = check_device(device_id);
+	if (status.ok() && !config_)
+		return no_pipeline();
+	return status;
+}
+
 Status Server::arbitrate(Stream *stream,
 			 const p4v1::MasterArbitrationUpdate &update)
 {

@@ -72,25 +72,40 @@ void Server::digest_ack(Stream *stream, const p4v1::DigestListAck &ack)
 	outstanding_.erase(found);
 }
 
+// elephant_digest_t's members, each where the compile puts it and no wider
+// than the C struct holds it.
+#define DIGEST(member) P4_DIGEST_ELEPHANT_DIGEST_##member
+#define FITS(member, field)                                                    \
+	static_assert(                                                         \
+		DIGEST(member##_BITS) <=                                       \
+			8 * sizeof(((sw_elephant_digest *)nullptr)->field),    \
+		"elephant_digest_t's " #field " is wider than the C's")
+FITS(IP_VERSION, ip_version);
+FITS(SRC_ADDR, src_addr);
+FITS(DST_ADDR, dst_addr);
+FITS(PROTOCOL, protocol);
+FITS(SRC_PORT, src_port);
+FITS(DST_PORT, dst_port);
+FITS(ESTIMATED_BYTES, estimated_bytes);
+
 p4v1::P4Data Server::encode_digest(const sw_elephant_digest &d) const
 {
-	p4v1::P4Data data;
-	auto *members = data.mutable_struct_();
-	auto add = [&](const uint8_t *bytes, int n) {
+	auto address = [](const uint8_t *bytes, size_t n) {
 		Bits bits;
-		std::memcpy(bits.b + 16 - n, bytes, n);
-		members->add_members()->set_bitstring(canonical(bits));
+		std::memcpy(bits.b + sizeof(bits.b) - n, bytes, n);
+		return canonical(bits);
 	};
-	auto add_u64 = [&](uint64_t v) {
-		members->add_members()->set_bitstring(canonical_u64(v));
-	};
-	add_u64(d.ip_version);
-	add(d.src_addr, 16);
-	add(d.dst_addr, 16);
-	add_u64(d.protocol);
-	add_u64(d.src_port);
-	add_u64(d.dst_port);
-	add_u64(d.estimated_bytes);
+	std::string m[DIGEST(MEMBERS)];
+	m[DIGEST(IP_VERSION_INDEX)] = canonical_u64(d.ip_version);
+	m[DIGEST(SRC_ADDR_INDEX)] = address(d.src_addr, sizeof(d.src_addr));
+	m[DIGEST(DST_ADDR_INDEX)] = address(d.dst_addr, sizeof(d.dst_addr));
+	m[DIGEST(PROTOCOL_INDEX)] = canonical_u64(d.protocol);
+	m[DIGEST(SRC_PORT_INDEX)] = canonical_u64(d.src_port);
+	m[DIGEST(DST_PORT_INDEX)] = canonical_u64(d.dst_port);
+	m[DIGEST(ESTIMATED_BYTES_INDEX)] = canonical_u64(d.estimated_bytes);
+	p4v1::P4Data data;
+	for (const auto &bits : m)
+		data.mutable_struct_()->add_members()->set_bitstring(bits);
 	return data;
 }
 
@@ -233,7 +248,7 @@ void Server::drain_packet_in()
 // Caller holds mu_.
 void Server::scan_idle(uint64_t now)
 {
-	const TableInfo *flows = schema_.table("merge_flows");
+	const TableInfo *flows = schema_.table(P4_TABLE_MERGE_FLOWS);
 	auto &entries = entries_[flows->id];
 	p4v1::StreamMessageResponse message;
 	auto *notification = message.mutable_idle_timeout_notification();
@@ -243,7 +258,7 @@ void Server::scan_idle(uint64_t now)
 		uint8_t c_key[SW_KEY_MAX];
 		if (timeout <= 0)
 			continue;
-		flow_key(stored, c_key);
+		pack_key(*flows, stored, c_key);
 		const sw_hash_slot *slot =
 			sw_hash_find(&sw_->pipeline.tables.merge_flows, c_key);
 		if (slot == nullptr)

@@ -10,16 +10,8 @@ Status Server::Write(grpc::ServerContext *, const p4v1::WriteRequest *request,
 		     p4v1::WriteResponse *)
 {
 	std::lock_guard<std::mutex> lock(mu_);
-	Status status = check_device(request->device_id());
-	if (status.ok())
-		status = check_role(request->role(), StatusCode::NOT_FOUND);
-	if (!status.ok())
-		return status;
-	// Who may write comes before what there is to write to
-	// (P4Runtime 12.2): a backup is PERMISSION_DENIED even before
-	// any pipeline config.
-	status = check_primary(request->role(), request->has_election_id(),
-			       from_proto(request->election_id()));
+	// Who may write comes before what there is to write to.
+	Status status = check_writer(*request);
 	if (!status.ok())
 		return status;
 	if (!config_)
@@ -380,14 +372,10 @@ Status Server::write_table_entry(p4v1::Update::Type type,
 	if (!status.ok())
 		return status;
 	if (type == p4v1::Update::DELETE) {
-		apply_entry(table, existing->second, true);
+		StoredEntry removed = std::move(existing->second);
 		entries.erase(existing);
 		one_shot_entries_.erase(key);
-		if (table.kind == Table::NextHops)
-			rebuild_next_hops();
-		if (table.kind == Table::MergeServices)
-			rebuild_services(table);
-		return Status::OK;
+		return apply_entry(table, removed, true);
 	}
 	if (type == p4v1::Update::INSERT &&
 	    (int64_t)entries.size() >= table.size)
@@ -416,19 +404,27 @@ Status Server::write_table_entry(p4v1::Update::Type type,
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 	stored.entry.set_controller_metadata(in.controller_metadata());
 #pragma GCC diagnostic pop
+	// Kept first (merge_services and next_hops are rebuilt from what is
+	// kept), then given to the data path; an entry the data path refuses
+	// is taken back, so that the update changes nothing.
+	std::optional<StoredEntry> previous;
 	if (existing != entries.end())
-		existing->second = stored;
-	else
-		entries[key] = stored;
+		previous = existing->second;
+	entries[key] = stored;
+	status = apply_entry(table, stored, false);
+	if (!status.ok()) {
+		if (previous)
+			entries[key] = *previous;
+		else
+			entries.erase(key);
+		(void)apply_entry(table, previous ? *previous : stored,
+				  !previous);
+		return status;
+	}
 	if (stored.entry.action().has_action_profile_action_set())
 		one_shot_entries_.insert(key);
 	else
 		one_shot_entries_.erase(key);
-	apply_entry(table, entries[key], false);
-	if (table.kind == Table::NextHops)
-		rebuild_next_hops();
-	if (table.kind == Table::MergeServices)
-		rebuild_services(table);
 	return Status::OK;
 }
 
@@ -523,7 +519,7 @@ Status Server::decode_one_shot(const TableInfo &table,
 				      canonical_action->mutable_action());
 		if (!status.ok())
 			return status;
-		if (decoded.alias != "set_next_hop")
+		if (decoded.alias != P4_ACTION_SET_NEXT_HOP)
 			return error(StatusCode::INVALID_ARGUMENT,
 				     "table " + table.alias +
 					     " takes set_next_hop");

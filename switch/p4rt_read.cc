@@ -11,11 +11,9 @@ Status Server::Read(grpc::ServerContext *, const p4v1::ReadRequest *request,
 	std::vector<p4v1::Entity> out;
 	{
 		std::lock_guard<std::mutex> lock(mu_);
-		Status status = check_device(request->device_id());
+		Status status = check_readable(request->device_id());
 		if (!status.ok())
 			return status;
-		if (!config_)
-			return no_pipeline();
 		for (const auto &entity : request->entities()) {
 			status = read_one(entity, &out);
 			if (!status.ok())
@@ -187,7 +185,7 @@ Status Server::read_table_entries(const p4v1::TableEntry &q,
 			if (q.has_time_since_last_hit() &&
 			    table.kind == Table::MergeFlows) {
 				uint8_t c_key[SW_KEY_MAX];
-				flow_key(stored, c_key);
+				pack_key(table, stored, c_key);
 				const sw_hash_slot *slot = sw_hash_find(
 					&sw_->pipeline.tables.merge_flows,
 					c_key);

@@ -6,50 +6,29 @@ namespace p4rt_server
 {
 
 static const std::map<std::string, Table> kTables = {
-	{"port_roles", Table::PortRoles},
-	{"depth_policy", Table::DepthPolicy},
-	{"nic_port", Table::NicPort},
-	{"fleet_policy", Table::FleetPolicy},
-	{"instances_v4", Table::InstancesV4},
-	{"instances_v6", Table::InstancesV6},
-	{"path_mtu_v4", Table::PathMtuV4},
-	{"path_mtu_v6", Table::PathMtuV6},
-	{"merge_flows", Table::MergeFlows},
-	{"merge_services", Table::MergeServices},
-	{"elephant_config", Table::ElephantConfig},
-	{"routes_v4", Table::RoutesV4},
-	{"routes_v6", Table::RoutesV6},
-	{"next_hops", Table::NextHops},
-	{"signal_source", Table::SignalSource},
-};
-
-// The P4 program's default actions of tables whose default a controller
-// may change (default_action without const), as (action alias, params).
-// A MODIFY of the default entry without an action restores these.
-const std::map<
-	std::string,
-	std::pair<std::string, std::vector<std::pair<std::string, uint64_t>>>>
-	kInitialDefaults = {
-		{"depth_policy", {"drop_too_deep", {}}},
-		{"nic_port", {"no_nic_port", {}}},
-		{"fleet_policy",
-		 {"set_fleet_jumbo",
-		  {{"enabled", 0},
-		   {"guest_jumbo_mtu", P4_MTU_JUMBO},
-		   {"default_mtu", P4_MTU_STANDARD}}}},
-		{"path_mtu_v4", {"set_path_mtu", {{"mtu", P4_MTU_STANDARD}}}},
-		{"path_mtu_v6",
-		 {"set_path_mtu", {{"mtu", P4_MTU_IPV6_MINIMUM}}}},
-		{"elephant_config", {"set_elephant_threshold", {{"bytes", 0}}}},
-		{"signal_source", {"signal_from_original_destination", {}}},
+	{P4_TABLE_PORT_ROLES, Table::PortRoles},
+	{P4_TABLE_DEPTH_POLICY, Table::DepthPolicy},
+	{P4_TABLE_NIC_PORT, Table::NicPort},
+	{P4_TABLE_FLEET_POLICY, Table::FleetPolicy},
+	{P4_TABLE_INSTANCES_V4, Table::InstancesV4},
+	{P4_TABLE_INSTANCES_V6, Table::InstancesV6},
+	{P4_TABLE_PATH_MTU_V4, Table::PathMtuV4},
+	{P4_TABLE_PATH_MTU_V6, Table::PathMtuV6},
+	{P4_TABLE_MERGE_FLOWS, Table::MergeFlows},
+	{P4_TABLE_MERGE_SERVICES, Table::MergeServices},
+	{P4_TABLE_ELEPHANT_CONFIG, Table::ElephantConfig},
+	{P4_TABLE_ROUTES_V4, Table::RoutesV4},
+	{P4_TABLE_ROUTES_V6, Table::RoutesV6},
+	{P4_TABLE_NEXT_HOPS, Table::NextHops},
+	{P4_TABLE_SIGNAL_SOURCE, Table::SignalSource},
 };
 
 static const std::map<std::string, sw_counter_id> kCounters = {
-	{"port_rx", SW_COUNTER_PORT_RX},
-	{"port_tx", SW_COUNTER_PORT_TX},
-	{"drop_reasons", SW_COUNTER_DROP_REASONS},
-	{"paths", SW_COUNTER_PATHS},
-	{"icmp_signals", SW_COUNTER_ICMP_SIGNALS},
+	{P4_COUNTER_PORT_RX, SW_COUNTER_PORT_RX},
+	{P4_COUNTER_PORT_TX, SW_COUNTER_PORT_TX},
+	{P4_COUNTER_DROP_REASONS, SW_COUNTER_DROP_REASONS},
+	{P4_COUNTER_PATHS, SW_COUNTER_PATHS},
+	{P4_COUNTER_ICMP_SIGNALS, SW_COUNTER_ICMP_SIGNALS},
 };
 
 std::string alias_of(const p4cfg::Preamble &preamble)
@@ -87,6 +66,7 @@ bool build_schema(const std::string &text, Schema *schema, std::string *why)
 			return false;
 		}
 		t.kind = kind->second;
+		t.shape = p4_table_shape_of(t.alias.c_str());
 		for (const auto &f : table.match_fields()) {
 			t.fields.push_back({f.id(), f.name(), f.bitwidth(),
 					    f.match_type()});
@@ -109,6 +89,16 @@ bool build_schema(const std::string &text, Schema *schema, std::string *why)
 		t.const_default_action = table.const_default_action_id();
 		t.action_profile = table.implementation_id();
 		t.size = table.size();
+		// The C tables are sized from the same compile at build
+		// time: a P4Info that says otherwise is not the one built in.
+		if (t.shape == nullptr || t.shape->size != t.size ||
+		    t.shape->key_count != t.fields.size() ||
+		    t.shape->key_bytes > SW_KEY_MAX) {
+			*why = "table " + t.alias +
+			       " of the P4Info is not the shape the switch "
+			       "was built with";
+			return false;
+		}
 		t.idle_timeout = table.idle_timeout_behavior() ==
 				 p4cfg::Table::NOTIFY_CONTROL;
 		schema->tables[t.id] = t;
@@ -119,7 +109,8 @@ bool build_schema(const std::string &text, Schema *schema, std::string *why)
 			return false;
 		}
 	for (const auto &profile : info.action_profiles())
-		if (alias_of(profile.preamble()) == "ecmp_selector") {
+		if (alias_of(profile.preamble()) ==
+		    P4_ACTION_PROFILE_ECMP_SELECTOR) {
 			schema->ecmp_selector = profile.preamble().id();
 			schema->ecmp_max_group_size = profile.max_group_size();
 			schema->ecmp_size = profile.size();
@@ -132,13 +123,13 @@ bool build_schema(const std::string &text, Schema *schema, std::string *why)
 	}
 	for (const auto &meter : info.meters()) {
 		const std::string alias = alias_of(meter.preamble());
-		if (alias == "icmp_signal_meter" ||
-		    alias == "icmp_source_meter")
+		if (alias == P4_METER_ICMP_SIGNAL_METER ||
+		    alias == P4_METER_ICMP_SOURCE_METER)
 			schema->meters[meter.preamble().id()] = {alias,
 								 meter.size()};
 	}
 	for (const auto &digest : info.digests())
-		if (alias_of(digest.preamble()) == "elephant_digest_t") {
+		if (alias_of(digest.preamble()) == P4_DIGEST_ELEPHANT_DIGEST) {
 			schema->elephant_digest = digest.preamble().id();
 			const auto &name = digest.type_spec().struct_().name();
 			const auto &structs = info.type_info().structs();
@@ -151,8 +142,10 @@ bool build_schema(const std::string &text, Schema *schema, std::string *why)
 							.bit()
 							.bitwidth());
 		}
-	if (schema->ecmp_selector == 0 || schema->meters.size() != 2 ||
-	    schema->elephant_digest == 0 || schema->digest_widths.size() != 7 ||
+	if (schema->ecmp_selector == 0 ||
+	    schema->meters.size() != P4_METER_COUNT ||
+	    schema->elephant_digest == 0 ||
+	    schema->digest_widths.size() != P4_DIGEST_ELEPHANT_DIGEST_MEMBERS ||
 	    schema->counters.size() != kCounters.size()) {
 		*why = "the P4Info lacks the selector, meter, digest or a "
 		       "counter of the pipeline";

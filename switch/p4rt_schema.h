@@ -29,14 +29,6 @@ enum class Table {
 	SignalSource,
 };
 
-// The P4 program's default actions of tables whose default a controller
-// may change (default_action without const), as (action alias, params).
-// A MODIFY of the default entry without an action restores these.
-extern const std::map<
-	std::string,
-	std::pair<std::string, std::vector<std::pair<std::string, uint64_t>>>>
-	kInitialDefaults;
-
 struct FieldInfo {
 	uint32_t id;
 	std::string name;
@@ -60,6 +52,8 @@ struct TableInfo {
 	uint32_t id;
 	std::string alias;
 	Table kind;
+	// What the compile says of it (p4_tables.h): key layout, default.
+	const p4_table_shape *shape = nullptr;
 	std::vector<FieldInfo> fields;
 	std::set<uint32_t> actions;
 	std::set<uint32_t> default_only; // @defaultonly

@@ -64,13 +64,7 @@ Status Server::SetForwardingPipelineConfig(
 	p4v1::SetForwardingPipelineConfigResponse *)
 {
 	std::lock_guard<std::mutex> lock(mu_);
-	Status status = check_device(request->device_id());
-	if (status.ok())
-		status = check_role(request->role(), StatusCode::NOT_FOUND);
-	if (!status.ok())
-		return status;
-	status = check_primary(request->role(), request->has_election_id(),
-			       from_proto(request->election_id()));
+	Status status = check_writer(*request);
 	if (status.ok())
 		status = check_pipeline_push(request->role());
 	if (!status.ok())
@@ -127,11 +121,9 @@ Status Server::GetForwardingPipelineConfig(
 	p4v1::GetForwardingPipelineConfigResponse *reply)
 {
 	std::lock_guard<std::mutex> lock(mu_);
-	Status status = check_device(request->device_id());
+	Status status = check_readable(request->device_id());
 	if (!status.ok())
 		return status;
-	if (!config_)
-		return no_pipeline();
 	using Req = p4v1::GetForwardingPipelineConfigRequest;
 	auto *out = reply->mutable_config();
 	switch (request->response_type()) {

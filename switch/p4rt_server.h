@@ -229,6 +229,8 @@ class Server final : public p4v1::P4Runtime::Service
 	static Status no_pipeline();
 	Status check_primary(const std::string &role, bool has_election,
 			     const Uint128 &election);
+	template <typename Request> Status check_writer(const Request &request);
+	Status check_readable(uint64_t device_id) const;
 
 	// -- arbitration --
 	// (p4rt_arbitration.cc)
@@ -318,11 +320,13 @@ class Server final : public p4v1::P4Runtime::Service
 
 	// -- the adapter to the C tables: entries and defaults --
 	// (p4rt_appliers.cc)
+	Bits arg(const DecodedAction &action, const char *name);
 	sw_next_hop hop_of(const DecodedAction &action);
-	void apply_entry(const TableInfo &table, const StoredEntry &stored,
-			 bool remove);
-	void flow_key(const StoredEntry &stored, uint8_t key[SW_KEY_MAX]);
-	void rebuild_services(const TableInfo &table);
+	Status apply_entry(const TableInfo &table, const StoredEntry &stored,
+			   bool remove);
+	void pack_key(const TableInfo &table, const StoredEntry &stored,
+		      uint8_t key[SW_KEY_MAX]);
+	int rebuild_services(const TableInfo &table);
 	Status write_default(p4v1::Update::Type type, const TableInfo &table,
 			     const p4v1::TableEntry &in);
 	DecodedAction initial_default(const TableInfo &table);
@@ -331,12 +335,14 @@ class Server final : public p4v1::P4Runtime::Service
 
 	// -- action profile members and groups (ecmp_selector) --
 	// (p4rt_appliers.cc)
+	Status check_profile_write(p4v1::Update::Type type, uint32_t profile_id,
+				   bool exists, const std::string &what);
 	Status write_member(p4v1::Update::Type type,
 			    const p4v1::ActionProfileMember &in);
 	bool member_in_use(uint32_t member_id);
 	Status write_group(p4v1::Update::Type type,
 			   const p4v1::ActionProfileGroup &in);
-	void rebuild_next_hops();
+	int rebuild_next_hops();
 
 	// -- meters, counters, digests --
 	// (p4rt_appliers.cc)

@@ -116,25 +116,96 @@ static void free_hop_sets(struct sw_tables *tables)
 	}
 }
 
+/* A default action's argument by parameter name: its last `bytes` bytes,
+ * zeros when the action has no such parameter. */
+static const uint8_t *arg_bytes(const struct p4_default_arg *args,
+				uint32_t count, const char *param,
+				uint32_t bytes)
+{
+	static const uint8_t zero[16];
+
+	for (uint32_t i = 0; i < count; i++)
+		if (strcmp(args[i].param, param) == 0)
+			return args[i].value + 16 - bytes;
+	return zero + 16 - bytes;
+}
+
+static uint64_t arg_u64(const struct p4_default_arg *args, uint32_t count,
+			const char *param)
+{
+	const uint8_t *bytes = arg_bytes(args, count, param, 8);
+	uint64_t value = 0;
+
+	for (int i = 0; i < 8; i++)
+		value = value << 8 | bytes[i];
+	return value;
+}
+
+#define SAME(a, b) (strcmp((a), (b)) == 0)
+
+void sw_set_default(struct sw_tables *tables, const char *table,
+		    const char *action, const struct p4_default_arg *args,
+		    uint32_t count)
+{
+	if (SAME(table, P4_TABLE_DEPTH_POLICY)) {
+		tables->depth_forward =
+			SAME(action, P4_ACTION_FORWARD_TOO_DEEP);
+	} else if (SAME(table, P4_TABLE_NIC_PORT)) {
+		tables->nic_port =
+			SAME(action, P4_ACTION_SET_NIC_PORT)
+				? (int32_t)arg_u64(args, count,
+						   P4_PARAM_SET_NIC_PORT_PORT)
+				: -1;
+	} else if (SAME(table, P4_TABLE_FLEET_POLICY)) {
+		tables->fleet_jumbo =
+			arg_u64(args, count,
+				P4_PARAM_SET_FLEET_JUMBO_ENABLED) != 0;
+		tables->guest_jumbo_mtu = (uint16_t)arg_u64(
+			args, count, P4_PARAM_SET_FLEET_JUMBO_GUEST_JUMBO_MTU);
+		tables->default_mtu = (uint16_t)arg_u64(
+			args, count, P4_PARAM_SET_FLEET_JUMBO_DEFAULT_MTU);
+	} else if (SAME(table, P4_TABLE_PATH_MTU_V4)) {
+		tables->path_mtu_default_v4 = (uint16_t)arg_u64(
+			args, count, P4_PARAM_SET_PATH_MTU_MTU);
+	} else if (SAME(table, P4_TABLE_PATH_MTU_V6)) {
+		tables->path_mtu_default_v6 = (uint16_t)arg_u64(
+			args, count, P4_PARAM_SET_PATH_MTU_MTU);
+	} else if (SAME(table, P4_TABLE_ELEPHANT_CONFIG)) {
+		tables->elephant_threshold = (uint32_t)arg_u64(
+			args, count, P4_PARAM_SET_ELEPHANT_THRESHOLD_BYTES);
+	} else if (SAME(table, P4_TABLE_SIGNAL_SOURCE)) {
+		tables->signal.configured =
+			SAME(action, P4_ACTION_SET_SIGNAL_SOURCE);
+		memcpy(tables->signal.ipv4,
+		       arg_bytes(args, count, P4_PARAM_SET_SIGNAL_SOURCE_IPV4,
+				 sizeof(tables->signal.ipv4)),
+		       sizeof(tables->signal.ipv4));
+		memcpy(tables->signal.ipv6,
+		       arg_bytes(args, count, P4_PARAM_SET_SIGNAL_SOURCE_IPV6,
+				 sizeof(tables->signal.ipv6)),
+		       sizeof(tables->signal.ipv6));
+	}
+}
+
 void sw_tables_reset(struct sw_pipeline *pipeline)
 {
 	struct sw_tables *tables = &pipeline->tables;
 
 	memset(tables->port_role, P4_PORT_ROLE_UNASSIGNED,
 	       sizeof(tables->port_role));
-	tables->depth_forward = false;
-	tables->fleet_jumbo = false;
-	tables->guest_jumbo_mtu = P4_MTU_JUMBO;
-	tables->default_mtu = P4_MTU_STANDARD;
-	tables->nic_port = -1;
-	tables->elephant_threshold = 0;
-	memset(&tables->signal, 0, sizeof(tables->signal));
+	/* The program's default actions, as the compile has them. */
+	for (int i = 0; i < P4_TABLE_COUNT; i++) {
+		const struct p4_table_shape *shape = &p4_table_shapes[i];
+
+		if (shape->default_action != NULL && !shape->const_default)
+			sw_set_default(
+				tables, shape->alias, shape->default_action,
+				shape->default_args, shape->default_arg_count);
+	}
 	sw_hash_clear(&tables->instances_v4);
 	sw_hash_clear(&tables->instances_v6);
 	sw_lpm_clear(&tables->path_mtu_v4);
 	sw_lpm_clear(&tables->path_mtu_v6);
-	tables->path_mtu_default_v4 = P4_MTU_STANDARD;
-	tables->path_mtu_default_v6 = P4_MTU_IPV6_MINIMUM;
 	sw_hash_clear(&tables->merge_flows);
 	sw_ternary_set(&tables->merge_services, NULL, 0);
 	sw_lpm_clear(&tables->routes_v4);
@@ -158,16 +229,27 @@ int sw_pipeline_init(struct sw_pipeline *pipeline, uint32_t parse_depth,
 	pipeline->parse_depth_bytes = parse_depth;
 	pipeline->cpu_port = cpu_port;
 	pipeline->start_ns = now_ns;
-	/* Table sizes are the P4 program's (size = ...). */
-	result |= sw_hash_init(&tables->instances_v4, 4, 16384, seed);
-	result |= sw_hash_init(&tables->instances_v6, 16, 16384, seed);
-	result |= sw_lpm_init(&tables->path_mtu_v4, 4, 1024, seed);
-	result |= sw_lpm_init(&tables->path_mtu_v6, 16, 1024, seed);
-	result |= sw_hash_init(&tables->merge_flows, SW_FLOW_KEY_LEN, 16384,
-			       seed);
-	result |= sw_ternary_init(&tables->merge_services, 1024);
-	result |= sw_lpm_init(&tables->routes_v4, 4, 4096, seed);
-	result |= sw_lpm_init(&tables->routes_v6, 16, 4096, seed);
+	/* Sizes and key lengths are the P4 program's (p4_tables.h). */
+	result |= sw_hash_init(&tables->instances_v4,
+			       P4_TABLE_INSTANCES_V4_KEY_BYTES,
+			       P4_TABLE_INSTANCES_V4_SIZE, seed);
+	result |= sw_hash_init(&tables->instances_v6,
+			       P4_TABLE_INSTANCES_V6_KEY_BYTES,
+			       P4_TABLE_INSTANCES_V6_SIZE, seed);
+	result |= sw_lpm_init(&tables->path_mtu_v4,
+			      P4_TABLE_PATH_MTU_V4_KEY_BYTES,
+			      P4_TABLE_PATH_MTU_V4_SIZE, seed);
+	result |= sw_lpm_init(&tables->path_mtu_v6,
+			      P4_TABLE_PATH_MTU_V6_KEY_BYTES,
+			      P4_TABLE_PATH_MTU_V6_SIZE, seed);
+	result |= sw_hash_init(&tables->merge_flows, SW_FLOW_KEY_LEN,
+			       P4_TABLE_MERGE_FLOWS_SIZE, seed);
+	result |= sw_ternary_init(&tables->merge_services,
+				  P4_TABLE_MERGE_SERVICES_SIZE);
+	result |= sw_lpm_init(&tables->routes_v4, P4_TABLE_ROUTES_V4_KEY_BYTES,
+			      P4_TABLE_ROUTES_V4_SIZE, seed);
+	result |= sw_lpm_init(&tables->routes_v6, P4_TABLE_ROUTES_V6_KEY_BYTES,
+			      P4_TABLE_ROUTES_V6_SIZE, seed);
 	if (result != 0) {
 		sw_pipeline_free(pipeline);
 		return -ENOMEM;

@@ -18,14 +18,15 @@
 #include <stdint.h>
 
 #include "p4_constants.h"
+#include "p4_tables.h"
 #include "tables.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* port_t is bit<9>. */
-#define SW_PORTS       512
+/* port_t: as wide as port_roles' key. */
+#define SW_PORTS       (1 << P4_TABLE_PORT_ROLES_KEY_INGRESS_PORT_BITS)
 #define SW_MAX_WORKERS 16
 
 struct sw_next_hop {
@@ -69,11 +70,12 @@ struct sw_tables {
 	struct sw_ternary merge_services;
 	struct sw_lpm routes_v4; /* value: next-hop group id */
 	struct sw_lpm routes_v6;
-	struct sw_hop_set *next_hops[1 << 16]; /* by group id */
+	/* by group id */
+	struct sw_hop_set *next_hops[1 << P4_TABLE_NEXT_HOPS_KEY_GROUP_ID_BITS];
 };
 
 /* The merge_flows key: the P4 key fields in order, byte-aligned. */
-#define SW_FLOW_KEY_LEN 38
+#define SW_FLOW_KEY_LEN P4_TABLE_MERGE_FLOWS_KEY_BYTES
 
 /* A trTCM meter in packets (v1model's MeterType.packets as BMv2 runs it):
  * red when the peak bucket is empty, yellow when the committed one is. */
@@ -168,6 +170,14 @@ void sw_pipeline_free(struct sw_pipeline *pipeline);
 /* Back to the P4 program's defaults: every table empty, every default
  * action the program's, meters unconfigured (SetForwardingPipelineConfig). */
 void sw_tables_reset(struct sw_pipeline *pipeline);
+/* What the data path keeps of a table's default action (P4Info aliases of
+ * the table and the action, its arguments by parameter name); tables
+ * whose default the data path never reads are ignored. The one reader of
+ * default actions: sw_tables_reset gives it the compile's, the P4Runtime
+ * server a controller's. */
+void sw_set_default(struct sw_tables *tables, const char *table,
+		    const char *action, const struct p4_default_arg *args,
+		    uint32_t count);
 
 /* Runs one frame through ingress and egress. `frame` holds `*length`
  * bytes; the pipeline may rewrite it and change `*length`. Returns the

@@ -159,33 +159,34 @@ static void refuse_signal(struct flow *flow)
 static void network_header(const uint8_t *frame, const struct headers *hdr,
 			   struct flow *flow)
 {
-	const struct p4_key_field key[P4_KEYS_FLOW_CLASSIFIER_NETWORK_HEADER] = {
-		[P4_KEY_FLOW_CLASSIFIER_NETWORK_HEADER_INNER_IPV4_VALID] =
-			VALID(hdr->inner_ipv4),
-		[P4_KEY_FLOW_CLASSIFIER_NETWORK_HEADER_INNER_IPV6_VALID] =
-			VALID(hdr->inner_ipv6),
-		[P4_KEY_FLOW_CLASSIFIER_NETWORK_HEADER_IPV4_VALID] =
-			VALID(hdr->ipv4),
-		[P4_KEY_FLOW_CLASSIFIER_NETWORK_HEADER_IPV6_VALID] =
-			VALID(hdr->ipv6),
-	};
+	const struct p4_const_key_field
+		key[P4_KEYS_FLOW_CLASSIFIER_NETWORK_HEADER] = {
+			[P4_KEY_FLOW_CLASSIFIER_NETWORK_HEADER_INNER_IPV4_VALID] =
+				VALID(hdr->inner_ipv4),
+			[P4_KEY_FLOW_CLASSIFIER_NETWORK_HEADER_INNER_IPV6_VALID] =
+				VALID(hdr->inner_ipv6),
+			[P4_KEY_FLOW_CLASSIFIER_NETWORK_HEADER_IPV4_VALID] =
+				VALID(hdr->ipv4),
+			[P4_KEY_FLOW_CLASSIFIER_NETWORK_HEADER_IPV6_VALID] =
+				VALID(hdr->ipv6),
+		};
 
 	switch (sw_const_table_apply(&p4_table_flow_classifier_network_header,
 				     key)
 			->action) {
-	case P4_ACTION_FROM_INNER_IPV4:
+	case P4_CONST_ACTION_FROM_INNER_IPV4:
 		from_inner_ipv4(frame, hdr, flow);
 		break;
-	case P4_ACTION_FROM_INNER_IPV6:
+	case P4_CONST_ACTION_FROM_INNER_IPV6:
 		from_inner_ipv6(frame, hdr, flow);
 		break;
-	case P4_ACTION_FROM_IPV4:
+	case P4_CONST_ACTION_FROM_IPV4:
 		from_ipv4(frame, hdr, flow);
 		break;
-	case P4_ACTION_FROM_IPV6:
+	case P4_CONST_ACTION_FROM_IPV6:
 		from_ipv6(frame, hdr, flow);
 		break;
-	case P4_ACTION_NO_ACTION:
+	case P4_CONST_ACTION_NO_ACTION:
 	default:
 		break;
 	}
@@ -198,26 +199,28 @@ static void signal_policy(const uint8_t *frame, const struct headers *hdr,
 {
 	/* An invalid header's field reads as 0, as in BMv2; no entry looks
 	 * at icmp_type without icmp_valid. */
-	const struct p4_key_field key[P4_KEYS_FLOW_CLASSIFIER_SIGNAL_POLICY] = {
-		[P4_KEY_FLOW_CLASSIFIER_SIGNAL_POLICY_ICMP_VALID] =
-			VALID(hdr->icmp),
-		[P4_KEY_FLOW_CLASSIFIER_SIGNAL_POLICY_IPV4_VALID] =
-			VALID(hdr->ipv4),
-		[P4_KEY_FLOW_CLASSIFIER_SIGNAL_POLICY_ICMP_TYPE] =
-			sw_key(hdr->icmp != NONE ? frame[hdr->icmp] : 0),
-		[P4_KEY_FLOW_CLASSIFIER_SIGNAL_POLICY_IP_VERSION] =
-			sw_key(flow->ip_version),
-		[P4_KEY_FLOW_CLASSIFIER_SIGNAL_POLICY_SRC_ADDR] =
-			sw_key128(flow->src_addr),
-	};
+	const struct p4_const_key_field
+		key[P4_KEYS_FLOW_CLASSIFIER_SIGNAL_POLICY] = {
+			[P4_KEY_FLOW_CLASSIFIER_SIGNAL_POLICY_ICMP_VALID] =
+				VALID(hdr->icmp),
+			[P4_KEY_FLOW_CLASSIFIER_SIGNAL_POLICY_IPV4_VALID] =
+				VALID(hdr->ipv4),
+			[P4_KEY_FLOW_CLASSIFIER_SIGNAL_POLICY_ICMP_TYPE] =
+				sw_key(hdr->icmp != NONE ? frame[hdr->icmp]
+							 : 0),
+			[P4_KEY_FLOW_CLASSIFIER_SIGNAL_POLICY_IP_VERSION] =
+				sw_key(flow->ip_version),
+			[P4_KEY_FLOW_CLASSIFIER_SIGNAL_POLICY_SRC_ADDR] =
+				sw_key128(flow->src_addr),
+		};
 
 	switch (sw_const_table_apply(&p4_table_flow_classifier_signal_policy,
 				     key)
 			->action) {
-	case P4_ACTION_ALLOW_SIGNAL:
+	case P4_CONST_ACTION_ALLOW_SIGNAL:
 		allow_signal(flow);
 		break;
-	case P4_ACTION_REFUSE_SIGNAL:
+	case P4_CONST_ACTION_REFUSE_SIGNAL:
 	default:
 		refuse_signal(flow);
 		break;
@@ -228,37 +231,38 @@ static void signal_policy(const uint8_t *frame, const struct headers *hdr,
 static void transport_header(const uint8_t *frame, const struct headers *hdr,
 			     struct flow *flow)
 {
-	const struct p4_key_field key[P4_KEYS_FLOW_CLASSIFIER_TRANSPORT_HEADER] = {
-		[P4_KEY_FLOW_CLASSIFIER_TRANSPORT_HEADER_INNER_IPV4_VALID] =
-			VALID(hdr->inner_ipv4),
-		[P4_KEY_FLOW_CLASSIFIER_TRANSPORT_HEADER_INNER_IPV6_VALID] =
-			VALID(hdr->inner_ipv6),
-		[P4_KEY_FLOW_CLASSIFIER_TRANSPORT_HEADER_INNER_TCP_VALID] =
-			VALID(hdr->inner_tcp),
-		[P4_KEY_FLOW_CLASSIFIER_TRANSPORT_HEADER_INNER_UDP_VALID] =
-			VALID(hdr->inner_udp),
-		[P4_KEY_FLOW_CLASSIFIER_TRANSPORT_HEADER_TCP_VALID] =
-			VALID(hdr->tcp),
-		[P4_KEY_FLOW_CLASSIFIER_TRANSPORT_HEADER_UDP_VALID] =
-			VALID(hdr->udp),
-	};
+	const struct p4_const_key_field
+		key[P4_KEYS_FLOW_CLASSIFIER_TRANSPORT_HEADER] = {
+			[P4_KEY_FLOW_CLASSIFIER_TRANSPORT_HEADER_INNER_IPV4_VALID] =
+				VALID(hdr->inner_ipv4),
+			[P4_KEY_FLOW_CLASSIFIER_TRANSPORT_HEADER_INNER_IPV6_VALID] =
+				VALID(hdr->inner_ipv6),
+			[P4_KEY_FLOW_CLASSIFIER_TRANSPORT_HEADER_INNER_TCP_VALID] =
+				VALID(hdr->inner_tcp),
+			[P4_KEY_FLOW_CLASSIFIER_TRANSPORT_HEADER_INNER_UDP_VALID] =
+				VALID(hdr->inner_udp),
+			[P4_KEY_FLOW_CLASSIFIER_TRANSPORT_HEADER_TCP_VALID] =
+				VALID(hdr->tcp),
+			[P4_KEY_FLOW_CLASSIFIER_TRANSPORT_HEADER_UDP_VALID] =
+				VALID(hdr->udp),
+		};
 
 	switch (sw_const_table_apply(&p4_table_flow_classifier_transport_header,
 				     key)
 			->action) {
-	case P4_ACTION_FROM_INNER_TCP:
+	case P4_CONST_ACTION_FROM_INNER_TCP:
 		from_inner_tcp(frame, hdr, flow);
 		break;
-	case P4_ACTION_FROM_INNER_UDP:
+	case P4_CONST_ACTION_FROM_INNER_UDP:
 		from_inner_udp(frame, hdr, flow);
 		break;
-	case P4_ACTION_FROM_TCP:
+	case P4_CONST_ACTION_FROM_TCP:
 		from_tcp(frame, hdr, flow);
 		break;
-	case P4_ACTION_FROM_UDP:
+	case P4_CONST_ACTION_FROM_UDP:
 		from_udp(frame, hdr, flow);
 		break;
-	case P4_ACTION_NO_ACTION:
+	case P4_CONST_ACTION_NO_ACTION:
 	default:
 		break;
 	}

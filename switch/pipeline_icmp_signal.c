@@ -96,7 +96,7 @@ static void source_prefix_v6(const struct flow *flow, uint8_t prefix[16])
 /* table source_prefix_length: the source prefix a sender's budget covers */
 static void source_prefix_length(const struct flow *flow, uint8_t prefix[16])
 {
-	const struct p4_key_field
+	const struct p4_const_key_field
 		key[P4_KEYS_MTU_ENFORCEMENT_SOURCE_PREFIX_LENGTH] = {
 			[P4_KEY_MTU_ENFORCEMENT_SOURCE_PREFIX_LENGTH_IP_VERSION] =
 				sw_key(flow->ip_version),
@@ -105,10 +105,10 @@ static void source_prefix_length(const struct flow *flow, uint8_t prefix[16])
 	switch (sw_const_table_apply(
 			&p4_table_mtu_enforcement_source_prefix_length, key)
 			->action) {
-	case P4_ACTION_SOURCE_PREFIX_V4:
+	case P4_CONST_ACTION_SOURCE_PREFIX_V4:
 		source_prefix_v4(flow, prefix);
 		break;
-	case P4_ACTION_SOURCE_PREFIX_V6:
+	case P4_CONST_ACTION_SOURCE_PREFIX_V6:
 	default:
 		source_prefix_v6(flow, prefix);
 		break;

@@ -40,17 +40,18 @@ static void instance_is_source(struct metadata *meta,
  * and the source of outbound traffic */
 static void instance_side(struct metadata *meta, struct jumbo_policy *local)
 {
-	const struct p4_key_field key[P4_KEYS_JUMBO_POLICY_INSTANCE_SIDE] = {
-		[P4_KEY_JUMBO_POLICY_INSTANCE_SIDE_PORT_ROLE] =
-			sw_key(meta->port_role),
-	};
+	const struct p4_const_key_field
+		key[P4_KEYS_JUMBO_POLICY_INSTANCE_SIDE] = {
+			[P4_KEY_JUMBO_POLICY_INSTANCE_SIDE_PORT_ROLE] =
+				sw_key(meta->port_role),
+		};
 
 	switch (sw_const_table_apply(&p4_table_jumbo_policy_instance_side, key)
 			->action) {
-	case P4_ACTION_INSTANCE_IS_DESTINATION:
+	case P4_CONST_ACTION_INSTANCE_IS_DESTINATION:
 		instance_is_destination(meta, local);
 		break;
-	case P4_ACTION_INSTANCE_IS_SOURCE:
+	case P4_CONST_ACTION_INSTANCE_IS_SOURCE:
 	default:
 		instance_is_source(meta, local);
 		break;
@@ -122,7 +123,7 @@ LIMIT_ACTIONS(standard_mtu, over_standard, false)
  * that hold for it */
 static void limits(struct metadata *meta, const struct jumbo_policy *local)
 {
-	const struct p4_key_field key[P4_KEYS_JUMBO_POLICY_LIMITS] = {
+	const struct p4_const_key_field key[P4_KEYS_JUMBO_POLICY_LIMITS] = {
 		[P4_KEY_JUMBO_POLICY_LIMITS_FLEET_JUMBO] =
 			sw_key(meta->fleet_jumbo),
 		[P4_KEY_JUMBO_POLICY_LIMITS_INSTANCE_JUMBO] =
@@ -138,28 +139,28 @@ static void limits(struct metadata *meta, const struct jumbo_policy *local)
 
 	switch (sw_const_table_apply(&p4_table_jumbo_policy_limits, key)
 			->action) {
-	case P4_ACTION_HELD_TO_BOTH_JUMBO_MTU:
+	case P4_CONST_ACTION_HELD_TO_BOTH_JUMBO_MTU:
 		held_to_both_jumbo_mtu(meta, local);
 		break;
-	case P4_ACTION_HELD_TO_INSTANCE_KEEP_PATH_JUMBO_MTU:
+	case P4_CONST_ACTION_HELD_TO_INSTANCE_KEEP_PATH_JUMBO_MTU:
 		held_to_instance_keep_path_jumbo_mtu(meta, local);
 		break;
-	case P4_ACTION_HELD_TO_PATH_JUMBO_MTU:
+	case P4_CONST_ACTION_HELD_TO_PATH_JUMBO_MTU:
 		held_to_path_jumbo_mtu(meta, local);
 		break;
-	case P4_ACTION_HELD_TO_INSTANCE_JUMBO_MTU:
+	case P4_CONST_ACTION_HELD_TO_INSTANCE_JUMBO_MTU:
 		held_to_instance_jumbo_mtu(meta, local);
 		break;
-	case P4_ACTION_HELD_TO_BOTH_STANDARD_MTU:
+	case P4_CONST_ACTION_HELD_TO_BOTH_STANDARD_MTU:
 		held_to_both_standard_mtu(meta, local);
 		break;
-	case P4_ACTION_HELD_TO_INSTANCE_KEEP_PATH_STANDARD_MTU:
+	case P4_CONST_ACTION_HELD_TO_INSTANCE_KEEP_PATH_STANDARD_MTU:
 		held_to_instance_keep_path_standard_mtu(meta, local);
 		break;
-	case P4_ACTION_HELD_TO_PATH_STANDARD_MTU:
+	case P4_CONST_ACTION_HELD_TO_PATH_STANDARD_MTU:
 		held_to_path_standard_mtu(meta, local);
 		break;
-	case P4_ACTION_HELD_TO_INSTANCE_STANDARD_MTU:
+	case P4_CONST_ACTION_HELD_TO_INSTANCE_STANDARD_MTU:
 	default:
 		held_to_instance_standard_mtu(meta, local);
 		break;

@@ -9,17 +9,31 @@
 /* -- Routing (routing.p4) ---------------------------------------------------
  */
 
-/* The selector key of next_hops: meta.flow's src_addr, dst_addr,
- * protocol, src_port, dst_port (37 bytes, all byte-aligned). */
+/* The selector input of next_hops, at the compile's offsets
+ * (p4_tables.h): meta.flow's src_addr, dst_addr, protocol, src_port and
+ * dst_port. BMv2 hashes the fields bit-packed; they are all whole bytes,
+ * so the packing is the same. */
+#define SELECTOR(field) P4_SELECTOR_ECMP_SELECTOR_FLOW_##field
+_Static_assert(SELECTOR(SRC_ADDR_BITS) ==
+			       8 * sizeof(((struct flow *)0)->src_addr) &&
+		       SELECTOR(DST_ADDR_BITS) ==
+			       8 * sizeof(((struct flow *)0)->dst_addr) &&
+		       SELECTOR(PROTOCOL_BITS) == 8 &&
+		       SELECTOR(SRC_PORT_BITS) == 16 &&
+		       SELECTOR(DST_PORT_BITS) == 16,
+	       "ecmp_selector's input no longer has the widths hashed here");
+
 static uint16_t selector_hash(const struct flow *flow)
 {
-	uint8_t key[37];
+	uint8_t key[P4_SELECTOR_ECMP_SELECTOR_BYTES];
 
-	memcpy(key, flow->src_addr, 16);
-	memcpy(key + 16, flow->dst_addr, 16);
-	key[32] = flow->protocol;
-	store16(key + 33, flow->src_port);
-	store16(key + 35, flow->dst_port);
+	memcpy(key + SELECTOR(SRC_ADDR_OFFSET), flow->src_addr,
+	       SELECTOR(SRC_ADDR_BYTES));
+	memcpy(key + SELECTOR(DST_ADDR_OFFSET), flow->dst_addr,
+	       SELECTOR(DST_ADDR_BYTES));
+	key[SELECTOR(PROTOCOL_OFFSET)] = flow->protocol;
+	store16(key + SELECTOR(SRC_PORT_OFFSET), flow->src_port);
+	store16(key + SELECTOR(DST_PORT_OFFSET), flow->dst_port);
 	return sw_crc16(key, sizeof(key));
 }
 

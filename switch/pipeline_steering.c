@@ -41,15 +41,27 @@ void sw_path_probes(struct metadata *meta, bool *held_to_mtu)
  * functions named after its actions do what the P4 actions do.
  */
 
+/* The layout is the compile's (p4_tables.h), which the P4Runtime server
+ * packs entries by: the two meet in the hash table. */
+#define FLOW_KEY(field) (key + P4_TABLE_MERGE_FLOWS_KEY_##field##_OFFSET)
+_Static_assert(P4_TABLE_MERGE_FLOWS_KEY_IP_VERSION_BYTES == 1 &&
+		       P4_TABLE_MERGE_FLOWS_KEY_PROTOCOL_BYTES == 1 &&
+		       P4_TABLE_MERGE_FLOWS_KEY_SRC_PORT_BYTES == 2 &&
+		       P4_TABLE_MERGE_FLOWS_KEY_DST_PORT_BYTES == 2 &&
+		       SW_FLOW_KEY_LEN <= SW_KEY_MAX,
+	       "merge_flows' key no longer has the widths stored here");
+
 void sw_flow_key(const struct flow *flow, uint8_t key[SW_KEY_MAX])
 {
 	memset(key, 0, SW_KEY_MAX);
-	key[0] = flow->ip_version;
-	memcpy(key + 1, flow->src_addr, 16);
-	memcpy(key + 17, flow->dst_addr, 16);
-	key[33] = flow->protocol;
-	store16(key + 34, flow->src_port);
-	store16(key + 36, flow->dst_port);
+	*FLOW_KEY(IP_VERSION) = flow->ip_version;
+	memcpy(FLOW_KEY(SRC_ADDR), flow->src_addr,
+	       P4_TABLE_MERGE_FLOWS_KEY_SRC_ADDR_BYTES);
+	memcpy(FLOW_KEY(DST_ADDR), flow->dst_addr,
+	       P4_TABLE_MERGE_FLOWS_KEY_DST_ADDR_BYTES);
+	*FLOW_KEY(PROTOCOL) = flow->protocol;
+	store16(FLOW_KEY(SRC_PORT), flow->src_port);
+	store16(FLOW_KEY(DST_PORT), flow->dst_port);
 }
 
 /* action steer */
@@ -76,7 +88,7 @@ static void decision(struct metadata *meta, bool held_to_mtu, bool listed_flow,
 		     bool listed_service)
 {
 	const struct flow *flow = &meta->flow;
-	const struct p4_key_field key[P4_KEYS_STEERING_DECISION] = {
+	const struct p4_const_key_field key[P4_KEYS_STEERING_DECISION] = {
 		[P4_KEY_STEERING_DECISION_HELD_TO_MTU] = sw_key(held_to_mtu),
 		[P4_KEY_STEERING_DECISION_OVER_LIMIT] =
 			sw_key(meta->over_limit),
@@ -96,13 +108,13 @@ static void decision(struct metadata *meta, bool held_to_mtu, bool listed_flow,
 		sw_const_table_apply(&p4_table_steering_decision, key);
 
 	switch (call->action) {
-	case P4_ACTION_STEER:
+	case P4_CONST_ACTION_STEER:
 		steer(meta, (uint8_t)call->data[0]);
 		break;
-	case P4_ACTION_LEAVE_ON_BYPASS:
+	case P4_CONST_ACTION_LEAVE_ON_BYPASS:
 		leave_on_bypass(meta);
 		break;
-	case P4_ACTION_ROUTE:
+	case P4_CONST_ACTION_ROUTE:
 	default:
 		route(meta);
 		break;

@@ -11,7 +11,8 @@
  *    probe per prefix length present, longest first, so a lookup costs as
  *    many probes as there are distinct lengths, not entries;
  *  - sw_ternary: ternary and range fields with priorities (merge_services),
- *    a list sorted by priority; it has at most 1024 entries (size in P4).
+ *    a list sorted by priority, as large as the P4 makes merge_services
+ *    (P4_TABLE_MERGE_SERVICES_SIZE).
  *
  * Concurrency: the server changes tables only while holding the pipeline's
  * write lock; workers hold the read lock for a whole burst. The one field a

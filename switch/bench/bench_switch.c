@@ -97,6 +97,8 @@ static struct sw_hop_set *hops(int count, const uint16_t *ports)
 }
 
 /* The tables the controller would write for a small rack. */
+#define FLOW_AT(field) P4_TABLE_MERGE_FLOWS_KEY_##field##_OFFSET
+
 static void program(struct sw_pipeline *pipeline, int flows)
 {
 	struct sw_tables *t = &pipeline->tables;
@@ -128,20 +130,25 @@ static void program(struct sw_pipeline *pipeline, int flows)
 	/* The steering scenario's flows (source ports 20000..) are onloaded. */
 	for (int v = 0; v < 2; v++)
 		for (int f = 0; f < flows; f++) {
+			uint8_t *src = key + FLOW_AT(SRC_ADDR);
+			uint8_t *dst = key + FLOW_AT(DST_ADDR);
+
+			/* At the compile's offsets (p4_tables.h), as the
+			 * data path packs a packet's flow. */
 			memset(key, 0, sizeof(key));
-			key[0] = v ? 6 : 4;
+			key[FLOW_AT(IP_VERSION)] = v ? 6 : 4;
 			if (v) {
-				memcpy(key + 1, "\x20\x01\x0d\xb8\x01\x00", 6);
-				key[16] = 0x10;
-				memcpy(key + 17, "\xfd\x00\x00\x01", 4);
-				key[32] = 5;
+				memcpy(src, "\x20\x01\x0d\xb8\x01\x00", 6);
+				src[15] = 0x10;
+				memcpy(dst, "\xfd\x00\x00\x01", 4);
+				dst[15] = 5;
 			} else {
-				memcpy(key + 13, "\xc6\x33\x64\x0a", 4);
-				memcpy(key + 29, "\x0a\x01\x00\x05", 4);
+				memcpy(src + 12, "\xc6\x33\x64\x0a", 4);
+				memcpy(dst + 12, "\x0a\x01\x00\x05", 4);
 			}
-			key[33] = P4_IP_PROTO_TCP;
-			store16(key + 34, (uint16_t)(20000 + f));
-			store16(key + 36, 443);
+			key[FLOW_AT(PROTOCOL)] = P4_IP_PROTO_TCP;
+			store16(key + FLOW_AT(SRC_PORT), (uint16_t)(20000 + f));
+			store16(key + FLOW_AT(DST_PORT), 443);
 			sw_hash_put(&t->merge_flows, key, 0, 0);
 		}
 }

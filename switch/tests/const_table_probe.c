@@ -29,7 +29,7 @@ int main(void)
 	unsigned long number = 0;
 
 	while (fgets(line, sizeof(line), stdin) != NULL) {
-		struct p4_key_field key[P4_CONST_KEY_MAX];
+		struct p4_const_key_field key[P4_CONST_KEY_MAX];
 		const struct p4_const_table *table;
 		const struct p4_action_call *call;
 		unsigned int fields = 0;

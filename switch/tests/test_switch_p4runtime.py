@@ -32,10 +32,12 @@ from switch_harness import (
     exact,
     field_id,
     forwarded,
+    lpm,
     merge_flow_entry,
     next_hop_member,
     next_hops_entry,
     port_role,
+    route_to,
     route_v4,
     table,
     udp_frame,
@@ -422,3 +424,68 @@ def test_multicast_groups_and_clone_sessions_are_kept_and_read_back(primary):
     assert primary.read([pre(group=7)]) == [smaller]
     assert primary.write([update(p4r.Update.DELETE, pre(session=5)), update(p4r.Update.DELETE, pre(group=7))]) == [OK, OK]
     assert primary.read([p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry())]) == []
+
+
+def fill(client: Client, rows: list[p4r.Entity]) -> list[int]:
+    """INSERTs in batches: a failed Write carries one error per update in its trailers, which clients cap."""
+    updates = [update(p4r.Update.INSERT, row) for row in rows]
+    return [code for start in range(0, len(updates), 256) for code in client.write(updates[start : start + 256])]
+
+
+@pytest.mark.parametrize(
+    "alias, row",
+    [
+        # An LPM table: one prefix per entry.
+        (
+            "path_mtu_v4",
+            lambda n: entry(
+                "path_mtu_v4", [lpm("path_mtu_v4", (0x0A000000 + (n << 8)).to_bytes(4, "big"), 24)], "set_path_mtu", {"mtu": (1400).to_bytes(2, "big")}
+            ),
+        ),
+        # The exact table with the longest key, as the data path packs it.
+        ("merge_flows", lambda n: merge_flow_entry(n, 0)),
+        # The ternary table, rebuilt whole on each change.
+        ("merge_services", lambda n: merge_service(n + 1, n % 256)),
+    ],
+)
+def test_full_tables_answer_resource_exhausted_and_keep_what_they_hold(primary, alias, row):
+    """A table is as large as the compile says (P4Info size) in the server and in the data path alike: the entry
+    past it is RESOURCE_EXHAUSTED, and what was accepted is all there is, and room made by a DELETE is usable."""
+    size = table(alias).size
+    codes = fill(primary, [row(n) for n in range(size + 1)])
+    assert codes[:size] == [OK] * size
+    assert codes[size:] == [RESOURCE_EXHAUSTED]
+    held = [e for e in all_table_entries(primary) if e.table_id == table(alias).preamble.id]
+    assert len(held) == size
+    assert primary.write([update(p4r.Update.DELETE, row(0)), update(p4r.Update.INSERT, row(size))]) == [OK, OK]
+    assert primary.write([update(p4r.Update.INSERT, row(0))]) == [RESOURCE_EXHAUSTED]
+
+
+def test_a_default_action_reaches_the_data_path_and_its_reset_restores_the_compile_s(switch, primary):
+    """The data path reads a default action's arguments by parameter name (sw_set_default), from a controller's
+    MODIFY and, on a MODIFY without an action, from the compile's default (fleet_policy: default_mtu 1500)."""
+    route_to(primary, 0)
+    fleet = table("fleet_policy")
+
+    def fleet_default(default_mtu: int) -> p4r.Entity:
+        params = {"enabled": b"\x00", "guest_jumbo_mtu": (8500).to_bytes(2, "big"), "default_mtu": default_mtu.to_bytes(2, "big")}
+        e = entry("fleet_policy", [], "set_fleet_jumbo", params)
+        e.table_entry.is_default_action = True
+        return e
+
+    def forwarded_count(size: int) -> int:
+        port = PacketPort(switch.ns, switch.peer)
+        try:
+            port.drain()
+            frame = udp_frame(size)
+            port.send([frame] * 3)
+            return sum(1 for f in port.receive(count=3, timeout=2) if len(f) == size)
+        finally:
+            port.close()
+
+    assert forwarded_count(1400) == 3  # the program's default_mtu, 1500, lets 1,386 bytes of IP through
+    assert primary.write([update(p4r.Update.MODIFY, fleet_default(1300))]) == [OK]
+    assert forwarded_count(1400) == 0  # above the controller's 1300
+    reset = p4r.Entity(table_entry=p4r.TableEntry(table_id=fleet.preamble.id, is_default_action=True))
+    assert primary.write([update(p4r.Update.MODIFY, reset)]) == [OK]
+    assert forwarded_count(1400) == 3

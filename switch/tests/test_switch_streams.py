@@ -275,3 +275,23 @@ def test_an_entry_that_stays_idle_is_notified_again(primary):
             (idle,) = message.idle_timeout_notification.table_entry
             assert idle.match == flow.table_entry.match
             notified += 1
+
+
+def test_a_digest_carries_the_flow_in_the_compile_s_member_order(switch, primary):
+    """elephant_digest_t's members are placed by the compile's order and widths (p4_tables.h), not by a list typed
+    in the server: each is the flow of the packet, at its width."""
+    elephants_reported(primary)
+    assert primary.write([update(p4r.Update.INSERT, digest_config(10**6, 1))]) == [OK]
+    port = PacketPort(switch.ns, switch.peer)
+    try:
+        port.send(tcp_flows(1, first_port=12345))
+        deadline = time.monotonic() + 5
+        while True:
+            message = primary.next_response(timeout=max(0.01, deadline - time.monotonic()))
+            if message.HasField("digest"):
+                break
+    finally:
+        port.close()
+    members = [m.bitstring for m in message.digest.data[0].struct.members]
+    assert members[:6] == [b"\x04", bytes([198, 51, 100, 7]), bytes([10, 9, 0, 1]), b"\x06", (12345).to_bytes(2, "big"), (443).to_bytes(2, "big")]
+    assert len(members) == 7 and int.from_bytes(members[6], "big") > 0
