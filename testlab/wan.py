@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .lab import AF_PACKET_FANOUT_CLASH, BUILD, DPDK_START_ATTEMPTS, telemetry_query
-from .nic_harness import Netns, NicProcess, af_packet_vdev, remove_runtime_dir, start_nic, unique, veth
+from .nic_harness import FRAME_SIZE, Netns, NicProcess, remove_runtime_dir, start_nic, unique, veth
 
 WANLINK = BUILD / "native" / "testlab" / "wanlink" / "jumbogate-wanlink"
 # The WAN carries 1500-byte packets: small ring frames keep the link's
@@ -47,8 +47,10 @@ def floating_lcores(count: int) -> str:
 
 
 def wan_vdev(index: int, iface: str, frame_size: int = WAN_FRAME_SIZE) -> str:
-    # A block of one page holds two 2048-byte frames; 4096 frames: a
-    # receive ring that rides out the link's idle sleeps at a gigabit.
+    # 4096 frames a ring: a program the busy machine does not run for a
+    # few milliseconds must not lose what arrived meanwhile (af_packet
+    # drops what its full ring cannot take, which a WAN's loss would not
+    # explain). A block of one page holds two 2048-byte frames.
     block = max(4096, frame_size)
     return f"--vdev=net_af_packet{index},iface={iface},blocksz={block},framesz={frame_size},framecnt=4096,qpairs=1"
 
@@ -198,7 +200,7 @@ class WanPath:
         # it came: the plain rack keeps the same hops and copies.
         rack = ["--internal-prefix", f"{INSTANCE}/32"] if self.border else []
         self.nic = start_nic(
-            [af_packet_vdev(0, n["jgna"]), af_packet_vdev(1, n["jgnb"]), "--lcores", floating_lcores(2)],
+            [wan_vdev(0, n["jgna"], FRAME_SIZE), wan_vdev(1, n["jgnb"], FRAME_SIZE), "--lcores", floating_lcores(2)],
             [
                 "--mbuf-size", "12288", "--mbufs", "4096",
                 "--return-port", "net_af_packet0=net_af_packet1",

@@ -63,6 +63,7 @@ class Flow:
     wan_lost: int = 0  # of them lost (the seeded loss)
     wan_overflow: int = 0  # of them dropped at the link's limit (should be none)
     lab_dropped: int = 0  # packets lost between the lab's programs in the data's direction, not by the WAN
+    lab_hops: dict = field(default_factory=dict)  # the same per hop (sent minus received)
     wan_largest: int = 0  # bytes of the largest frame on the WAN in the data's direction
     merged_packets: int = 0  # jumbogate-nic's counters over the flow
     split_packets: int = 0
@@ -157,7 +158,8 @@ def measure_flow(path: WanPath, direction: str, seconds: float, flow: Flow) -> F
         server.wait(timeout=10)
     link_after, nic_after = _stats(path)
     packets = {k: v - packets_before[k] for k, v in _packets(path).items()}
-    flow.lab_dropped = sum(max(0, packets[a] - packets[b]) for a, b in HOPS[direction])
+    flow.lab_hops = {f"{a}->{b}": packets[a] - packets[b] for a, b in HOPS[direction]}
+    flow.lab_dropped = sum(max(0, n) for n in flow.lab_hops.values())
     # The data's direction on the WAN: a_to_b leaves the border for the Internet.
     key = "a_to_b" if direction == "sender" else "b_to_a"
     flow.wan_received = link_after[key]["received"] - link_before[key]["received"]
