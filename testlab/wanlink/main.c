@@ -170,7 +170,12 @@ static int parse_options(struct options *o, int argc, char **argv)
 			}
 			continue;
 		}
-		if (!parse_number(name, optarg, 0, c == 'l' ? 1 : 1e12, &v))
+		/* Counts and sizes must fit their 32 bits before a cast. */
+		if (!parse_number(name, optarg, 0,
+				  c == 'l'		     ? 1
+				  : strchr("dri", c) != NULL ? 1e12
+							     : UINT32_MAX,
+				  &v))
 			return 2;
 		switch (c) {
 		case 'd':
