@@ -28,7 +28,7 @@ export TOPO
 comma      := ,
 space      := $(subst ,, )
 
-.PHONY: help setup test test-python test-c test-ptf sanitized lint proto native smartnic switch p4 p4-tofino bench fleet-scale fleet-chaos value wheel deb run stop demo attack soak clean
+.PHONY: help setup test test-python test-c test-ptf sanitized lint proto native smartnic switch p4 p4-tofino bench fleet-scale fleet-chaos value value-wan wheel deb run stop demo attack soak clean
 
 help:
 	@echo "make setup   install Debian/PyPI dependencies, generate protos, build the SmartNIC (and P4 when p4c is present)"
@@ -46,6 +46,7 @@ help:
 	@echo "make wheel   the controller's Python package as a wheel (generated stubs inside) in build/wheel/"
 	@echo "make deb     Debian packages of jumbogate-switch, jumbogate-nic and jumbogate-controller in build/deb/ (docs/deploy.md)"
 	@echo "make value   what the border buys its users, measured: path MTU discovery next to Scamper on the two-rack emulation (docs/performance.md)"
+	@echo "make value-wan  one TCP flow across a 10 ms, 0.01%-loss WAN (jumbogate-wanlink) from a rack with the border and from a plain 1500 rack, both ways, beside the paper's 123 -> 303 Mbit/s (docs/performance.md)"
 	@echo "make fleet-chaos  three racks on etcd under faults for FLEET_CHAOS_MINUTES (default 5): leaders killed, paused, cut off; etcd's quorum lost; every API call's history checked"
 	@echo "make clean   remove build outputs"
 
@@ -155,6 +156,10 @@ fleet-chaos:
 
 value:
 	@bash mininet/demo.sh --value
+
+# WAN_ARGS: more options of testlab/wan_value.py (--seconds, --repeats, --loss...).
+value-wan:
+	@env PYTHONPATH=controlplane/src:. $(PY) -m testlab.wan_value $(WAN_ARGS)
 
 clean:
 	rm -rf $(BUILD) results $(PROTO_OUT)
