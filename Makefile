@@ -154,8 +154,11 @@ soak:
 fleet-chaos:
 	@bash mininet/demo.sh --fleet-chaos
 
+# What users gain: the emulated racks' part, then the senders over a WAN
+# (namespaces only, after the emulation is down: the two would share the CPUs).
 value:
 	@bash mininet/demo.sh --value
+	@$(MAKE) --no-print-directory value-wan
 
 # WAN_ARGS: more options of testlab/wan_value.py (--seconds, --repeats, --loss...).
 value-wan:
