@@ -10,7 +10,7 @@ flows) from the client to the server, on for --load-s seconds between two
 idle spells. Every --every-s the program's /jumbogate/queues telemetry is
 read; the samples go to a CSV file and, with matplotlib, to a PNG.
 
-    python3 -m testlab.queue_scaling --out build/bench/queues
+    make bench-queues   (python -m testlab.queue_scaling --out build/bench/queues)
 """
 
 from __future__ import annotations
@@ -66,6 +66,9 @@ class ScalingWire:
                 self.nic_ns,
                 log_dir,
                 memory_mb=min(4096, 512 + 384 * queues),
+                # Filling the pools without hugepages is slow on a busy
+                # machine.
+                timeout=90,
             )
         except BaseException:
             self.close()
@@ -128,7 +131,9 @@ def plot(path: Path, samples: list[dict], title: str) -> bool:
         return False
     t = [s["t"] for s in samples]
     figure, rate = plt.subplots(figsize=(7, 3.2))
-    rate.fill_between(t, [s["load"] for s in samples], step="post", alpha=0.12, color="grey", transform=rate.get_xaxis_transform(), label="load on")
+    rate.fill_between(
+        t, [s["load"] for s in samples], step="post", alpha=0.12, color="grey", transform=rate.get_xaxis_transform(), label="load launched (iperf3 -t)"
+    )
     rate.plot(t, [s["packets_per_s"] / 1000 for s in samples], color="tab:blue", label="received kpps (1 s sample)")
     rate.set_xlabel("time (s)")
     rate.set_ylabel("kpps", color="tab:blue")
@@ -148,24 +153,26 @@ def plot(path: Path, samples: list[dict], title: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("build/bench/queues"))
-    parser.add_argument("--queues", type=int, default=8)
+    parser.add_argument("--queues", type=int, default=4)
     parser.add_argument("--workers", type=int, default=4, help="worker lcores (they may share CPUs)")
     parser.add_argument("--pps", type=int, default=20000, help="--queue-scale-pps")
     parser.add_argument("--down-s", type=int, default=2, help="--queue-scale-down-s")
     parser.add_argument("--flows", type=int, default=4, help="parallel iperf3 flows")
     parser.add_argument("--idle-s", type=float, default=4)
     parser.add_argument("--load-s", type=float, default=10)
-    parser.add_argument("--after-s", type=float, default=10)
+    parser.add_argument("--after-s", type=float, default=14)
     parser.add_argument("--every-s", type=float, default=0.25)
     args = parser.parse_args(argv)
+    # The program runs in this directory: its gRPC socket path is absolute.
+    args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
     options = ["--queue-scaling", "on", "--queue-scale-pps", str(args.pps), "--queue-scale-down-s", str(args.down_s)]
     with ScalingWire(args.out, options, args.queues, args.workers) as wire:
         samples = step(wire, args.idle_s, args.load_s, args.after_s, args.flows, args.every_s)
     write_csv(args.out / "queues.csv", samples)
     title = (
-        f"jumbogate-nic --queue-scaling: {args.queues} af_packet queues per port, {args.workers} workers, "
-        f"{args.flows} TCP flows for {args.load_s:g} s, --queue-scale-pps {args.pps}"
+        f"jumbogate-nic --queue-scaling: {args.queues} af_packet queues per port, {args.workers} workers\n"
+        f"{args.flows} iperf3 TCP flows for {args.load_s:g} s, --queue-scale-pps {args.pps}, --queue-scale-down-s {args.down_s}"
     )
     plotted = plot(args.out / "queues.png", samples, title)
     for s in samples:
