@@ -193,7 +193,7 @@ bool nic_scaling_pin(const unsigned int *owners, unsigned int count)
 	return true;
 }
 
-void nic_scaling_view(struct nic_scaling_view *view)
+void nic_scaling_read(struct nic_scaling_view *view)
 {
 	struct nic *nic = scaled_nic;
 	bool owns[NIC_MAX_WORKERS] = {false};

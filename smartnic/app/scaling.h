@@ -10,6 +10,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct nic;
 
 struct nic_scaling_view {
@@ -43,6 +47,10 @@ void nic_scaling_force(unsigned int workers);
  * count, every owner a worker); until nic_scaling_force. */
 bool nic_scaling_pin(const unsigned int *owners, unsigned int count);
 
-void nic_scaling_view(struct nic_scaling_view *view);
+void nic_scaling_read(struct nic_scaling_view *view);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* JUMBOGATE_NIC_SCALING_H */

@@ -253,7 +253,7 @@ static int queues_command(const char *command, const char *params,
 	(void)command;
 	if (params != NULL && *params != '\0' && !apply_queues(params))
 		return -1;
-	nic_scaling_view(&view);
+	nic_scaling_read(&view);
 	rte_tel_data_start_dict(d);
 	add_u64(d, "queues", view.queues);
 	add_u64(d, "workers", view.workers);

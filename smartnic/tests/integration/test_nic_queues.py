@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from jumbogate.v1 import nic_pb2
 from testlab.queue_scaling import SERVER, ScalingWire
 
 pytestmark = pytest.mark.timeout(120)
@@ -123,6 +124,8 @@ def test_forced_queue_moves_keep_the_stream_intact(make_wire):
     used = [sum(1 for n in nic.telemetry(f"/ethdev/stats,{port}")["q_ipackets"][:QUEUES] if n) for port in (0, 1)]
     assert all(used), f"queues that received, per port: {used}"
     assert stats["merged_packets"] > 0
+    reply = nic.stub().GetStats(nic_pb2.GetNicStatsRequest(), timeout=5)
+    assert (reply.queues, reply.serving_workers, reply.queue_handovers) == (QUEUES, 1, queues["handovers"])
     print(
         f"{len(forced)} forced changes, {queues['handovers']} queue handovers,"
         f" {queues['handover_flushed']} packets flushed by them; queues used per port {used};"
