@@ -100,7 +100,7 @@ def assert_nothing_dropped(nic):
 
 
 def test_forced_queue_moves_keep_the_stream_intact(make_wire):
-    client, server, nic = make_wire([])
+    client, server, nic = make_wire(["--delay-max-us", "5000"])
     assert nic.telemetry("/jumbogate/queues")["serving_workers"] == WORKERS
     forced = []
 
