@@ -18,6 +18,8 @@ import time
 import pytest
 
 from jumbogate.v1 import nic_pb2
+from testlab.lab import wait_until
+from testlab.nic_harness import lcores, start_nic
 from testlab.queue_scaling import SERVER, ScalingWire
 
 pytestmark = pytest.mark.timeout(120)
@@ -162,3 +164,24 @@ def test_the_scaler_follows_a_transfer(make_wire):
     assert samples[-1]["changes"] >= 2 and samples[-1]["handovers"] >= 2
     assert max(s["packets_per_s"] for s in samples) > 2000
     assert_nothing_dropped(nic)
+
+
+def test_the_queue_knob_refuses_what_it_cannot_do(log_dir):
+    """A layout must name one worker per queue, each a worker that exists;
+    a refused request changes nothing."""
+    nic = start_nic(["--vdev=net_null0,no-rx=1", "--lcores", lcores(WORKERS)], ["--queues", str(QUEUES), "--mbufs", "12288"], None, log_dir)
+    try:
+        before = nic.telemetry("/jumbogate/queues")
+        assert (before["queues"], before["serving_workers"], before["owners"]) == (QUEUES, WORKERS, "0,1,0,1")
+        for bad in ("0", "0,1", "0,1,0,1,0", f"0,1,0,{WORKERS}", "x", "1,,1,1", "-1"):
+            assert nic.telemetry(f"/jumbogate/queues,{bad}") is None, bad
+        assert nic.telemetry("/jumbogate/queues")["owners"] == "0,1,0,1"
+        assert nic.telemetry("/jumbogate/queues,1,1,0,0")["pinned"] == 1
+        wait_until(lambda: nic.telemetry("/jumbogate/queues")["owners"] == "1,1,0,0", "the layout", 5)
+        assert nic.telemetry("/jumbogate/queues,1")["forced_workers"] == 1
+        wait_until(lambda: nic.telemetry("/jumbogate/queues")["owners"] == "0,0,0,0", "one worker", 5)
+        after = nic.telemetry("/jumbogate/queues,auto")
+        assert after["forced_workers"] == 0 and after["pinned"] == 0
+        wait_until(lambda: nic.telemetry("/jumbogate/queues")["serving_workers"] == WORKERS, "every worker again", 5)
+    finally:
+        nic.stop()
