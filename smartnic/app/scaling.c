@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The scaler behind --queue-scaling. Every port has --queues receive
- * queues and symmetric RSS spreads flows over all of them; on the virtual
+ * queues and the port's hash spreads flows over all of them; on the virtual
  * ports (memif, af_packet, af_xdp) the peer or the kernel chooses the
  * queue and there is no redirection table to narrow, so what scales is
  * how many workers serve the queues: queue q goes to worker q mod N. An
  * idle program gathers every queue on one worker and the others sleep;
  * under load each worker takes its share. The move itself is the owning
- * worker's (hand_over_queues in worker.c): it sends what it holds before
+ * worker's (serve_queues in worker.c): it sends what it holds before
  * it lets go, so no packet is lost or reordered within a flow.
  *
  * Once a second: the received packets per second and the onloaded flows
@@ -50,13 +50,14 @@ static void give_queues(struct nic *nic, unsigned int workers)
 {
 	for (unsigned int q = 0; q < nic->queues.count; q++)
 		atomic_store(&nic->queues.want[q], (uint16_t)(q % workers));
-	if (workers != scaler.target) {
+	if (workers != scaler.target || scaler.pinned) {
 		printf("jumbogate-nic: %u of %u workers serve the %u queues\n",
 		       workers, nic->worker_count, nic->queues.count);
 		fflush(stdout);
 		scaler.changes++;
 	}
 	scaler.target = workers;
+	scaler.pinned = false;
 }
 
 void nic_scaling_init(struct nic *nic)
@@ -159,12 +160,13 @@ void nic_scaling_force(unsigned int workers)
 	if (workers > nic->worker_count)
 		workers = nic->worker_count;
 	scaler.forced = workers;
-	scaler.pinned = false;
 	scaler.below = 0;
-	if (workers > 0)
-		give_queues(nic, workers);
-	else if (!nic->options->queue_scaling)
-		give_queues(nic, nic->worker_count);
+	/* Back to the scaler: from its present count, laid out q mod N
+	 * again; without it, every worker. */
+	if (workers == 0)
+		workers = nic->options->queue_scaling ? scaler.target
+						      : nic->worker_count;
+	give_queues(nic, workers);
 	pthread_mutex_unlock(&scaler.lock);
 }
 
