@@ -28,7 +28,7 @@ export TOPO
 comma      := ,
 space      := $(subst ,, )
 
-.PHONY: help setup test test-python test-c test-ptf sanitized lint proto native smartnic switch p4 p4-tofino bench fleet-scale fleet-chaos value value-wan wheel deb run stop demo attack soak clean
+.PHONY: help setup test test-python test-c test-ptf sanitized lint proto native smartnic switch p4 p4-tofino bench bench-queues fleet-scale fleet-chaos value value-wan wheel deb run stop demo attack soak clean
 
 help:
 	@echo "make setup   install Debian/PyPI dependencies, generate protos, build the SmartNIC (and P4 when p4c is present)"
@@ -37,6 +37,7 @@ help:
 	@echo "make p4-tofino  compile the TNA top level with bf-p4c for Tofino 1 and 2, both profiles, into build/p4/ (resources.md and the pipeline_config.pb blob each)"
 	@echo "make sanitized  the engine's C suites and jumbogate-nic's integration tests on an ASan+UBSan build (part of make test)"
 	@echo "make bench   benchmark the SmartNIC engine against DPDK GRO (TRACE=capture.pcap to replay a capture)"
+	@echo "make bench-queues  jumbogate-nic --queue-scaling under a step in load: workers serving the queues over time (root; build/bench/queues)"
 	@echo "make fleet-scale  the fleet's store at scale: RACKS (1000) racks, INSTANCES (100000) instances, one watcher per rack, FLIPS (100) flag flips, against one etcd"
 	@echo "make lint    ruff, clang-format check, no P4 name or value typed in Python, C or C++, P4 warnings as errors"
 	@echo "make run     bring up the emulated rack (Mininet + switch + SmartNIC + controller; SWITCH=soft|bmv2, TLS=1; TOPO=two-racks: two racks across a WAN; TOPO=fleet: three racks on one etcd cluster); make stop tears it down"
@@ -118,6 +119,9 @@ p4-tofino:
 
 bench:
 	@bash smartnic/bench/run.sh $(TRACE)
+
+bench-queues:
+	@PYTHONPATH=controlplane/src:. $(PY) -m testlab.queue_scaling --out build/bench/queues
 
 RACKS     ?= 1000
 INSTANCES ?= 100000

@@ -11,7 +11,7 @@
 
 uint32_t nic_held_share(const struct nic *nic)
 {
-	uint32_t reserved = jg_port_pool_reserved((uint16_t)nic->worker_count,
+	uint32_t reserved = jg_port_pool_reserved((uint16_t)nic->queues.count,
 						  (uint16_t)nic->port_count,
 						  nic->options->burst);
 

@@ -24,6 +24,7 @@
 #include "control.h"
 #include "grpc_listen.h"
 #include "jumbogate/v1/nic.grpc.pb.h"
+#include "scaling.h"
 
 namespace
 {
@@ -355,6 +356,11 @@ class NicService final : public v1::Nic::Service
 			bucket->set_le_us(nic_delay_bucket_upper_us(b));
 			bucket->set_count(engine.merge.delay_histogram_us[b]);
 		}
+		nic_scaling_view view;
+		nic_scaling_read(&view);
+		reply->set_queues(view.queues);
+		reply->set_serving_workers(view.serving);
+		reply->set_queue_handovers(view.handovers);
 		reply->set_flows_active(engine.flows_now);
 		reply->set_flows_evicted(engine.merge.flows_evicted);
 		reply->set_onloads_refused(engine.merge.onloads_refused);

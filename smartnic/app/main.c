@@ -33,6 +33,7 @@
 #include "pathmtu.h"
 #include "port.h"
 #include "ports.h"
+#include "scaling.h"
 #include "service_notify.h"
 #include "stats.h"
 #include "telemetry.h"
@@ -94,6 +95,16 @@ static bool create_workers(struct nic *nic)
 			"others poll the ports\n");
 		return false;
 	}
+	nic->queues.count =
+		nic->options->queues ? nic->options->queues : nic->worker_count;
+	if (nic->queues.count < nic->worker_count) {
+		fprintf(stderr,
+			"jumbogate-nic: --queues %u is fewer than the %u "
+			"workers: each sends on a queue of its own\n",
+			nic->queues.count, nic->worker_count);
+		return false;
+	}
+	nic_scaling_init(nic);
 	return true;
 }
 
@@ -103,19 +114,19 @@ static bool create_workers(struct nic *nic)
 static bool check_buffer_budget(const struct nic *nic)
 {
 	const struct nic_options *options = nic->options;
-	uint32_t reserved = jg_port_pool_reserved((uint16_t)nic->worker_count,
+	uint32_t reserved = jg_port_pool_reserved((uint16_t)nic->queues.count,
 						  (uint16_t)nic->port_count,
 						  options->burst);
 	uint32_t needed = reserved + NIC_MIN_HELD_SHARE * nic->worker_count;
 
 	if (options->mbufs_per_port < needed) {
 		fprintf(stderr,
-			"jumbogate-nic: --mbufs %u is too few: %u workers on "
+			"jumbogate-nic: --mbufs %u is too few: %u queues on "
 			"%u ports can leave %u buffers of each port's pool in "
 			"receive and transmit rings (%u descriptors each), "
 			"buffer caches and bursts of %u, and merging needs %u "
 			"more per worker; give --mbufs %u or more\n",
-			options->mbufs_per_port, nic->worker_count,
+			options->mbufs_per_port, nic->queues.count,
 			nic->port_count, reserved, JG_PORT_RX_DESCRIPTORS,
 			options->burst, NIC_MIN_HELD_SHARE, needed);
 		return false;
@@ -429,6 +440,7 @@ int main(int argc, char **argv)
 	while (!signalled) {
 		const struct timespec tick = {.tv_nsec = 20 * 1000 * 1000};
 		nanosleep(&tick, NULL);
+		nic_scaling_tick(nic, nic_now_ns());
 	}
 	JG_LOG(log_nic, NOTICE,
 	       "jumbogate-nic: %s: flushing held packets and stopping\n",

@@ -30,6 +30,23 @@ struct rte_ring;
 
 #define NIC_MAX_WORKERS 16
 
+/*
+ * Which worker polls which receive queue (the same queue index on every
+ * port, where symmetric RSS puts both directions of a flow). The scaler
+ * (scaling.c) only writes want[]; the owner of a queue sees the change
+ * between two bursts, sends everything its engines hold and only then
+ * stores the new owner, so the next owner's packets of a flow always
+ * leave after the old owner's. A stuck owner keeps its queues: nothing is
+ * ever polled by two workers or by none.
+ */
+struct nic_queues {
+	unsigned int count; /* queues of every port (--queues) */
+	_Atomic uint16_t want[NIC_MAX_QUEUES];
+	_Atomic uint16_t owner[NIC_MAX_QUEUES];
+	_Atomic uint64_t handovers;	   /* queues that changed owner */
+	_Atomic uint64_t handover_flushed; /* packets sent to hand over */
+};
+
 struct nic_port {
 	uint16_t port_id;
 	/* Where what arrives on this port leaves (itself by default). */
@@ -63,6 +80,8 @@ struct nic_prefix_list {
 struct nic_worker {
 	unsigned int index;
 	unsigned int lcore_id;
+	/* Its transmit queue on every port; which receive queues it polls is
+	 * in nic.queues. */
 	uint16_t queue_id;
 	/* One engine per port: what an engine holds must leave through the
 	 * transmit port of the port it came from. */
@@ -86,6 +105,7 @@ struct nic {
 	struct nic_port ports[NIC_MAX_PORTS];
 	unsigned int worker_count;
 	struct nic_worker workers[NIC_MAX_WORKERS];
+	struct nic_queues queues;
 	struct rte_mempool *header_pool;
 	/* Path MTU discovery, shared by all workers (its own locking); NULL
 	 * when off. Its probes and replies come from their own pool. */

@@ -86,6 +86,20 @@ static const struct option_spec option_specs[] = {
 	{OPT_COMMAND_TIMEOUT, "command-timeout-ms", "MS",
 	 "how long a control request waits for the workers before it "
 	 "answers UNAVAILABLE (default 2000)"},
+	{OPT_QUEUES, "queues", "N",
+	 "receive and transmit queues of every port, at least one per worker "
+	 "(default: one per worker; net_af_packet needs qpairs=N)"},
+	{OPT_QUEUE_SCALING, "queue-scaling", "on|off",
+	 "follow the load: fewer workers serve the queues when idle, more "
+	 "under load (default off: every worker serves its share)"},
+	{OPT_QUEUE_SCALE_PPS, "queue-scale-pps", "PPS",
+	 "received packets per second one serving worker is given before "
+	 "another joins (default 200000)"},
+	{OPT_QUEUE_SCALE_ELEPHANTS, "queue-scale-elephants", "N",
+	 "onloaded (elephant) flows per serving worker (default 4)"},
+	{OPT_QUEUE_SCALE_DOWN, "queue-scale-down-s", "S",
+	 "seconds the load must stay below the hysteresis before a worker "
+	 "leaves (default 3)"},
 	{OPT_TLS_CERT, "tls-cert", "FILE",
 	 "serve the control API over TLS with this certificate (PEM); with "
 	 "--tls-key and --tls-client-ca: mutual TLS, clients need a "

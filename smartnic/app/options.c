@@ -228,6 +228,27 @@ apply(struct nic_options *options, const struct option_spec *spec,
 		ok = parse_unsigned(name, value, 0, 60000, &number, origin);
 		options->command_timeout_ms = (uint32_t)number;
 		break;
+	case OPT_QUEUES:
+		ok = parse_unsigned(name, value, 1, NIC_MAX_QUEUES, &number,
+				    origin);
+		options->queues = (uint16_t)number;
+		break;
+	case OPT_QUEUE_SCALING:
+		ok = parse_switch(name, value, &options->queue_scaling, origin);
+		break;
+	case OPT_QUEUE_SCALE_PPS:
+		ok = parse_unsigned(name, value, 1, 1000000000, &number,
+				    origin);
+		options->queue_scale_pps = (uint32_t)number;
+		break;
+	case OPT_QUEUE_SCALE_ELEPHANTS:
+		ok = parse_unsigned(name, value, 1, 1000000, &number, origin);
+		options->queue_scale_elephants = (uint32_t)number;
+		break;
+	case OPT_QUEUE_SCALE_DOWN:
+		ok = parse_unsigned(name, value, 1, 3600, &number, origin);
+		options->queue_scale_down_s = (uint32_t)number;
+		break;
 	case OPT_GRPC:
 		ok = copy_name(name, value, options->grpc_address, origin);
 		break;
@@ -488,6 +509,9 @@ static void set_defaults(struct nic_options *options, const char *program)
 	options->burst = 32;
 	options->idle_sleep_max_us = 100;
 	options->command_timeout_ms = 2000;
+	options->queue_scale_pps = 200000;
+	options->queue_scale_elephants = 4;
+	options->queue_scale_down_s = 3;
 	strcpy(options->grpc_address, NIC_DEFAULT_GRPC_ADDRESS);
 	jg_engine_config_init(&options->engine);
 	nic_pathmtu_config_init(&options->pmtu);

@@ -18,6 +18,7 @@
 #include "tls_options.h"
 
 #define NIC_MAX_PORTS		  8
+#define NIC_MAX_QUEUES		  64
 #define NIC_MAX_EAL_ARGS	  64
 #define NIC_MAX_INTERNAL_PREFIXES 64
 #define NIC_MAX_STARTUP_PATH_MTUS 256
@@ -60,6 +61,13 @@ struct nic_options {
 	uint32_t idle_sleep_max_us;
 	/* How long a control request waits for the workers. */
 	uint32_t command_timeout_ms;
+	/* Queues of every port (0: one per worker) and the scaler that
+	 * chooses how many workers serve them (scaling.c). */
+	uint16_t queues;
+	bool queue_scaling;
+	uint32_t queue_scale_pps;
+	uint32_t queue_scale_elephants;
+	uint32_t queue_scale_down_s;
 
 	/* "none" disables the server. */
 	char grpc_address[NIC_NAME_LEN];

@@ -132,7 +132,7 @@ static bool setup_port(struct nic *nic, struct nic_port *port)
 		.program = "jumbogate-nic",
 		.name = port->name,
 		.port_id = port->port_id,
-		.queues = (uint16_t)nic->worker_count,
+		.queues = (uint16_t)nic->queues.count,
 		.mtu = options->port_mtu,
 		.mbufs = options->mbufs_per_port,
 		.mbuf_size = options->mbuf_size,
@@ -141,7 +141,22 @@ static bool setup_port(struct nic *nic, struct nic_port *port)
 		.priv_size = JG_MBUF_PRIV_SIZE,
 	};
 
-	return jg_port_setup(&params, NULL);
+	struct rte_eth_dev_info info;
+
+	if (!jg_port_setup(&params, NULL))
+		return false;
+	/* Scaling moves whole queues between workers, which every PMD
+	 * allows; a redirection table could also narrow RSS onto fewer
+	 * queues, but the virtual ports (memif, af_packet, af_xdp) have
+	 * none, so it is only reported. */
+	if (nic->queues.count > 1 &&
+	    rte_eth_dev_info_get(port->port_id, &info) == 0)
+		printf("jumbogate-nic: port %s: %u queues, %s\n", port->name,
+		       nic->queues.count,
+		       info.reta_size ? "RSS redirection table present"
+				      : "no RSS redirection table (the "
+					"device or its peer spreads flows)");
+	return true;
 }
 
 bool nic_ports_start(struct nic *nic)

@@ -10,18 +10,24 @@
  *                      engines or in flight), to see that none leak
  *   /jumbogate/pathmtu path MTU discovery counters
  *   /jumbogate/paths   its destinations (the first TELEMETRY_PATHS)
+ *   /jumbogate/queues  queues, the workers serving them, the scaler's
+ *                      last sample; ",N" gives the queues to N workers,
+ *                      ",W0,W1,..." queue q to worker Wq, ",auto" hands
+ *                      the choice back to the scaler
  */
 #include "telemetry.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <rte_mempool.h>
 #include <rte_telemetry.h>
 
 #include "control.h"
 #include "pool_telemetry.h"
+#include "scaling.h"
 
 static void add_u64(struct rte_tel_data *d, const char *name, uint64_t value)
 {
@@ -210,8 +216,68 @@ static int paths_command(const char *command, const char *params,
 	return 0;
 }
 
+/* "auto", a worker count, or one owner per queue ("1,0,1,0"). */
+static bool apply_queues(const char *params)
+{
+	unsigned int owners[NIC_MAX_QUEUES];
+	unsigned int count = 0;
+	const char *at = params;
+
+	if (strcmp(params, "auto") == 0) {
+		nic_scaling_force(0);
+		return true;
+	}
+	do {
+		char *end;
+		unsigned long value = strtoul(at, &end, 10);
+
+		if (end == at || (*end != ',' && *end != '\0') ||
+		    count == NIC_MAX_QUEUES || value > NIC_MAX_QUEUES)
+			return false;
+		owners[count++] = (unsigned int)value;
+		at = *end == ',' ? end + 1 : end;
+	} while (*at != '\0');
+	if (count > 1)
+		return nic_scaling_pin(owners, count);
+	if (owners[0] == 0)
+		return false;
+	nic_scaling_force(owners[0]);
+	return true;
+}
+
+static int queues_command(const char *command, const char *params,
+			  struct rte_tel_data *d)
+{
+	struct nic_scaling_view view;
+
+	(void)command;
+	if (params != NULL && *params != '\0' && !apply_queues(params))
+		return -1;
+	nic_scaling_read(&view);
+	rte_tel_data_start_dict(d);
+	add_u64(d, "queues", view.queues);
+	add_u64(d, "workers", view.workers);
+	add_u64(d, "target_workers", view.target);
+	add_u64(d, "serving_workers", view.serving);
+	add_u64(d, "forced_workers", view.forced);
+	add_u64(d, "pinned", view.pinned);
+	add_u64(d, "scaling", view.scaling);
+	add_u64(d, "changes", view.changes);
+	add_u64(d, "handovers", view.handovers);
+	add_u64(d, "handover_flushed", view.handover_flushed);
+	add_u64(d, "packets_per_s", view.packets_per_s);
+	add_u64(d, "elephants", view.elephants);
+	rte_tel_data_add_dict_string(d, "owners", view.owners);
+	return 0;
+}
+
 void nic_telemetry_register(void)
 {
+	jg_telemetry_register("jumbogate-nic", "/jumbogate/queues",
+			      queues_command,
+			      "jumbogate-nic queues and the workers serving "
+			      "them; ,N gives them to N workers, ,auto to "
+			      "the scaler");
 	jg_telemetry_register("jumbogate-nic", "/jumbogate/pathmtu",
 			      pathmtu_command,
 			      "jumbogate-nic path MTU discovery counters");

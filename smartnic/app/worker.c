@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The data path: one worker per lcore polls its queue of every port, hands
+ * The data path: one worker per lcore polls its queues of every port, hands
  * each packet to the engine call for its direction, transmits what comes
  * back, runs the merge timers, and sleeps when there is nothing to do.
  */
@@ -343,7 +343,7 @@ static void note_outbound(struct nic_worker *worker, unsigned int port_index,
 }
 
 static bool poll_port(struct nic_worker *worker, unsigned int port_index,
-		      struct output *out)
+		      uint16_t queue, struct output *out)
 {
 	const struct nic *nic = nic_instance;
 	const struct nic_port *port = &nic->ports[port_index];
@@ -362,7 +362,7 @@ static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 	uint16_t received;
 	uint64_t now_ns;
 
-	received = rte_eth_rx_burst(port->port_id, worker->queue_id, pkts,
+	received = rte_eth_rx_burst(port->port_id, queue, pkts,
 				    nic->options->burst);
 	now_ns = nic_now_ns();
 	if (received == 0) {
@@ -727,6 +727,39 @@ static uint64_t flush_all(struct nic_worker *worker)
 	return released;
 }
 
+/* Polls the queues this worker owns. One the scaler gave to another
+ * worker is handed over instead: what this one holds leaves first (the
+ * engine flushes all or nothing), then the new owner may poll it, so no
+ * flow is reordered across the move. */
+static bool serve_queues(struct nic_worker *worker, struct output *out)
+{
+	struct nic_queues *queues = &nic_instance->queues;
+	bool busy = false, flushed = false;
+
+	for (uint16_t q = 0; q < queues->count; q++) {
+		uint16_t want = atomic_load_explicit(&queues->want[q],
+						     memory_order_relaxed);
+
+		if (atomic_load_explicit(&queues->owner[q],
+					 memory_order_acquire) != worker->index)
+			continue;
+		if (want == worker->index) {
+			for (unsigned int p = 0; p < nic_instance->port_count;
+			     p++)
+				busy |= poll_port(worker, p, q, out);
+			continue;
+		}
+		if (!flushed)
+			atomic_fetch_add(&queues->handover_flushed,
+					 flush_all(worker));
+		busy = flushed = true;
+		atomic_store_explicit(&queues->owner[q], want,
+				      memory_order_release);
+		atomic_fetch_add(&queues->handovers, 1);
+	}
+	return busy;
+}
+
 int nic_worker_run(void *arg)
 {
 	struct nic_worker *worker = arg;
@@ -737,15 +770,14 @@ int nic_worker_run(void *arg)
 	/* The default 50 us timer slack would stretch every short sleep
 	 * past the merge deadlines it aims at. */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-	RTE_LOG(INFO, USER1, "worker %u on lcore %u polls queue %u\n",
+	RTE_LOG(INFO, USER1, "worker %u on lcore %u sends on queue %u\n",
 		worker->index, worker->lcore_id, worker->queue_id);
 	while (!atomic_load_explicit(&nic->stop, memory_order_relaxed)) {
 		bool busy = process_commands(worker);
 		uint64_t now;
 
 		worker->counters.polls++;
-		for (unsigned int p = 0; p < nic->port_count; p++)
-			busy |= poll_port(worker, p, &out);
+		busy |= serve_queues(worker, &out);
 		now = nic_now_ns();
 		for (unsigned int p = 0; p < nic->port_count; p++) {
 			out.port_id = nic->ports[p].tx_port_id;
