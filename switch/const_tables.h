@@ -11,7 +11,9 @@
 
 #include "p4_const_tables.h"
 
+#include <endian.h>
 #include <stdint.h>
+#include <string.h>
 
 /* The call of the first entry that matches key (table->keys fields, in
  * the P4's key order), else the table's const default action: BMv2 tries
@@ -27,16 +29,15 @@ static inline struct p4_key_field sw_key(uint64_t value)
 	return (struct p4_key_field){0, value};
 }
 
-/* A 128-bit key field from 16 bytes in network order (flow_addr_t). */
+/* A 128-bit key field from 16 bytes in network order (flow_addr_t): two
+ * loads and byte swaps, as the signal policy builds one for every packet. */
 static inline struct p4_key_field sw_key128(const uint8_t bytes[16])
 {
-	struct p4_key_field field = {0, 0};
+	uint64_t hi, lo;
 
-	for (int i = 0; i < 8; i++) {
-		field.hi = field.hi << 8 | bytes[i];
-		field.lo = field.lo << 8 | bytes[8 + i];
-	}
-	return field;
+	memcpy(&hi, bytes, sizeof(hi));
+	memcpy(&lo, bytes + 8, sizeof(lo));
+	return (struct p4_key_field){be64toh(hi), be64toh(lo)};
 }
 
 #endif /* JUMBOGATE_SWITCH_CONST_TABLES_H */

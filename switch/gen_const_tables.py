@@ -116,6 +116,15 @@ def const_tables(path):
 # trying up to 48 entries per packet.
 DENSE_MAX_BITS = 10
 
+# The other tables are matched by bitsets (bit i: entry i), one per key
+# field, ANDed: the lowest bit left is the first matching entry. A field of
+# at most this many bits has its bitset per value it can take (2^8 values
+# of 64 bits: 2 KiB); a wider one (an address, a 16-bit excess) lists the
+# value/mask pairs its entries name, each with its entries' bitset, and the
+# entries that leave it to a wildcard, so a packet compares each pair once.
+NARROW_MAX_BITS = 8
+BITSET_ENTRIES = 64
+
 
 def first_match(entries, key):
     for index, entry in enumerate(entries):
@@ -138,6 +147,32 @@ def dense_index(table):
     return index
 
 
+def bitsets(name, table):
+    """The narrow fields' [(key field, bitset per value)] and the wide
+    fields' [(key field, wildcard bitset, [(value, mask, bitset)])].
+
+    A field no entry names matches every entry and needs neither."""
+    entries = table["entries"]
+    if len(entries) > BITSET_ENTRIES:
+        raise SystemExit(f"{name}: {len(entries)} entries, more than the {BITSET_ENTRIES} a bitset of the switch's matcher holds")
+    narrow, wide = [], []
+    for i, key in enumerate(table["keys"]):
+        matches = [e["match"][i] for e in entries]
+        if not any(mask for _, mask in matches):
+            continue
+        if key["width"] <= NARROW_MAX_BITS:
+            by_value = [sum(1 << n for n, (v, m) in enumerate(matches) if value & m == v) for value in range(1 << key["width"])]
+            narrow.append((i, by_value))
+            continue
+        pairs = {}
+        for n, (value, mask) in enumerate(matches):
+            if mask:
+                pairs[(value, mask)] = pairs.get((value, mask), 0) | 1 << n
+        wildcards = sum(1 << n for n, (_, m) in enumerate(matches) if not m)
+        wide.append((i, wildcards, [(v, m, b) for (v, m), b in pairs.items()]))
+    return narrow, wide
+
+
 def ident(table_name):
     return table_name.replace(".", "_")
 
@@ -156,8 +191,6 @@ def generate(tables, implemented):
     if missing:
         raise SystemExit(f"the JSON names actions the switch does not implement: {', '.join(missing)}")
     max_keys = max(len(t["keys"]) for t in tables.values())
-    if max_keys > 32:
-        raise SystemExit("a const table has more than 32 key fields, more than p4_const_entry.cares holds")
     max_data = max([1] + [len(e["data"]) for t in tables.values() for e in t["entries"] + [t["default"]]])
 
     header = [
@@ -187,12 +220,27 @@ def generate(tables, implemented):
         "\tuint64_t data[P4_CONST_DATA_MAX];",
         "};",
         "",
-        "struct p4_const_entry {",
-        "\tstruct p4_key_field value[P4_CONST_KEY_MAX];",
-        "\tstruct p4_key_field mask[P4_CONST_KEY_MAX];",
-        "\t/* Bit i set: field i's mask is not 0 (the others match any key). */",
-        "\tuint32_t cares;",
-        "\tstruct p4_action_call call;",
+        "/* A key field of at most 8 bits that an entry names: bit i of",
+        " * bitsets[v] is set if entry i matches the value v. */",
+        "struct p4_const_narrow {",
+        "\tunsigned int key; /* its index in the key */",
+        "\tuint64_t values;  /* 2^width - 1 */",
+        "\tconst uint64_t *bitsets;",
+        "};",
+        "",
+        "/* A value/mask pair that entries name for a wide key field. */",
+        "struct p4_const_pair {",
+        "\tstruct p4_key_field value, mask;",
+        "\tuint64_t entries; /* bit i: entry i names this pair */",
+        "};",
+        "",
+        "/* A wider key field that an entry names: the entries it matches are",
+        " * the wildcards' and those of every pair that matches its value. */",
+        "struct p4_const_wide {",
+        "\tunsigned int key; /* its index in the key */",
+        "\tuint64_t wildcards;",
+        "\tunsigned int pair_count;",
+        "\tconst struct p4_const_pair *pairs;",
         "};",
         "",
         "struct p4_const_table {",
@@ -200,12 +248,19 @@ def generate(tables, implemented):
         "\tunsigned int keys;",
         "\tconst char *const *key_names;",
         "\tunsigned int size;",
-        "\tconst struct p4_const_entry *entries; /* first match wins */",
+        "\t/* Each entry's action and data; the first entry that matches wins. */",
+        "\tconst struct p4_action_call *calls;",
         "\tstruct p4_action_call default_call;",
         "\tconst uint8_t *widths; /* of each key field, in bits */",
         "\t/* NULL, or the index of the entry that matches the key's bits",
         "\t * (the fields concatenated in key order), -1 for none. */",
         "\tconst int16_t *dense;",
+        "\t/* Without dense: at most 64 entries, all of them (bit i: entry i),",
+        "\t * and the bitsets of the fields entries name. */",
+        "\tuint64_t all;",
+        "\tunsigned int narrow_count, wide_count;",
+        "\tconst struct p4_const_narrow *narrow;",
+        "\tconst struct p4_const_wide *wide;",
         "};",
         "",
         "extern const char *const p4_action_names[];",
@@ -230,21 +285,37 @@ def generate(tables, implemented):
         header.append(f"extern const struct p4_const_table p4_table_{c};")
         header.append("")
         source.append(f"static const char *const {c}_key_names[] = {{{', '.join(chr(34) + k['name'] + chr(34) for k in table['keys'])}}};")
-        source.append(f"static const struct p4_const_entry {c}_entries[] = {{")
-        for entry in table["entries"]:
-            source.append("\t{")
-            source.append(f"\t\t.value = {{{', '.join(words(v) for v, _ in entry['match'])}}},")
-            source.append(f"\t\t.mask = {{{', '.join(words(m) for _, m in entry['match'])}}},")
-            source.append(f"\t\t.cares = {sum(1 << i for i, (_, m) in enumerate(entry['match']) if m):#x},")
-            source.append(f"\t\t.call = {{P4_ACTION_{snake(entry['action']).upper()}, {{{', '.join(str(d) for d in entry['data']) or '0'}}}}},")
-            source.append("\t},")
+        source.append(f"static const struct p4_action_call {c}_calls[] = {{")
+        for n, entry in enumerate(table["entries"]):
+            named = [f"{k['name']} {v:#x}/{m:#x}" for k, (v, m) in zip(table["keys"], entry["match"], strict=True) if m]
+            source.append(f"\t/* {n}: {', '.join(named) or 'any key'} */")
+            source.append(f"\t{{P4_ACTION_{snake(entry['action']).upper()}, {{{', '.join(str(d) for d in entry['data']) or '0'}}}}},")
         source.append("};")
         default = table["default"]
         source.append(f"static const uint8_t {c}_widths[] = {{{', '.join(str(k['width']) for k in table['keys'])}}};")
         dense = dense_index(table)
+        narrow, wide = [], []
         if dense is not None:
             source.append(f"static const int16_t {c}_dense[] = {{")
             source += [f"\t{', '.join(str(i) for i in dense[row : row + 16])}," for row in range(0, len(dense), 16)]
+            source.append("};")
+        else:
+            narrow, wide = bitsets(name, table)
+        for i, by_value in narrow:
+            source.append(f"static const uint64_t {c}_bitsets_{i}[] = {{")
+            source += [f"\t{', '.join(f'{b:#x}' for b in by_value[row : row + 4])}," for row in range(0, len(by_value), 4)]
+            source.append("};")
+        if narrow:
+            source.append(f"static const struct p4_const_narrow {c}_narrow[] = {{")
+            source += [f"\t{{{i}, {len(by_value) - 1:#x}, {c}_bitsets_{i}}}," for i, by_value in narrow]
+            source.append("};")
+        for i, _, pairs in wide:
+            source.append(f"static const struct p4_const_pair {c}_pairs_{i}[] = {{")
+            source += [f"\t{{{words(v)}, {words(m)}, {b:#x}}}," for v, m, b in pairs]
+            source.append("};")
+        if wide:
+            source.append(f"static const struct p4_const_wide {c}_wide[] = {{")
+            source += [f"\t{{{i}, {wildcards:#x}, {len(pairs)}, {c}_pairs_{i}}}," for i, wildcards, pairs in wide]
             source.append("};")
         source += [
             f"const struct p4_const_table p4_table_{c} = {{",
@@ -252,10 +323,15 @@ def generate(tables, implemented):
             f"\t.keys = {len(table['keys'])},",
             f"\t.key_names = {c}_key_names,",
             f"\t.size = {len(table['entries'])},",
-            f"\t.entries = {c}_entries,",
+            f"\t.calls = {c}_calls,",
             f"\t.default_call = {{P4_ACTION_{snake(default['action']).upper()}, {{{', '.join(str(d) for d in default['data']) or '0'}}}}},",
             f"\t.widths = {c}_widths,",
             f"\t.dense = {c + '_dense' if dense is not None else 'NULL'},",
+            f"\t.all = {(1 << len(table['entries'])) - 1 if dense is None else 0:#x},",
+            f"\t.narrow_count = {len(narrow)},",
+            f"\t.wide_count = {len(wide)},",
+            f"\t.narrow = {c + '_narrow' if narrow else 'NULL'},",
+            f"\t.wide = {c + '_wide' if wide else 'NULL'},",
             "};",
             "",
         ]
