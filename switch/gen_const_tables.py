@@ -4,16 +4,21 @@
     gen_const_tables.py OUTPUT.h OUTPUT.c JSON_256 JSON_512 -- C_FILE...
 
 Every table of the BMv2 JSON's ingress pipeline that has `const entries`
-becomes a C array of its entries, in the order BMv2 tries them (p4c gives
-const entries priorities 1, 2, ... in source order, and BMv2 takes the
-matching entry of the smallest priority), each with its key (value and mask
-per key field, in the JSON's key order), its action and the action's data,
-and the table's const default action. The C executes these entries
-(const_tables.c) instead of restating them as if statements, so the C
-cannot drift from the P4's entries.
+becomes a C lookup of its entries, p4_apply_<table>(key), with the key's
+fields in the JSON's key order: BMv2 tries const entries in the order p4c
+numbers their priorities (1, 2, ... in source order) and takes the first
+that matches (value and mask per field), else the const default action.
+This file does that trying, for every value a key field can take, and
+writes down the answers: an array indexed by the key's bits for a table of
+few key bits, else per field bitsets of the entries each value matches
+(the wide fields' value/mask pairs compared once each), whose lowest
+common bit is the entry. Each entry's action and data and the default
+become an array of calls. The C looks the entries' answers up instead of
+restating them as if statements, so it cannot drift from the P4's entries.
 
 Fails when the two profiles' compiles disagree on a table (the C has one
-copy), when a match kind or action data is one the C does not take, and
+copy), when a match kind or action data is one the C does not take, when
+a table too wide for an index has more entries than a bitset holds, and
 when an action of the tables has no `case P4_ACTION_<NAME>:` in the given
 C files (the pipeline would not run it). Run by meson at build time; the
 output is never committed.
@@ -109,28 +114,32 @@ def const_tables(path):
     return tables
 
 
-# A table whose key fields add up to at most this many bits is also
-# written as an array indexed by the key's bits (the fields concatenated in
-# key order), each element the entry BMv2 would take: worked out here by
-# trying the entries in order, so the switch looks the answer up instead of
-# trying up to 48 entries per packet.
+# Each table becomes a C function that looks its entries up instead of
+# trying them one by one (the generator tries them, for every value it can):
+# p4_apply_<table>(key) in p4_const_tables.h, inline, so the pipeline's
+# constant key fields and unused words fold away.
+#
+# A table whose key fields add up to at most this many bits is an array
+# indexed by the key's bits (the fields concatenated in key order), each
+# element the entry BMv2 would take (the table's size for none: its default).
 DENSE_MAX_BITS = 10
 
 # The other tables are matched by bitsets (bit i: entry i), one per key
 # field, ANDed: the lowest bit left is the first matching entry. A field of
 # at most this many bits has its bitset per value it can take (2^8 values
-# of 64 bits: 2 KiB); a wider one (an address, a 16-bit excess) lists the
-# value/mask pairs its entries name, each with its entries' bitset, and the
-# entries that leave it to a wildcard, so a packet compares each pair once.
+# of 64 bits: 2 KiB); a wider one (an address, a 16-bit excess) compares
+# each value/mask pair its entries name once, adding the pair's entries to
+# those that leave the field to a wildcard.
 NARROW_MAX_BITS = 8
 BITSET_ENTRIES = 64
 
 
 def first_match(entries, key):
+    """The index of the entry BMv2 takes for key, len(entries) for none."""
     for index, entry in enumerate(entries):
         if all((k & m) == (v & m) for k, (v, m) in zip(key, entry["match"], strict=True)):
             return index
-    return -1
+    return len(entries)
 
 
 def dense_index(table):
@@ -181,8 +190,61 @@ def field_ident(key_name):
     return re.sub(r"\W", "_", key_name.split(".")[-1]).upper()
 
 
-def words(number):
-    return f"{{{number >> 64:#x}ull, {number & (2**64 - 1):#x}ull}}"
+def call(entry):
+    return f"{{P4_ACTION_{snake(entry['action']).upper()}, {{{', '.join(str(d) for d in entry['data']) or '0'}}}}}"
+
+
+def pair_test(i, value, mask):
+    """C that is true if key field i matches value/mask."""
+    parts = []
+    for word, shift in (("hi", 64), ("lo", 0)):
+        v, m = (value >> shift) & (2**64 - 1), (mask >> shift) & (2**64 - 1)
+        if m:
+            parts.append(f"(key[{i}].{word} & {m:#x}ull)" if v == 0 else f"((key[{i}].{word} ^ {v:#x}ull) & {m:#x}ull)")
+    return f"({' | '.join(parts)}) == 0" if len(parts) > 1 else f"{parts[0]} == 0"
+
+
+def apply_function(c, table):
+    """The table's p4_apply_ function, and the arrays it reads: ([header
+    declarations], [header function lines], [source definitions])."""
+    keys, size = table["keys"], len(table["entries"])
+    declarations = [f"extern const struct p4_action_call p4_calls_{c}[{size + 1}];"]
+    definitions = []
+    body = []
+    dense = dense_index(table)
+    if dense is not None:
+        kind = "uint8_t" if size < 256 else "uint16_t"
+        declarations.append(f"extern const {kind} p4_dense_{c}[{len(dense)}];")
+        definitions.append(f"const {kind} p4_dense_{c}[{len(dense)}] = {{")
+        definitions += [f"\t{', '.join(str(i) for i in dense[row : row + 16])}," for row in range(0, len(dense), 16)]
+        definitions.append("};")
+        shift, terms = sum(k["width"] for k in keys), []
+        for i, key in enumerate(keys):
+            shift -= key["width"]
+            term = f"(unsigned int)(key[{i}].lo & {(1 << key['width']) - 1:#x})"
+            terms.append(f"{term} << {shift}" if shift else term)
+        body.append(f"\tunsigned int index = {terms[0]}")
+        body += [f"\t\t\t     | {term}" for term in terms[1:]]
+        body[-1] += ";"
+        body += ["", f"\treturn &p4_calls_{c}[p4_dense_{c}[index]];"]
+        return declarations, body, definitions
+    narrow, wide = bitsets(c, table)
+    body.append(f"\tuint64_t entries = {(1 << size) - 1:#x}ull;")
+    body.append("")
+    for i, by_value in narrow:
+        declarations.append(f"extern const uint64_t p4_bitsets_{c}_{i}[{len(by_value)}];")
+        definitions.append(f"const uint64_t p4_bitsets_{c}_{i}[{len(by_value)}] = {{")
+        definitions += [f"\t{', '.join(f'{b:#x}' for b in by_value[row : row + 4])}," for row in range(0, len(by_value), 4)]
+        definitions.append("};")
+        body.append(f"\tentries &= p4_bitsets_{c}_{i}[key[{i}].lo & {len(by_value) - 1:#x}];")
+    for i, wildcards, pairs in wide:
+        body.append(f"\t/* {keys[i]['name']}: entries {wildcards:#x} match any value */")
+        body.append(f"\tentries &= {wildcards:#x}ull")
+        body += [f"\t\t   | ({pair_test(i, v, m)} ? {b:#x}ull : 0)" for v, m, b in pairs]
+        body[-1] += ";"
+    body.append("\t/* The first entry left, else the default (the last call). */")
+    body.append(f"\treturn &p4_calls_{c}[entries != 0 ? __builtin_ctzll(entries) : {size}];")
+    return declarations, body, definitions
 
 
 def generate(tables, implemented):
@@ -220,47 +282,16 @@ def generate(tables, implemented):
         "\tuint64_t data[P4_CONST_DATA_MAX];",
         "};",
         "",
-        "/* A key field of at most 8 bits that an entry names: bit i of",
-        " * bitsets[v] is set if entry i matches the value v. */",
-        "struct p4_const_narrow {",
-        "\tunsigned int key; /* its index in the key */",
-        "\tuint64_t values;  /* 2^width - 1 */",
-        "\tconst uint64_t *bitsets;",
-        "};",
-        "",
-        "/* A value/mask pair that entries name for a wide key field. */",
-        "struct p4_const_pair {",
-        "\tstruct p4_key_field value, mask;",
-        "\tuint64_t entries; /* bit i: entry i names this pair */",
-        "};",
-        "",
-        "/* A wider key field that an entry names: the entries it matches are",
-        " * the wildcards' and those of every pair that matches its value. */",
-        "struct p4_const_wide {",
-        "\tunsigned int key; /* its index in the key */",
-        "\tuint64_t wildcards;",
-        "\tunsigned int pair_count;",
-        "\tconst struct p4_const_pair *pairs;",
-        "};",
-        "",
         "struct p4_const_table {",
         "\tconst char *name;",
         "\tunsigned int keys;",
         "\tconst char *const *key_names;",
         "\tunsigned int size;",
-        "\t/* Each entry's action and data; the first entry that matches wins. */",
+        "\t/* size + 1: each entry's action and data, in the order BMv2 tries",
+        "\t * them, then the const default action. */",
         "\tconst struct p4_action_call *calls;",
-        "\tstruct p4_action_call default_call;",
-        "\tconst uint8_t *widths; /* of each key field, in bits */",
-        "\t/* NULL, or the index of the entry that matches the key's bits",
-        "\t * (the fields concatenated in key order), -1 for none. */",
-        "\tconst int16_t *dense;",
-        "\t/* Without dense: at most 64 entries, all of them (bit i: entry i),",
-        "\t * and the bitsets of the fields entries name. */",
-        "\tuint64_t all;",
-        "\tunsigned int narrow_count, wide_count;",
-        "\tconst struct p4_const_narrow *narrow;",
-        "\tconst struct p4_const_wide *wide;",
+        "\t/* The table's p4_apply_ function, for callers that take any table. */",
+        "\tconst struct p4_action_call *(*apply)(const struct p4_key_field *key);",
         "};",
         "",
         "extern const char *const p4_action_names[];",
@@ -270,8 +301,6 @@ def generate(tables, implemented):
         "/* Generated from p4src/compiled/depth{256,512}/jumbogate.json by gen_const_tables.py; do not edit. */",
         '#include "p4_const_tables.h"',
         "",
-        "#include <stddef.h>",
-        "",
         "const char *const p4_action_names[] = {",
     ]
     source += [f'\t[P4_ACTION_{snake(a).upper()}] = "{a}",' for a in action_names]
@@ -279,59 +308,36 @@ def generate(tables, implemented):
     for name, table in tables.items():
         c = ident(name)
         upper = c.upper()
+        declarations, body, definitions = apply_function(c, table)
         header.append(f"/* {name}: key {', '.join(k['name'] + ' (' + k['match'] + ')' for k in table['keys'])} */")
         header.append(f"#define P4_KEYS_{upper} {len(table['keys'])}")
         header += [f"#define P4_KEY_{upper}_{field_ident(k['name'])} {i}" for i, k in enumerate(table["keys"])]
+        header += declarations
         header.append(f"extern const struct p4_const_table p4_table_{c};")
         header.append("")
+        header.append(f"/* The call of the entry of {name} that BMv2 takes for key, else its default. */")
+        header.append(f"static inline const struct p4_action_call *p4_apply_{c}(const struct p4_key_field *key)")
+        header.append("{")
+        header += body
+        header += ["}", ""]
         source.append(f"static const char *const {c}_key_names[] = {{{', '.join(chr(34) + k['name'] + chr(34) for k in table['keys'])}}};")
-        source.append(f"static const struct p4_action_call {c}_calls[] = {{")
+        source.append(f"const struct p4_action_call p4_calls_{c}[{len(table['entries']) + 1}] = {{")
         for n, entry in enumerate(table["entries"]):
             named = [f"{k['name']} {v:#x}/{m:#x}" for k, (v, m) in zip(table["keys"], entry["match"], strict=True) if m]
             source.append(f"\t/* {n}: {', '.join(named) or 'any key'} */")
-            source.append(f"\t{{P4_ACTION_{snake(entry['action']).upper()}, {{{', '.join(str(d) for d in entry['data']) or '0'}}}}},")
+            source.append(f"\t{call(entry)},")
+        source.append("\t/* the default */")
+        source.append(f"\t{call(table['default'])},")
         source.append("};")
-        default = table["default"]
-        source.append(f"static const uint8_t {c}_widths[] = {{{', '.join(str(k['width']) for k in table['keys'])}}};")
-        dense = dense_index(table)
-        narrow, wide = [], []
-        if dense is not None:
-            source.append(f"static const int16_t {c}_dense[] = {{")
-            source += [f"\t{', '.join(str(i) for i in dense[row : row + 16])}," for row in range(0, len(dense), 16)]
-            source.append("};")
-        else:
-            narrow, wide = bitsets(name, table)
-        for i, by_value in narrow:
-            source.append(f"static const uint64_t {c}_bitsets_{i}[] = {{")
-            source += [f"\t{', '.join(f'{b:#x}' for b in by_value[row : row + 4])}," for row in range(0, len(by_value), 4)]
-            source.append("};")
-        if narrow:
-            source.append(f"static const struct p4_const_narrow {c}_narrow[] = {{")
-            source += [f"\t{{{i}, {len(by_value) - 1:#x}, {c}_bitsets_{i}}}," for i, by_value in narrow]
-            source.append("};")
-        for i, _, pairs in wide:
-            source.append(f"static const struct p4_const_pair {c}_pairs_{i}[] = {{")
-            source += [f"\t{{{words(v)}, {words(m)}, {b:#x}}}," for v, m, b in pairs]
-            source.append("};")
-        if wide:
-            source.append(f"static const struct p4_const_wide {c}_wide[] = {{")
-            source += [f"\t{{{i}, {wildcards:#x}, {len(pairs)}, {c}_pairs_{i}}}," for i, wildcards, pairs in wide]
-            source.append("};")
+        source += definitions
         source += [
             f"const struct p4_const_table p4_table_{c} = {{",
             f'\t.name = "{name}",',
             f"\t.keys = {len(table['keys'])},",
             f"\t.key_names = {c}_key_names,",
             f"\t.size = {len(table['entries'])},",
-            f"\t.calls = {c}_calls,",
-            f"\t.default_call = {{P4_ACTION_{snake(default['action']).upper()}, {{{', '.join(str(d) for d in default['data']) or '0'}}}}},",
-            f"\t.widths = {c}_widths,",
-            f"\t.dense = {c + '_dense' if dense is not None else 'NULL'},",
-            f"\t.all = {(1 << len(table['entries'])) - 1 if dense is None else 0:#x},",
-            f"\t.narrow_count = {len(narrow)},",
-            f"\t.wide_count = {len(wide)},",
-            f"\t.narrow = {c + '_narrow' if narrow else 'NULL'},",
-            f"\t.wide = {c + '_wide' if wide else 'NULL'},",
+            f"\t.calls = p4_calls_{c},",
+            f"\t.apply = p4_apply_{c},",
             "};",
             "",
         ]
