@@ -163,7 +163,7 @@ def bitsets(name, table):
     A field no entry names matches every entry and needs neither."""
     entries = table["entries"]
     if len(entries) > BITSET_ENTRIES:
-        raise SystemExit(f"{name}: {len(entries)} entries, more than the {BITSET_ENTRIES} a bitset of the switch's matcher holds")
+        raise SystemExit(f"{name}: {len(entries)} entries, more than the {BITSET_ENTRIES} a bitset of its lookup holds")
     narrow, wide = [], []
     for i, key in enumerate(table["keys"]):
         matches = [e["match"][i] for e in entries]
