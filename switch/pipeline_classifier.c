@@ -171,9 +171,7 @@ static void network_header(const uint8_t *frame, const struct headers *hdr,
 				VALID(hdr->ipv6),
 		};
 
-	switch (sw_const_table_apply(&p4_table_flow_classifier_network_header,
-				     key)
-			->action) {
+	switch (p4_apply_flow_classifier_network_header(key)->action) {
 	case P4_CONST_ACTION_FROM_INNER_IPV4:
 		from_inner_ipv4(frame, hdr, flow);
 		break;
@@ -214,9 +212,7 @@ static void signal_policy(const uint8_t *frame, const struct headers *hdr,
 				sw_key128(flow->src_addr),
 		};
 
-	switch (sw_const_table_apply(&p4_table_flow_classifier_signal_policy,
-				     key)
-			->action) {
+	switch (p4_apply_flow_classifier_signal_policy(key)->action) {
 	case P4_CONST_ACTION_ALLOW_SIGNAL:
 		allow_signal(flow);
 		break;
@@ -247,9 +243,7 @@ static void transport_header(const uint8_t *frame, const struct headers *hdr,
 				VALID(hdr->udp),
 		};
 
-	switch (sw_const_table_apply(&p4_table_flow_classifier_transport_header,
-				     key)
-			->action) {
+	switch (p4_apply_flow_classifier_transport_header(key)->action) {
 	case P4_CONST_ACTION_FROM_INNER_TCP:
 		from_inner_tcp(frame, hdr, flow);
 		break;

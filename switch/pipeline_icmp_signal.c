@@ -102,9 +102,7 @@ static void source_prefix_length(const struct flow *flow, uint8_t prefix[16])
 				sw_key(flow->ip_version),
 		};
 
-	switch (sw_const_table_apply(
-			&p4_table_mtu_enforcement_source_prefix_length, key)
-			->action) {
+	switch (p4_apply_mtu_enforcement_source_prefix_length(key)->action) {
 	case P4_CONST_ACTION_SOURCE_PREFIX_V4:
 		source_prefix_v4(flow, prefix);
 		break;

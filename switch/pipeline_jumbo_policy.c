@@ -46,8 +46,7 @@ static void instance_side(struct metadata *meta, struct jumbo_policy *local)
 				sw_key(meta->port_role),
 		};
 
-	switch (sw_const_table_apply(&p4_table_jumbo_policy_instance_side, key)
-			->action) {
+	switch (p4_apply_jumbo_policy_instance_side(key)->action) {
 	case P4_CONST_ACTION_INSTANCE_IS_DESTINATION:
 		instance_is_destination(meta, local);
 		break;
@@ -137,8 +136,7 @@ static void limits(struct metadata *meta, const struct jumbo_policy *local)
 			sw_key(meta->instance_known),
 	};
 
-	switch (sw_const_table_apply(&p4_table_jumbo_policy_limits, key)
-			->action) {
+	switch (p4_apply_jumbo_policy_limits(key)->action) {
 	case P4_CONST_ACTION_HELD_TO_BOTH_JUMBO_MTU:
 		held_to_both_jumbo_mtu(meta, local);
 		break;

@@ -104,8 +104,7 @@ static void decision(struct metadata *meta, bool held_to_mtu, bool listed_flow,
 			sw_key(listed_service),
 		[P4_KEY_STEERING_DECISION_TCP_FLAGS] = sw_key(flow->tcp_flags),
 	};
-	const struct p4_action_call *call =
-		sw_const_table_apply(&p4_table_steering_decision, key);
+	const struct p4_action_call *call = p4_apply_steering_decision(key);
 
 	switch (call->action) {
 	case P4_CONST_ACTION_STEER:

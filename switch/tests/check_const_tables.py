@@ -8,9 +8,9 @@ given: every key field takes its whole domain when it is at most 4 bits
 wide (valid bits, flags, port roles, IP versions), else the values the
 entries name, each with the bits they leave to a wildcard all set, with the
 lowest and the highest bit they match flipped, 0, all ones and a value no
-entry names. Each combination goes through the switch's matcher
-(const_table_probe, the switch pipeline library's code and generated
-tables) and through this file's own reading of the JSON: BMv2 takes the
+entry names. Each combination goes through the switch's generated lookup
+of the table (const_table_probe, the same p4_apply_<table> the pipeline
+inlines) and through this file's own reading of the JSON: BMv2 takes the
 matching entry of the smallest priority, else the const default action. A
 difference fails, naming the table, the key and both answers; the count of
 combinations per table is printed. Run by `meson test` (suite switch).

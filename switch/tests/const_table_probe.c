@@ -3,7 +3,7 @@
  * Runs keys through the switch's constant tables for check_const_tables.py.
  * Each line of standard input is a table's name and its key fields, each
  * as HI:LO (two 64-bit words in hex); each line of output is the action
- * the switch's matcher chose, by its P4 name, and the action's data words
+ * the switch's lookup chose, by its P4 name, and the action's data words
  * in hex. A table name or key count the switch does not have is an error.
  */
 #include "const_tables.h"
