@@ -410,31 +410,36 @@ def _row(c: Cost) -> str:
 HEADER = f"  {'':<26} {'goodput':>13} {'pkts/GB':>9} {'mean':>8} {'CPU':>8} {'CPU s/GB':>7} {'share':>6} {'one CPU':>14}"
 
 
-def render(v: RackValue) -> str:
+def render_nf(nf: list[Cost], background: float) -> list[str]:
     lines = [
-        f"1. A real NF behind the border: nftables (conntrack, DNAT, masquerade, stateful filter) on a Linux router between the switch and the"
-        f" instance; its forwarding held to CPU {MEASURED_CPU} and read as that CPU's softirq time ({v.background_softirq * 1000:.0f} ms/s background subtracted)",
+        "A real NF behind the border: nftables (conntrack, DNAT, masquerade, stateful filter) on a Linux router between the switch and the"
+        f" instance; its forwarding held to CPU {MEASURED_CPU} and read as that CPU's softirq time ({background * 1000:.0f} ms/s background subtracted)",
         HEADER,
     ]
-    lines += [_row(c) for c in v.nf]
-    if len(v.nf) == 2:
-        passing, merging = v.nf[1], v.nf[0]
+    lines += [_row(c) for c in nf]
+    if len(nf) == 2:
+        merging, passing = nf
         lines.append(
             f"  merging: {ratio(passing, merging, 'packets_per_gb'):.1f}x fewer packets per GB through the NF, {ratio(passing, merging, 'cpu_s_per_gb'):.1f}x less CPU per GB,"
-            f" {ratio(merging, passing, 'one_cpu_gbps') if passing.one_cpu_gbps else 0:.1f}x the goodput one CPU forwards (the paper: {PAPER['nf']})"
+            f" {ratio(merging, passing, 'one_cpu_gbps'):.1f}x the goodput one CPU forwards (the paper: {PAPER['nf']})"
         )
-    for c in v.nf:
+    for c in nf:
         lines.append(
             f"  NAT ({c.label}): {c.extra.get('dnat_packets', 0)} connections translated, {c.extra.get('conntrack_entries', 0)} conntrack entries,"
             f" the application saw the sources {', '.join(c.extra.get('app_saw_sources', [])) or '-'}"
         )
-    lines += ["", f"3. Receivers: the instance's receive processing and iperf3 on CPU {MEASURED_CPU} (softirq plus the process's time)", HEADER]
+    return lines
+
+
+def render_receivers(v: RackValue) -> list[str]:
+    lines = [f"Receivers: the instance's receive processing and iperf3 on CPU {MEASURED_CPU} (softirq plus the process's time)", HEADER]
     lines += [_row(c) for c in v.receivers]
     for gro in (False, True):
         pair = [c for c in v.receivers if c.extra.get("gro") == gro]
         if len(pair) == 2:
             lines.append(
-                f"  GRO {'on ' if gro else 'off'}: 8500-byte deliveries let one CPU receive {ratio(pair[0], pair[1], 'one_cpu_gbps'):.2f}x what 1500-byte ones do (the paper: {PAPER['receivers']})"
+                f"  GRO {'on ' if gro else 'off'}: 8500-byte deliveries let one CPU receive {ratio(pair[0], pair[1], 'one_cpu_gbps'):.2f}x what 1500-byte ones do"
+                f" (the paper: {PAPER['receivers']})"
             )
     lines += [f"  UDP, {UDP_SIZE}-byte datagrams in bursts of {UDP_BURST} at {UDP_MBIT_S:.0f} Mbit/s, the receiver unpacking caravans:"]
     lines += [_row(c) for c in v.udp]
@@ -446,13 +451,29 @@ def render(v: RackValue) -> str:
         )
     if len(v.udp) == 2:
         lines.append(f"  caravans let one CPU receive {ratio(v.udp[0], v.udp[1], 'one_cpu_gbps'):.2f}x what plain datagrams do (the paper: {PAPER['udp']})")
-    lines.append(
-        "  (pkts/GB: data-direction packets at the measured interface per GB of goodput; CPU: seconds on the measured CPU; share: of the run's time;"
-        " one CPU: the goodput a whole CPU would carry at this cost per GB)"
-    )
+    return lines
+
+
+LEGEND = (
+    "  (pkts/GB: data-direction packets at the measured interface per GB of goodput; CPU: seconds on the measured CPU; share: of the run's time;"
+    " one CPU: the goodput a whole CPU would carry at this cost per GB)"
+)
+
+
+def render(v: RackValue) -> str:
+    lines = ["1. " + line if i == 0 else line for i, line in enumerate(render_nf(v.nf, v.background_softirq))]
+    lines += [""] + ["3. " + line if i == 0 else line for i, line in enumerate(render_receivers(v))]
+    lines.append(LEGEND)
     if v.switch_lcores:
         lines.append(f"  the switch's lcores ran on CPUs {v.switch_lcores} (GRO on a veth runs on the CPU that sends into it)")
     return "\n".join(lines)
+
+
+def nf_short(rack: Rack, seconds: float) -> tuple[list[Cost], float]:
+    """The NF section alone (make demo's short form): (runs, background softirq)."""
+    prepare(rack)
+    background = cpu.background_softirq(MEASURED_CPU, 1.0)
+    return nf_runs(rack, seconds, background), background
 
 
 def plot(v: RackValue, path) -> None:
