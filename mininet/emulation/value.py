@@ -4,8 +4,9 @@ On one rack (rack_value.py): a real NF behind the border (section 1 of the
 issue) and receivers, TCP with GRO off and on and UDP with caravans
 (section 3), each with the border merging against the border passing.
 
-Path MTU discovery next to Scamper (section 5). On the two-rack emulation (two_racks.py), over each WAN path, it
-asks two tools for the path MTU from rack A towards rack B's instance:
+Path MTU discovery next to Scamper (section 5): on the two-rack emulation
+(two_racks.py), over each WAN path, it asks two tools for the path MTU
+from rack A towards rack B's instance:
 
   - the border: one SYN from rack A's instance starts its discovery (the
     SmartNIC's plain round: fragments or sized probes), then `jumbogatectl
