@@ -517,6 +517,10 @@ def plot(v: RackValue, path) -> None:
     ax.set_title("TCP receiver on one CPU")
     ax.legend(fontsize=8)
     ax = axes[2]
+    if not v.udp:
+        ax.text(0.5, 0.5, "no caravans through the rack:\nthe controller admits only TCP\nto the merge path", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xticks([])
+        ax.set_yticks([])
     ax.bar([c.label.replace("UDP ", "") for c in v.udp], [c.one_cpu_gbps for c in v.udp], color=colours[: len(v.udp)])
     ax.set_ylabel("Gbit/s one CPU receives")
     ax.set_title("UDP receiver unpacking caravans")
