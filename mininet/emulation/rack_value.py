@@ -21,7 +21,8 @@ path), in one run on one rack, with the part under test held to one CPU
 3. UDP: a receiver that unpacks caravans (caravan_udp.py) on the jumbo
    instance, on the measured CPU, fed by the same sender through the
    merge path (the flow onloaded; the SmartNIC run with --caravan-pack on)
-   and past it (plain datagrams).
+   and past it (plain datagrams). While the controller admits only TCP to
+   the merge path it refuses the onload, and the report says so.
 
 The goodput through the rack is the border's (about 1 Gbit/s on two cores),
 far below what one CPU forwards or receives, so each run reports the CPU it
