@@ -8,7 +8,9 @@ or BMv2: SWITCH=soft|bmv2):
  3. mice: many short exchanges with the jumbo instance;
  4. policy: the instance flag and the fleet flag off and on again during traffic;
  5. ECMP: how the flows spread over the two upstream routers;
- 6. wire efficiency at 1500 and 8500, theory next to measurement.
+ 6. wire efficiency at 1500 and 8500, theory next to measurement;
+ 7. on jumbogate-switch, last: a real NF behind the border (make value's
+    nftables NAT, short), merging against passing.
 Results go to results/demo-<time>/ (report.txt, PNGs, pcaps).
 """
 
@@ -24,7 +26,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import measure, plan, procs
+from . import measure, plan, procs, rack_value
 from .rack import Rack, cannot_start
 
 RESULTS = procs.REPO / "results"
@@ -141,6 +143,8 @@ class DemoResults:
     target: str = "soft"  # the switch target: soft (jumbogate-switch) or bmv2
     machine: str = ""
     headline: list[BulkResult] = field(default_factory=list)  # HEADLINE_STREAMS runs
+    nf: list[rack_value.Cost] = field(default_factory=list)  # phase 7, the NF behind the border (make value's, short)
+    nf_background_softirq: float = 0.0
 
 
 def describe_machine() -> str:
@@ -347,6 +351,9 @@ def count_too_big(host, pcap: Path) -> int:
     return int(out.strip() or 0)
 
 
+NF_SECONDS = 4.0
+
+
 def run_demo(rack: Rack, outdir: Path, seconds: float) -> DemoResults:
     start = time.monotonic()
     headline = []
@@ -363,7 +370,13 @@ def run_demo(rack: Rack, outdir: Path, seconds: float) -> DemoResults:
     small = mice(rack)
     print("demo: 4/6 policy flips during traffic ...", flush=True)
     flips = policy(rack, outdir, step_s=max(2.0, seconds / 3))
-    return DemoResults(jumbo, legacy, outbound, small, flips, time.monotonic() - start, rack.target, describe_machine(), headline)
+    nf, background = [], 0.0
+    if rack.target == "soft":
+        # Last: it turns the instances into routers. BMv2's few Mbit/s would leave the NF's CPU at its background.
+        print("demo: 7. a real NF behind the border (nftables NAT, merging against passing) ...", flush=True)
+        nf, background = rack_value.nf_short(rack, min(seconds, NF_SECONDS))
+    elapsed = time.monotonic() - start
+    return DemoResults(jumbo, legacy, outbound, small, flips, elapsed, rack.target, describe_machine(), headline, nf, background)
 
 
 def main(argv: list[str] | None = None) -> int:

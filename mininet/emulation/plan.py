@@ -120,6 +120,9 @@ INSTANCES: tuple[Instance, ...] = (
 )
 JUMBO = INSTANCES[0]
 LEGACY = INSTANCES[1]
+# Application hosts that make value (rack_value.py) adds behind each
+# instance when it turns the instance into a router running an NF.
+NF_APPS = ("nfapp1", "nfapp2")
 RACK_PREFIX = Address("10.10.0.0/24", "fd00:10::/64")
 
 
@@ -176,7 +179,7 @@ class Names:
 
     nodes: tuple[str, ...] = field(
         default_factory=lambda: tuple(
-            [SWITCH, BRIDGE, NIC_HOST, MGMT_NODE] + [r.host for r in ROUTERS] + [h.host for h in EXTERNAL_HOSTS] + [i.host for i in INSTANCES]
+            [SWITCH, BRIDGE, NIC_HOST, MGMT_NODE] + [r.host for r in ROUTERS] + [h.host for h in EXTERNAL_HOSTS] + [i.host for i in INSTANCES] + list(NF_APPS)
         )
     )
 

@@ -98,6 +98,12 @@ def render(res) -> str:
     lines.append("6. Wire efficiency, TCP/IPv4 with timestamps (payload / bytes on an Ethernet wire incl. preamble, FCS, gap)")
     lines.append(f"  MTU 1500: theory {_pct(measure.theoretical_efficiency(1500))}, measured at {plan.LEGACY.host} {_pct(leg.efficiency)}")
     lines.append(f"  MTU 8500: theory {_pct(measure.theoretical_efficiency(8500))}, measured at {plan.JUMBO.host} {_pct(j.efficiency)}")
+    if getattr(res, "nf", None):
+        from .rack_value import LEGEND, render_nf
+
+        lines.append("")
+        lines += ["7. " + line if k == 0 else line for k, line in enumerate(render_nf(res.nf, res.nf_background_softirq))]
+        lines.append(LEGEND)
     return "\n".join(lines)
 
 

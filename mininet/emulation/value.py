@@ -1,8 +1,13 @@
 """`make value`: what the border buys its users, measured (#38).
 
-Measured so far: path MTU discovery next to Scamper (section 5 of the
-issue). On the two-rack emulation (two_racks.py), over each WAN path, it
-asks two tools for the path MTU from rack A towards rack B's instance:
+On one rack (rack_value.py): a real NF behind the border (section 1 of the
+issue) and receivers, TCP with GRO off and on and UDP with caravans
+(section 3; refused while the controller admits only TCP to the merge
+path), each with the border merging against the border passing.
+
+Path MTU discovery next to Scamper (section 5): on the two-rack emulation
+(two_racks.py), over each WAN path, it asks two tools for the path MTU
+from rack A towards rack B's instance:
 
   - the border: one SYN from rack A's instance starts its discovery (the
     SmartNIC's plain round: fragments or sized probes), then `jumbogatectl
@@ -16,10 +21,10 @@ It prints both answers and both times per path beside the path's real MTU,
 and says where and why they differ. The border must not be wrong where
 Scamper is right.
 
-Not measured yet (issue #38, items 1 to 4): a network function behind the
-border, an NF on the engine's API, receivers, senders over a WAN.
+Not measured here (issue #38): an NF on the engine's API (examples/nat/bench.sh),
+senders over a WAN.
 
-    python3 -m emulation.value [--paths m1,m2,m3,m4] [--families 4,6] [--json FILE]
+    python3 -m emulation.value [--sections rack,pmtud] [--seconds S] [--paths m1,m2,m3,m4] [--families 4,6] [--json FILE]
 """
 
 from __future__ import annotations
@@ -34,13 +39,15 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import procs
-from .rack import cannot_start
+from . import procs, rack_value
+from .rack import Rack, cannot_start
 from .two_racks import PATHS, A, TwoRacks, learn
 
 # The MTU each WAN path really has for unfragmented packets (two_racks.py).
 REAL_MTU = {"m1": 9000, "m2": 4200, "m3": 4000, "m4": 4200}
 SCAMPER_TIMEOUT_S = 300.0
+# Inbound UDP of onloaded flows is packed into caravans (the receivers' section).
+RACK_NIC_OPTIONS = ("--caravan-pack", "on")
 # One attempt per hop, a second's wait: the traceroute Scamper runs before
 # its path MTU discovery is most of its time, and the emulation loses nothing.
 SCAMPER_TRACE = "trace -M -q 1 -w 1"
@@ -146,30 +153,50 @@ def failures(answers: list[PathAnswer]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make value", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sections", default="rack,pmtud", help="rack (the NF and receivers), pmtud (next to Scamper); default %(default)s")
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of each run on the rack (default %(default)s)")
     parser.add_argument("--paths", default="m1,m2,m3,m4", help="WAN paths (default %(default)s)")
     parser.add_argument("--families", default="4,6", help="IP versions (default %(default)s)")
     parser.add_argument("--json", type=Path, default=procs.REPO / "results" / "value.json", help="the result (default %(default)s)")
     args = parser.parse_args(argv)
+    sections = args.sections.split(",")
+    if set(sections) - {"rack", "pmtud"} or args.seconds <= 0:
+        parser.error("--sections takes rack and pmtud; --seconds must be positive")
     paths = args.paths.split(",")
     families = [int(f) for f in args.families.split(",")]
     if unknown := set(paths) - set(REAL_MTU) or set(families) - {4, 6}:
         parser.error(f"unknown: {sorted(map(str, unknown))}")
     refusal = cannot_start("make value", "soft")
-    if refusal or shutil.which("scamper") is None:
+    if refusal or ("pmtud" in sections and shutil.which("scamper") is None):
         print(refusal or "make value: scamper is not on PATH (Debian's scamper; make setup installs it)", file=sys.stderr)
         return 1
-    print("value: bringing up two racks across the WAN ...", flush=True)
+    log = lambda line: print(line, flush=True)  # noqa: E731
+    result, wrong = {}, []
+    args.json.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with TwoRacks() as racks:
-            answers = compare(racks, paths, families, log=lambda line: print(line, flush=True))
+        if "rack" in sections:
+            print("value: bringing up the rack (the SmartNIC packing caravans) ...", flush=True)
+            with Rack(switch_target="soft", nic_options=RACK_NIC_OPTIONS) as rack:
+                measured = rack_value.measure_all(rack, args.seconds, log=log)
+            print(rack_value.render(measured))
+            image = args.json.with_name("value-rack.png")
+            rack_value.plot(measured, image)
+            print(f"plot: {image}")
+            result["rack"] = rack_value.as_json(measured)
+        if "pmtud" in sections:
+            print("value: bringing up two racks across the WAN ...", flush=True)
+            with TwoRacks() as racks:
+                answers = compare(racks, paths, families, log=log)
+            print(render(answers))
+            wrong = failures(answers)
+            print("verdict: " + ("the border is never wrong where Scamper is right" if not wrong else "FAILED\n  " + "\n  ".join(wrong)))
+            result["pmtud"] = [asdict(a) for a in answers]
     except (procs.StartError, RuntimeError, subprocess.SubprocessError) as err:
         print(f"make value: {err}", file=sys.stderr)
         return 1
-    print(render(answers))
-    wrong = failures(answers)
-    print("verdict: " + ("the border is never wrong where Scamper is right" if not wrong else "FAILED\n  " + "\n  ".join(wrong)))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"pmtud": [asdict(a) for a in answers]}, indent=1))
+    finally:
+        if result:
+            args.json.write_text(json.dumps(result, indent=1))
     return 0 if not wrong else 1
 
 

@@ -37,6 +37,13 @@ def test_a_short_demo_runs_every_phase_and_writes_its_results(tmp_path, capsys):
     assert policy["icmp_generated"] > 0
     assert policy["icmp_generated"] == policy["icmp_received"] + policy["icmp_received_external"], policy
 
+    # Phase 7: the nftables NF behind the border translated both flows; the merged ones reached it larger than 1500.
+    merging, passing = results["nf"]
+    assert [merging["label"], passing["label"]] == ["merging to 8500", "passing (1500)"]
+    assert merging["extra"]["conntrack_entries"] > 0 and passing["extra"]["conntrack_entries"] > 0
+    assert merging["packet_bytes"] / merging["packets"] > 1514 >= passing["packet_bytes"] / passing["packets"]
+
     report = (out / "report.txt").read_text()
+    assert "7. A real NF behind the border" in report
     assert "Headline" in report and "to jumbo1 (MTU 8500)" in report and "conversion yield" in report
     assert sorted(p.name for p in out.glob("*.png")) == ["ecmp-and-efficiency.png", "packet-sizes.png", "packets-and-goodput.png", "policy-timeline.png"]
