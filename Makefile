@@ -133,8 +133,8 @@ sanitized:
 	@bash scripts/sanitized.sh c && bash scripts/sanitized.sh nic
 
 lint:
-	@$(VENV)/bin/ruff check controlplane mininet ptf-tests smartnic switch testlab examples packaging
-	@$(VENV)/bin/ruff format --check controlplane mininet ptf-tests smartnic switch testlab examples packaging
+	@$(VENV)/bin/ruff check controlplane mininet ptf-tests smartnic switch testlab examples packaging p4src scripts p4rt-conformance
+	@$(VENV)/bin/ruff format --check controlplane mininet ptf-tests smartnic switch testlab examples packaging p4src scripts p4rt-conformance
 	@$(PY) scripts/lint_p4_names.py controlplane mininet ptf-tests smartnic switch testlab p4rt-conformance
 	@$(PY) scripts/lint_p4_literals.py switch runtime
 	@find runtime smartnic switch testlab examples -name '*.[ch]' -o -name '*.cc' -o -name '*.h' | xargs -r clang-format --dry-run --Werror

@@ -27,13 +27,12 @@ STAGE_BUDGET = {"tofino": 10, "tofino2": 18}
 def table_stages(summary: str) -> tuple[dict[str, int], list[tuple[int, str]]]:
     # bf-p4c places the tables several times (other PHV allocations, other
     # heuristics) and logs each attempt: the last is the one compiled.
-    summary = summary[summary.rfind("Table allocation done"):]
+    summary = summary[summary.rfind("Table allocation done") :]
     counts = {}
     for gress in ("ingress", "egress"):
         found = re.search(rf"Number of stages for {gress} table allocation: (\d+)", summary)
         counts[gress] = int(found.group(1)) if found else 0
-    placed = [(int(stage), name.strip())
-              for stage, name in re.findall(r"^\|\s*(\d+)\s*\|\s*\[[^]]*\]\s*\*?\s*\|\s*([^|]+?)\s*\|$", summary, re.M)]
+    placed = [(int(stage), name.strip()) for stage, name in re.findall(r"^\|\s*(\d+)\s*\|\s*\[[^]]*\]\s*\*?\s*\|\s*([^|]+?)\s*\|$", summary, re.M)]
     return counts, placed
 
 
@@ -46,7 +45,7 @@ def resource_rows(log: str) -> dict[str, dict[str, str]]:
         if cells and cells[0] == "Stage Number":
             header = cells
         elif header and cells and cells[0] in ("Totals", "Average") and cells[0] not in rows:
-            rows[cells[0]] = dict(zip(header[1:], cells[1:]))
+            rows[cells[0]] = dict(zip(header[1:], cells[1:], strict=False))  # a short row leaves its last columns out
     return rows
 
 
@@ -121,30 +120,42 @@ def main(argv: list[str]) -> int:
     verdict = "within" if used <= STAGE_BUDGET[chip] else "OVER"
     if used > STAGES[chip]:
         verdict = f"does not fit the chip, {STAGES[chip]} stages"
-    out += [f"bf-p4c {metrics.get('compiler_version', '?')}, {seconds} s.", "",
-            "| resource | used | of |", "|---|---:|---:|",
-            f"| stages (ingress) | {counts['ingress']} | {STAGES[chip]} |",
-            f"| stages (egress) | {counts['egress']} | {STAGES[chip]} |"]
+    out += [
+        f"bf-p4c {metrics.get('compiler_version', '?')}, {seconds} s.",
+        "",
+        "| resource | used | of |",
+        "|---|---:|---:|",
+        f"| stages (ingress) | {counts['ingress']} | {STAGES[chip]} |",
+        f"| stages (egress) | {counts['egress']} | {STAGES[chip]} |",
+    ]
     for width in sorted(available):
         out.append(f"| PHV {width}-bit containers | {occupied[width]} | {available[width]} |")
-    out += [f"| PHV bits occupied | {bits} | {available_bits} |",
-            f"| SRAM blocks | {totals.get('SRAM', '?')} | {average.get('SRAM', '?')} of all |",
-            f"| TCAM blocks | {totals.get('TCAM', '?')} | {average.get('TCAM', '?')} of all |",
-            f"| map RAMs | {totals.get('Map RAM', '?')} | {average.get('Map RAM', '?')} of all |",
-            f"| hash bits | {totals.get('Hash Bit', '?')} | {average.get('Hash Bit', '?')} of all |",
-            f"| gateways | {totals.get('Gateway', '?')} | {average.get('Gateway', '?')} of all |",
-            f"| meter ALUs (meters, registers) | {totals.get('Meter ALU', '?')} | {average.get('Meter ALU', '?')} of all |",
-            f"| stats ALUs (counters) | {totals.get('Stats ALU', '?')} | {average.get('Stats ALU', '?')} of all |",
-            f"| ingress parser TCAM rows | {parser.get('ingress', {}).get('tcam_rows', '?')} | |",
-            f"| egress parser TCAM rows | {parser.get('egress', {}).get('tcam_rows', '?')} | |"]
+    out += [
+        f"| PHV bits occupied | {bits} | {available_bits} |",
+        f"| SRAM blocks | {totals.get('SRAM', '?')} | {average.get('SRAM', '?')} of all |",
+        f"| TCAM blocks | {totals.get('TCAM', '?')} | {average.get('TCAM', '?')} of all |",
+        f"| map RAMs | {totals.get('Map RAM', '?')} | {average.get('Map RAM', '?')} of all |",
+        f"| hash bits | {totals.get('Hash Bit', '?')} | {average.get('Hash Bit', '?')} of all |",
+        f"| gateways | {totals.get('Gateway', '?')} | {average.get('Gateway', '?')} of all |",
+        f"| meter ALUs (meters, registers) | {totals.get('Meter ALU', '?')} | {average.get('Meter ALU', '?')} of all |",
+        f"| stats ALUs (counters) | {totals.get('Stats ALU', '?')} | {average.get('Stats ALU', '?')} of all |",
+        f"| ingress parser TCAM rows | {parser.get('ingress', {}).get('tcam_rows', '?')} | |",
+        f"| egress parser TCAM rows | {parser.get('egress', {}).get('tcam_rows', '?')} | |",
+    ]
     for gress in ("IngressParser", "EgressParser"):
         # Named after the top level's parser (TnaIngressParser.dot).
         for graph in sorted((outdir / "pipe" / "graphs").glob(f"*{gress}.dot")):
             states = longest_parser_path(graph.read_text())
             out.append(f"| {graph.stem} longest path (states) | {states} | |")
-    out += ["", f"Stage budget: at most {STAGE_BUDGET[chip]} of {STAGES[chip]} stages "
-            f"(room for an operator's own tables): {verdict} ({used} used).", "",
-            "## Stage map", "", "| stage | table |", "|---:|---|"]
+    out += [
+        "",
+        f"Stage budget: at most {STAGE_BUDGET[chip]} of {STAGES[chip]} stages (room for an operator's own tables): {verdict} ({used} used).",
+        "",
+        "## Stage map",
+        "",
+        "| stage | table |",
+        "|---:|---|",
+    ]
     out += [f"| {stage} | {name} |" for stage, name in sorted(placed)]
     print("\n".join(out))
     return 0
