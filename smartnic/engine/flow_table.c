@@ -35,7 +35,6 @@
 #include <string.h>
 
 #include <rte_malloc.h>
-#include <rte_prefetch.h>
 
 #include <jumbogate/keyed_hash.h>
 
@@ -185,50 +184,23 @@ static struct jg_flow *find_in_bucket(struct jg_engine *e, uint32_t bucket,
 	return NULL;
 }
 
-bool jg_flow_slot_holds(const struct jg_engine *e, uint32_t slot,
-			const struct jg_flow_key *key)
+struct jg_flow *jg_flow_find(struct jg_engine *e, const struct jg_flow_key *key)
 {
-	return slot < e->flow_capacity &&
-	       e->buckets[slot / JG_BUCKET_WAYS]
-			       .signature[slot % JG_BUCKET_WAYS] != 0 &&
-	       jg_flow_key_equal(&e->keys[slot], key);
-}
+	struct jg_flow_hash hash;
+	uint32_t first, second, signature;
+	struct jg_flow *f = find_recent(e, key);
 
-void jg_flow_prefetch_buckets(const struct jg_engine *e,
-			      const struct jg_flow_hash *hash)
-{
-	uint32_t first, second;
-
-	candidate_buckets(e, hash, &first, &second);
-	rte_prefetch0(&e->buckets[first]);
-	rte_prefetch0(&e->buckets[second]);
-}
-
-struct jg_flow *jg_flow_find_hashed(struct jg_engine *e,
-				    const struct jg_flow_key *key,
-				    const struct jg_flow_hash *hash)
-{
-	uint32_t first, second, signature = signature_of(hash);
-	struct jg_flow *f;
-
-	candidate_buckets(e, hash, &first, &second);
+	if (f != NULL)
+		return f;
+	jg_flow_hash(e, key, &hash);
+	signature = signature_of(&hash);
+	candidate_buckets(e, &hash, &first, &second);
 	f = find_in_bucket(e, first, signature, key);
 	if (f == NULL)
 		f = find_in_bucket(e, second, signature, key);
 	if (f != NULL)
 		note_recent(e, f);
 	return f;
-}
-
-struct jg_flow *jg_flow_find(struct jg_engine *e, const struct jg_flow_key *key)
-{
-	struct jg_flow_hash hash;
-	struct jg_flow *f = find_recent(e, key);
-
-	if (f != NULL)
-		return f;
-	jg_flow_hash(e, key, &hash);
-	return jg_flow_find_hashed(e, key, &hash);
 }
 
 static int free_way(const struct jg_bucket *b)
@@ -308,27 +280,24 @@ struct jg_flow *jg_flow_find_or_create(struct jg_engine *e,
 				       const struct jg_flow_key *key)
 {
 	struct jg_flow_hash hash;
-	struct jg_flow *f = find_recent(e, key);
-
-	if (f != NULL)
-		return f;
-	jg_flow_hash(e, key, &hash);
-	return jg_flow_find_or_create_hashed(e, key, &hash);
-}
-
-struct jg_flow *jg_flow_find_or_create_hashed(struct jg_engine *e,
-					      const struct jg_flow_key *key,
-					      const struct jg_flow_hash *hash)
-{
-	uint32_t first, second, signature = signature_of(hash);
+	uint32_t first, second, signature;
 	uint32_t slot = JG_INDEX_NONE;
-	struct jg_flow *f = jg_flow_find_hashed(e, key, hash);
+	struct jg_flow *f = find_recent(e, key);
 	unsigned int free_first, free_second;
 	int way;
 
 	if (f != NULL)
 		return f;
-	candidate_buckets(e, hash, &first, &second);
+	jg_flow_hash(e, key, &hash);
+	signature = signature_of(&hash);
+	candidate_buckets(e, &hash, &first, &second);
+	f = find_in_bucket(e, first, signature, key);
+	if (f == NULL)
+		f = find_in_bucket(e, second, signature, key);
+	if (f != NULL) {
+		note_recent(e, f);
+		return f;
+	}
 
 	/* The emptier bucket of the two: filling the first until it is full
 	 * leaves pairs full while the table is half empty (about one flow in
@@ -362,7 +331,7 @@ struct jg_flow *jg_flow_find_or_create_hashed(struct jg_engine *e,
 
 	f = &e->flows[slot];
 	memset(f, 0, sizeof(*f));
-	f->fingerprint = hash->primary;
+	f->fingerprint = hash.primary;
 	f->timer_list = JG_TIMER_NONE;
 	f->timer_prev = f->timer_next = JG_INDEX_NONE;
 	f->last_seen_coarse = (uint32_t)(e->now_ns >> JG_COARSE_SHIFT);

@@ -368,23 +368,6 @@ struct jg_flow *jg_flow_find(struct jg_engine *e,
  * when both candidate buckets hold pinned flows. */
 struct jg_flow *jg_flow_find_or_create(struct jg_engine *e,
 				       const struct jg_flow_key *key);
-/* The same two with the key's hash already computed (the burst pipeline
- * hashes a whole burst before looking any packet up); neither tries the
- * slot of the previous lookup first. */
-struct jg_flow *jg_flow_find_hashed(struct jg_engine *e,
-				    const struct jg_flow_key *key,
-				    const struct jg_flow_hash *hash);
-struct jg_flow *jg_flow_find_or_create_hashed(struct jg_engine *e,
-					      const struct jg_flow_key *key,
-					      const struct jg_flow_hash *hash);
-/* Whether a slot holds the flow of key: its signature set and its key
- * equal, the test every lookup ends with, so a slot remembered from an
- * earlier lookup stays safe to use after evictions in between. */
-bool jg_flow_slot_holds(const struct jg_engine *e, uint32_t slot,
-			const struct jg_flow_key *key);
-/* Ask for the two candidate buckets of a hash. */
-void jg_flow_prefetch_buckets(const struct jg_engine *e,
-			      const struct jg_flow_hash *hash);
 /* Clear a flow's onload pin (and the count of pins). */
 void jg_flow_unpin(struct jg_engine *e, struct jg_flow *f);
 /* Whether one more flow may be pinned, after dropping idle pins found in

@@ -174,160 +174,52 @@ static void end_connection(struct jg_engine *e, struct jg_flow *f)
 /* A flow silent this long may be a new connection: 5 s in coarse units. */
 #define CONNECTION_IDLE_COARSE ((uint32_t)(5000000000ull >> JG_COARSE_SHIFT))
 
-/* ------------------------------------------------------------------ */
-/* The burst pipeline                                                  */
-
-/*
- * A burst is handled in stages, as VPP's and DPDK's own fast paths do,
- * because per packet the work is a chain of dependent loads (bucket, key,
- * flow entry, held run, its metadata and last mbuf, its headers) that a
- * core cannot overlap within one packet but can across packets: each stage
- * makes every packet's next load independent of the others' and asks for
- * it, so the misses of a burst overlap instead of queueing.
- *
- *  1. parse every packet, build its key and hash it, ask for its buckets;
- *  2. look every packet's flow up (find only: nothing is created or
- *     evicted yet), ask for its flow entry, then for its first held run's
- *     metadata and head, then for that run's last mbuf and headers;
- *  3. merge in arrival order, exactly as one packet at a time.
- *
- * Stage 2's answer is only a hint: an earlier packet of the burst may
- * create, evict or reuse a slot in stage 3, so each packet checks its slot
- * as every lookup ends (signature set, full key equal) and looks up afresh
- * when the check fails. Output therefore does not depend on the staging.
- */
-#define STAGE_PACKETS 32
-
-enum packet_kind {
-	PACKET_PASS,	 /* not TCP over IP, or a fragment without ports */
-	PACKET_FRAGMENT, /* a first fragment: ports, incomplete TCP header */
-	PACKET_TCP,
-};
-
-struct burst_packet {
+static void merge_one(struct jg_engine *e, struct rte_mbuf *m)
+{
+	struct jg_merge_stats *stats = &e->stats.merge;
 	struct jg_segment s;
 	struct jg_flow_key key;
-	struct jg_flow_hash hash;
-	/* A slot that may hold the flow; stage 3 leaves the flow's slot. */
-	uint32_t slot;
-	/* The previous keyed packet of the stage if of the same flow, else
-	 * -1: its slot serves as hint, and its hash. */
-	int16_t same_flow_as;
-	uint8_t kind;
-	bool hashed;
-};
-
-/* Stage 1 for one packet. The key of the packet before it (of any flow)
- * is in cache, so consecutive packets of one flow, most of real traffic,
- * are hashed once. */
-static void stage_parse(struct jg_engine *e, struct burst_packet *pkts,
-			int16_t i, int16_t previous_keyed)
-{
-	struct burst_packet *b = &pkts[i];
-	struct rte_mbuf *m = b->s.m;
-	struct jg_merge_stats *stats = &e->stats.merge;
+	struct jg_flow *f;
 
 	stats->packets_in++;
 	stats->bytes_in += m->pkt_len;
-	b->slot = JG_INDEX_NONE;
-	b->same_flow_as = -1;
-	b->hashed = false;
-	b->kind = PACKET_PASS;
-	if (!jg_parse(m, &b->s.p) || b->s.p.l4_protocol != IPPROTO_TCP)
-		return;
-	if (!b->s.p.l4_complete) {
-		if (!b->s.p.fragment_shows_ports)
-			return;
-		b->kind = PACKET_FRAGMENT;
-	} else {
-		b->kind = PACKET_TCP;
-		stats->tcp_payload_in += b->s.p.payload_length;
-	}
-	jg_flow_key_from_packet(m, &b->s.p, &b->key);
-	if (previous_keyed >= 0 &&
-	    jg_flow_key_equal(&pkts[previous_keyed].key, &b->key)) {
-		const struct burst_packet *p = &pkts[previous_keyed];
-
-		b->same_flow_as = previous_keyed;
-		b->hashed = p->hashed;
-		b->hash = p->hash;
-		return;
-	}
-	/* The flow of the previous burst's last lookup needs no hash. */
-	if (previous_keyed < 0 &&
-	    jg_flow_slot_holds(e, e->recent_slot, &b->key)) {
-		b->slot = e->recent_slot;
-		return;
-	}
-	jg_flow_hash(e, &b->key, &b->hash);
-	b->hashed = true;
-	jg_flow_prefetch_buckets(e, &b->hash);
-}
-
-/* Stage 3's lookup: the hint if it still holds, else the table. */
-static struct jg_flow *burst_flow(struct jg_engine *e,
-				  struct burst_packet *pkts, int16_t i,
-				  bool create)
-{
-	struct burst_packet *b = &pkts[i];
-	uint32_t hint =
-		b->same_flow_as >= 0 ? pkts[b->same_flow_as].slot : b->slot;
-	struct jg_flow *f;
-
-	if (hint != JG_INDEX_NONE && jg_flow_slot_holds(e, hint, &b->key)) {
-		f = &e->flows[hint];
-	} else {
-		if (!b->hashed) {
-			jg_flow_hash(e, &b->key, &b->hash);
-			b->hashed = true;
-		}
-		f = create ? jg_flow_find_or_create_hashed(e, &b->key, &b->hash)
-			   : jg_flow_find_hashed(e, &b->key, &b->hash);
-	}
-	b->slot = f != NULL ? jg_flow_index(e, f) : JG_INDEX_NONE;
-	if (f != NULL)
-		e->recent_slot = b->slot;
-	return f;
-}
-
-/* Stage 3 for one packet: what merge did for a packet on its own. */
-static void merge_one(struct jg_engine *e, struct burst_packet *pkts, int16_t i)
-{
-	struct jg_merge_stats *stats = &e->stats.merge;
-	struct burst_packet *b = &pkts[i];
-	struct jg_segment *s = &b->s;
-	struct rte_mbuf *m = s->m;
-	struct jg_flow *f;
-
-	if (b->kind == PACKET_PASS) {
+	if (!jg_parse(m, &s.p) || s.p.l4_protocol != IPPROTO_TCP) {
 		jg_pass_through(e, m);
 		return;
 	}
-	if (b->kind == PACKET_FRAGMENT) {
-		release_flow_then_pass(e, burst_flow(e, pkts, i, false), m);
+	if (!s.p.l4_complete) {
+		f = NULL;
+		if (s.p.fragment_shows_ports) {
+			jg_flow_key_from_packet(m, &s.p, &key);
+			f = jg_flow_find(e, &key);
+		}
+		release_flow_then_pass(e, f, m);
 		return;
 	}
-	if (!mergeable_shape(&s->p)) {
-		f = burst_flow(e, pkts, i, false);
-		if (f != NULL && (s->p.tcp_flags & JG_TCP_FLAG_SYN))
+	stats->tcp_payload_in += s.p.payload_length;
+	jg_flow_key_from_packet(m, &s.p, &key);
+
+	if (!mergeable_shape(&s.p)) {
+		f = jg_flow_find(e, &key);
+		if (f != NULL && (s.p.tcp_flags & JG_TCP_FLAG_SYN))
 			f->external_mss =
-				jg_tcp_mss_option(jg_l4(m, &s->p), s->p.l4_len);
-		if ((s->p.tcp_flags & (JG_TCP_FLAG_SYN | JG_TCP_FLAG_RST)) ==
+				jg_tcp_mss_option(jg_l4(m, &s.p), s.p.l4_len);
+		if ((s.p.tcp_flags & (JG_TCP_FLAG_SYN | JG_TCP_FLAG_RST)) ==
 			    JG_TCP_FLAG_SYN &&
 		    e->config.raise_syn_mss)
-			f = raise_syn_mss(e, m, &s->p, &b->key, f);
-		if (f != NULL && (s->p.tcp_flags & CONNECTION_FLAGS))
+			f = raise_syn_mss(e, m, &s.p, &key, f);
+		if (f != NULL && (s.p.tcp_flags & CONNECTION_FLAGS))
 			end_connection(e, f);
 		release_flow_then_pass(e, f, m);
 		return;
 	}
-	if (!ipv4_header_good(m, &s->p) ||
-	    !tcp_checksum_good(e, m, &s->p, &s->payload_sum)) {
+	if (!ipv4_header_good(m, &s.p) ||
+	    !tcp_checksum_good(e, m, &s.p, &s.payload_sum)) {
 		stats->bad_checksum_passes++;
-		release_flow_then_pass(e, burst_flow(e, pkts, i, false), m);
+		release_flow_then_pass(e, jg_flow_find(e, &key), m);
 		return;
 	}
-	f = burst_flow(e, pkts, i, true);
+	f = jg_flow_find_or_create(e, &key);
 	if (f == NULL) {
 		jg_pass_through(e, m);
 		return;
@@ -347,7 +239,7 @@ static void merge_one(struct jg_engine *e, struct burst_packet *pkts, int16_t i)
 		return;
 	}
 	/* Drop Ethernet padding so the payload ends where IP says. */
-	uint32_t frame = s->p.l2_len + s->p.ip_length;
+	uint32_t frame = s.p.l2_len + s.p.ip_length;
 
 	/* Every held segment keeps a receive buffer: at the budget, new
 	 * segments pass unmerged rather than starve reception. */
@@ -361,22 +253,23 @@ static void merge_one(struct jg_engine *e, struct burst_packet *pkts, int16_t i)
 		release_flow_then_pass(e, f, m);
 		return;
 	}
-	jg_flow_observe_arrival(f, s->p.payload_length, e->now_ns);
+	jg_flow_observe_arrival(f, s.p.payload_length, e->now_ns);
 
 	struct jg_run_meta *meta = jg_meta(e, m);
 
-	s->seq = rte_be_to_cpu_32(
-		((const struct rte_tcp_hdr *)jg_l4(m, &s->p))->sent_seq);
+	s.m = m;
+	s.seq = rte_be_to_cpu_32(
+		((const struct rte_tcp_hdr *)jg_l4(m, &s.p))->sent_seq);
 	jg_mark_not_segment_start(e, m->next);
 	meta->segment_start = 1;
 	meta->arrival_ns = (uint32_t)e->now_ns;
 
-	if (jg_run_insert(e, f, s) == JG_OVERLAPS) {
+	if (jg_run_insert(e, f, &s) == JG_OVERLAPS) {
 		stats->overlap_passes++;
 		release_flow_then_pass(e, f, m);
 		return;
 	}
-	if (s->p.tcp_flags & JG_TCP_FLAG_FIN) {
+	if (s.p.tcp_flags & JG_TCP_FLAG_FIN) {
 		end_connection(e, f);
 		return;
 	}
@@ -388,6 +281,9 @@ static void merge_one(struct jg_engine *e, struct burst_packet *pkts, int16_t i)
 	     !(f->flags & JG_FLOW_RATE_VALID)))
 		jg_flow_schedule(e, f);
 }
+
+/* ------------------------------------------------------------------ */
+/* API                                                                 */
 
 /*
  * Received mbufs are cold: the NIC (or the benchmark) wrote them long
@@ -414,92 +310,23 @@ static inline void prefetch_headers(const struct rte_mbuf *m)
 	rte_prefetch0(data + RTE_CACHE_LINE_SIZE);
 }
 
-/* Whether stage 2 looks this packet's flow up itself (a packet of the
- * same flow as one before it shares that one's). */
-static inline bool looks_up(const struct burst_packet *b)
-{
-	return b->kind != PACKET_PASS && b->same_flow_as < 0;
-}
-
-static void merge_stage(struct jg_engine *e, struct rte_mbuf **in, uint16_t n)
-{
-	struct burst_packet pkts[STAGE_PACKETS];
-	int16_t previous_keyed = -1;
-
-	/* 1: parse and hash, buckets asked for. */
-	for (uint16_t i = 0; i < n && i < PREFETCH_MBUF_AHEAD; i++)
-		prefetch_mbuf(in[i]);
-	for (uint16_t i = 0; i < n && i < PREFETCH_DATA_AHEAD; i++)
-		prefetch_headers(in[i]);
-	for (int16_t i = 0; i < (int16_t)n; i++) {
-		if (i + PREFETCH_MBUF_AHEAD < n)
-			prefetch_mbuf(in[i + PREFETCH_MBUF_AHEAD]);
-		if (i + PREFETCH_DATA_AHEAD < n)
-			prefetch_headers(in[i + PREFETCH_DATA_AHEAD]);
-		pkts[i].s.m = in[i];
-		stage_parse(e, pkts, i, previous_keyed);
-		if (pkts[i].kind != PACKET_PASS)
-			previous_keyed = i;
-	}
-	/* 2a: look up, flow entries asked for. */
-	for (uint16_t i = 0; i < n; i++) {
-		struct burst_packet *b = &pkts[i];
-
-		if (!looks_up(b))
-			continue;
-		if (b->slot == JG_INDEX_NONE) {
-			struct jg_flow *f =
-				jg_flow_find_hashed(e, &b->key, &b->hash);
-
-			if (f == NULL)
-				continue;
-			b->slot = jg_flow_index(e, f);
-		}
-		rte_prefetch0(&e->flows[b->slot]);
-	}
-	/* 2b: the first held run's metadata and head. */
-	for (uint16_t i = 0; i < n; i++) {
-		const struct burst_packet *b = &pkts[i];
-		struct rte_mbuf *run;
-
-		if (!looks_up(b) || b->slot == JG_INDEX_NONE)
-			continue;
-		run = e->flows[b->slot].runs;
-		if (run != NULL) {
-			rte_prefetch0(run);
-			rte_prefetch0(jg_meta(e, run));
-		}
-	}
-	/* 2c: that run's last mbuf (its link is written) and headers. */
-	for (uint16_t i = 0; i < n; i++) {
-		const struct burst_packet *b = &pkts[i];
-		struct rte_mbuf *run;
-
-		if (!looks_up(b) || b->slot == JG_INDEX_NONE)
-			continue;
-		run = e->flows[b->slot].runs;
-		if (run != NULL) {
-			rte_prefetch0(&jg_meta(e, run)->last->cacheline1);
-			prefetch_headers(run);
-		}
-	}
-	/* 3: merge, in arrival order. */
-	for (int16_t i = 0; i < (int16_t)n; i++)
-		merge_one(e, pkts, i);
-}
-
-/* ------------------------------------------------------------------ */
-/* API                                                                 */
-
 uint16_t jg_merge_burst(struct jg_engine *e, struct rte_mbuf **pkts,
 			uint16_t nb_pkts, uint64_t now_ns,
 			struct rte_mbuf **out, uint16_t out_cap)
 {
 	e->now_ns = now_ns;
 	jg_observe_poll(e, now_ns, nb_pkts > 0);
-	for (uint16_t i = 0; i < nb_pkts; i += STAGE_PACKETS)
-		merge_stage(e, pkts + i,
-			    (uint16_t)RTE_MIN(STAGE_PACKETS, nb_pkts - i));
+	for (uint16_t i = 0; i < nb_pkts && i < PREFETCH_MBUF_AHEAD; i++)
+		prefetch_mbuf(pkts[i]);
+	for (uint16_t i = 0; i < nb_pkts && i < PREFETCH_DATA_AHEAD; i++)
+		prefetch_headers(pkts[i]);
+	for (uint16_t i = 0; i < nb_pkts; i++) {
+		if (i + PREFETCH_MBUF_AHEAD < nb_pkts)
+			prefetch_mbuf(pkts[i + PREFETCH_MBUF_AHEAD]);
+		if (i + PREFETCH_DATA_AHEAD < nb_pkts)
+			prefetch_headers(pkts[i + PREFETCH_DATA_AHEAD]);
+		merge_one(e, pkts[i]);
+	}
 	jg_timer_expire(e, now_ns);
 	jg_timer_release_burst_list(e);
 	return jg_ready_drain(e, out, out_cap);
