@@ -22,12 +22,14 @@ case "$target" in
 	*) echo "fuzz/run.sh: TARGET is engine or pathmtu, got '$target'" >&2; exit 2 ;;
 esac
 
+# The project's one meson build, compiled with clang for libFuzzer; only the
+# target and what it needs are built.
 if [ ! -f "$build/build.ninja" ]; then
-	CC=clang meson setup "$build" "$root/smartnic" -Dfuzz=true
+	CC=clang meson setup "$build" "$root" -Dfuzz=true
 fi
-ninja -C "$build" "fuzz/fuzz_$target"
+ninja -C "$build" "smartnic/fuzz/fuzz_$target"
 mkdir -p "$build/corpus-$target"
 cd "$build"
 # The targets keep DPDK objects for the whole run; they are not leaks.
-ASAN_OPTIONS=detect_leaks=0 "./fuzz/fuzz_$target" -max_total_time="$seconds" \
+ASAN_OPTIONS=detect_leaks=0 "./smartnic/fuzz/fuzz_$target" -max_total_time="$seconds" \
 	-max_len=65536 -print_final_stats=1 "$build/corpus-$target" "$seeds"
