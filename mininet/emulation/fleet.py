@@ -144,6 +144,11 @@ def rack_config(rack: FleetRack, nic_socket: str, listen: str) -> dict:
     )
 
 
+def controller_role(rack: FleetRack, index: int) -> str:
+    """The name of a rack's controller `index` among the emulation's processes (its log is logs/<role>.log)."""
+    return f"controller-{rack.name}{index}"
+
+
 class Fleet(Emulation):
     def __init__(self, *, verbose: bool = False, workdir: Path | None = None):
         self.verbose = verbose
@@ -311,7 +316,7 @@ class Fleet(Emulation):
             "--store", rack.store_url(index), "--rack", rack.rack,
         ]  # fmt: skip
         proc = procs.start_grpc_service(
-            f"controller-{rack.name}{index}", "jumbogate-controller", argv, str(config), rack.controller(index), timeout=START_TIMEOUT_S
+            controller_role(rack, index), "jumbogate-controller", argv, str(config), rack.controller(index), timeout=START_TIMEOUT_S
         )
         self.controllers[(rack.name, index)] = proc
         return proc

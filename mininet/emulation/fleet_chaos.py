@@ -62,7 +62,7 @@ from jumbogate.p4 import names
 from testlab import lab
 
 from . import partition, procs
-from .fleet import CONTROLLERS_PER_RACK, ETCD_CLIENT_PORTS, ETCD_MEMBERS, RACKS, Fleet, FleetRack, switch_policy
+from .fleet import CONTROLLERS_PER_RACK, ETCD_CLIENT_PORTS, ETCD_MEMBERS, RACKS, Fleet, FleetRack, controller_role, switch_policy
 from .rack import cannot_start
 from .soak import TCP_RTO_MAX_MS, Flow, Transfer
 
@@ -285,8 +285,20 @@ def leader_index(rack: FleetRack) -> int:
 
 def wait_takeover(rack: FleetRack, index: int, since: float) -> float:
     """Seconds from `since` until controller `index` leads and its switch took its id."""
-    lab.wait_until(lambda: leads_and_programs(status(rack.controller(index))), f"{rack.controller(index)} to take {rack.rack} over", BOUND_S, interval=0.05)
+    try:
+        lab.wait_until(lambda: leads_and_programs(status(rack.controller(index))), f"{rack.controller(index)} to take {rack.rack} over", BOUND_S, interval=0.05)
+    except AssertionError as err:
+        raise AssertionError(f"{err}\n{both_controllers(rack)}") from None
     return time.monotonic() - since
+
+
+def both_controllers(rack: FleetRack) -> str:
+    """What a rack's two controllers say of themselves and the end of their logs: why a takeover did not happen."""
+    shown = []
+    for index in range(CONTROLLERS_PER_RACK):
+        log = procs.log_path(controller_role(rack, index))
+        shown.append(f"--- {rack.controller(index)}: status {status(rack.controller(index), timeout=5.0)}\n{procs.tail(log, 25)}")
+    return "\n".join(shown)
 
 
 def wait_standing_by(rack: FleetRack, index: int, since: float) -> float:
@@ -519,6 +531,24 @@ def schedule(seconds: float, rng: random.Random) -> list[str]:
     return kinds
 
 
+def inject_faults(chaos: Chaos, client: PolicyClient, kinds: list[str], gap: float, began: float) -> list[Fault]:
+    """Each fault in turn, the first 2 s after `began` and each next `gap` later, healed at the end.
+    A fault that fails (a takeover that never came) stops the client before it is raised: the
+    client's thread would otherwise go on flipping the policy of whatever fleet is started next on
+    the same addresses."""
+    faults = []
+    try:
+        for n, kind in enumerate(kinds):
+            time.sleep(max(0.0, began + 2.0 + n * gap - time.monotonic()))
+            faults.append(chaos.inject(kind))
+    except BaseException:
+        client.stop()
+        raise
+    finally:
+        chaos.heal_all()
+    return faults
+
+
 def run_chaos(fleet: Fleet, seconds: float, seed: int, log=print) -> ChaosResult:
     result = ChaosResult(seconds=seconds, seed=seed)
     rng = random.Random(seed)
@@ -532,14 +562,8 @@ def run_chaos(fleet: Fleet, seconds: float, seed: int, log=print) -> ChaosResult
     client = PolicyClient(random.Random(seed + 100), began)
     chaos = Chaos(fleet, rng, began, log)
     client.start()
-    try:
-        kinds = schedule(seconds, rng)
-        gap = max(2.0, seconds * 0.75 / len(kinds))
-        for n, kind in enumerate(kinds):
-            time.sleep(max(0.0, began + 2.0 + n * gap - time.monotonic()))
-            result.faults.append(chaos.inject(kind))
-    finally:
-        chaos.heal_all()
+    kinds = schedule(seconds, rng)
+    result.faults = inject_faults(chaos, client, kinds, gap=max(2.0, seconds * 0.75 / len(kinds)), began=began)
     # Quiet until the transfers end; then the checks.
     time.sleep(max(0.0, began + seconds - time.monotonic()))
     result.calls = client.stop()

@@ -8,12 +8,14 @@ FLEET_CHAOS_SECONDS (75) of faults, every kind at least once.
 from __future__ import annotations
 
 import os
+import random
 import shutil
+import time
 
 import pytest
 from emulation import cleanup
 from emulation.fleet import Fleet
-from emulation.fleet_chaos import FAULTS, Call, explain, render, run_chaos
+from emulation.fleet_chaos import FAULTS, Call, Chaos, PolicyClient, explain, inject_faults, render, run_chaos
 from emulation.rack import Parts, missing_prerequisites
 
 SECONDS = float(os.environ.get("FLEET_CHAOS_SECONDS", "75"))
@@ -46,6 +48,22 @@ def test_an_unknown_outcome_may_have_taken_effect_or_not():
     # ... but not out of order: the acknowledged call after it wrote last.
     why, _ = explain(True, [(10, True), (11, False)], [call(0, False, "unknown"), call(1, True, "ok")])
     assert why
+
+
+def test_a_fault_that_fails_stops_the_policy_client_before_it_is_raised():
+    """The client calls controllers from a thread of its own: left running after a failed run, it
+    flipped the policy of the next module's fleet, started on the same addresses."""
+
+    class FailingChaos(Chaos):
+        def inject(self, kind):
+            raise AssertionError(f"no takeover after {kind}")
+
+    began = time.monotonic()
+    client = PolicyClient(random.Random(1), began)
+    client.start()
+    with pytest.raises(AssertionError, match="no takeover after kill-leader"):
+        inject_faults(FailingChaos(None, random.Random(1), began), client, ["kill-leader"], gap=2.0, began=began - 2.0)
+    assert not client._thread.is_alive()
 
 
 @pytest.fixture(scope="module")
