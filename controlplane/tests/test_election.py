@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
@@ -85,6 +86,74 @@ async def test_a_leader_cut_off_from_etcd_steps_down_and_campaigns_again_when_it
     assert again.election_id > leading.election_id
     await leader.resign()
     await leader.store.close()
+
+
+class Relay:
+    """A TCP relay to etcd that can cut every connection through it at once, as a middlebox or a
+    restarted proxy would, while etcd and the lease stay up."""
+
+    def __init__(self, target_port: int):
+        self.target_port = target_port
+        self.writers: list[asyncio.StreamWriter] = []
+        self.server: asyncio.Server | None = None
+        # Cleared while etcd's answers are held back (a slow path, not a broken one).
+        self.flowing = asyncio.Event()
+        self.flowing.set()
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self.server.sockets[0].getsockname()[1]
+
+    async def _serve(self, client_reader, client_writer):
+        etcd_reader, etcd_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self.writers += [client_writer, etcd_writer]
+
+        async def pipe(reader, writer, held_back: bool):
+            with contextlib.suppress(OSError):
+                while data := await reader.read(65536):
+                    if held_back:
+                        await self.flowing.wait()
+                    writer.write(data)
+                    await writer.drain()
+            writer.close()
+
+        await asyncio.gather(pipe(client_reader, etcd_writer, False), pipe(etcd_reader, client_writer, True))
+
+    async def hold_answers(self, seconds: float) -> None:
+        self.flowing.clear()
+        await asyncio.sleep(seconds)
+        self.flowing.set()
+
+    def cut(self) -> None:
+        for writer in self.writers:
+            writer.transport.abort()
+        self.writers.clear()
+
+    async def close(self) -> None:
+        self.cut()
+        self.server.close()
+
+
+async def test_a_leader_keeps_its_lease_across_broken_keepalive_streams(etcd):
+    """A keepalive stream that breaks is replaced at once, and the next refresh goes out on the new one:
+    cut a few times, well within the lease's TTL each time, the leader never steps down."""
+    relay = Relay(etcd.client_port)
+    leader = await candidate(f"etcd://127.0.0.1:{await relay.start()}", "leader")
+    leading = await asyncio.wait_for(leader.campaign(), BOUND_S)
+    for _ in range(3):
+        relay.cut()
+        await asyncio.sleep(2 * LEASE_TTL_S)
+        assert not leader.lost.is_set(), "lost the lead after its keepalive stream was cut"
+    for _ in range(3):
+        # Answers late past the wait for one (the stream is given up and another opened), but
+        # well within the TTL: the refreshes that follow must go out and be answered.
+        await relay.hold_answers(LEASE_TTL_S / 2)
+        await asyncio.sleep(2 * LEASE_TTL_S)
+        assert not leader.lost.is_set(), "lost the lead after etcd's answers were held back for half the TTL"
+    assert leader.leadership == leading
+    await leader.resign()
+    await leader.store.close()
+    await relay.close()
 
 
 async def test_the_leaders_id_carries_the_stores_fencing_epoch(etcd):

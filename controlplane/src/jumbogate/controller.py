@@ -65,6 +65,11 @@ RESYNC_INTERVAL_S = 5.0
 NIC_FIRST_POLL_WAIT_S = 5.0
 # After a campaign failed for want of etcd, the next one waits this long.
 LEAD_RETRY_S = 0.5
+# How long a lost term's tasks get to end once cancelled. Past it the
+# controller campaigns anyway, saying which did not end: a stuck task must
+# not keep a standby out of the line, and the switch fences whatever the old
+# term's session still sends by its lower election id.
+TERM_TEARDOWN_S = 5.0
 
 
 class SwitchIdentityError(RuntimeError):
@@ -263,7 +268,15 @@ class Controller:
             done, _ = await asyncio.wait([*term, *ending], return_when=asyncio.FIRST_COMPLETED)
             for task in (*term, *ending):
                 task.cancel()
-            await asyncio.gather(*term, *ending, return_exceptions=True)
+            ended, stuck = await asyncio.wait([*term, *ending], timeout=TERM_TEARDOWN_S)
+            for task in ended:
+                # Retrieved (so asyncio does not report them as lost): the first failure is raised below.
+                _ = task.cancelled() or task.exception()
+            if stuck:
+                LOG.error(
+                    "the ended term's tasks did not stop within %g s of being cancelled: %s; campaigning anyway",
+                    TERM_TEARDOWN_S, ", ".join(task.get_coro().__qualname__ for task in stuck),
+                )  # fmt: skip
             # Only now: the link's tasks are gone, and a standby changes nothing.
             self.nic.election_id = None
             failed = [task.exception() for task in done if task in term and not task.cancelled() and task.exception()]

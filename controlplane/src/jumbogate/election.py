@@ -116,6 +116,7 @@ class Election:
             raise StoreUnavailable(f"etcd at {self.store.url} stopped answering the election ({err.code().name.lower()}: {err.details()})") from None
 
     async def _wait_to_lead(self, kv, key: bytes, mine: int, lease: int) -> Leadership:
+        waiting_for = b""
         while not self.lost.is_set():
             candidates = await kv.Range(
                 rpc.RangeRequest(key=self.prefix, range_end=range_end(self.prefix), sort_target=rpc.RangeRequest.CREATE, sort_order=rpc.RangeRequest.ASCEND),
@@ -135,6 +136,13 @@ class Election:
                 self.leadership = Leadership(won.header.revision, lease, await self._epoch(kv))
                 LOG.info("leading rack %s (election id %s)", self.rack, self.leadership.shown())
                 return self.leadership
+            if ahead[-1].key != waiting_for:
+                # Said once per candidate ahead: the log tells where a standby stands in line.
+                waiting_for = ahead[-1].key
+                LOG.info(
+                    "standing by for rack %s: in line at revision %d behind %s (%d ahead)",
+                    self.rack, mine, ahead[-1].value.decode(errors="replace"), len(ahead),
+                )  # fmt: skip
             await self._wait_for_delete(ahead[-1].key, candidates.header.revision)
         self._stop_keepalive()
         raise StoreUnavailable(f"lost the election's lease on {self.store.url} while waiting to lead")
@@ -199,13 +207,17 @@ class Election:
         """Refresh the lease; set `lost` when etcd says it expired, or when it could not be refreshed for a whole TTL."""
         _, lease_stub, _ = self.stubs()
         refreshed = time.monotonic()
-        requests: asyncio.Queue = asyncio.Queue()
-
-        async def outgoing():
-            while True:
-                yield await requests.get()
 
         while not self.lost.is_set():
+            # A queue of its own for each stream: a cancelled stream's request
+            # reader may still be waiting on its queue, and one shared with the
+            # next stream would take that stream's refresh and leave it unsent.
+            requests: asyncio.Queue = asyncio.Queue()
+
+            async def outgoing(requests=requests):
+                while True:
+                    yield await requests.get()
+
             call = lease_stub.LeaseKeepAlive(outgoing())
             try:
                 while True:
