@@ -153,7 +153,7 @@ static bool fit_chains_to_ports(struct nic *nic, struct nic_options *options)
 
 		if (most < 2) {
 			/* Its chains are copied into one buffer as they
-			 * leave (worker.c, prepare). */
+			 * leave (worker_tx.c, prepare). */
 			nic->ports[p].flatten_chains = true;
 			printf("jumbogate-nic: port %s cannot send a packet "
 			       "in more than one buffer (no MULTI_SEGS): "

@@ -4,34 +4,23 @@
  * each packet to the engine call for its direction, transmits what comes
  * back, runs the merge timers, and sleeps when there is nothing to do.
  */
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
 
-#include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_hash.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
 #include <rte_mbuf.h>
-#include <rte_pause.h>
-#include <rte_ring.h>
 
 #include "classify.h"
 #include "nic.h"
 #include "pathmtu.h"
 #include "port.h"
 #include "stats.h"
+#include "worker_internal.h"
 
-/* Room for a whole burst cut into the smallest segments plus the
- * engine's own margin (engine.h asks for out_cap >= nb_pkts + 64). */
-#define OUTPUT_CAPACITY 2048
-#define ENGINE_MARGIN	64
-#define MAX_BURST	256
-/* A send that makes no progress this many times drops the rest. */
-#define TX_MAX_STALLS 1000
+#define MAX_BURST 256
 /* Probes one poll of path MTU discovery may send (second copies). */
 #define PATHMTU_POLL_PROBES 64
 
@@ -43,144 +32,6 @@ uint64_t nic_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
-/* Packets waiting to leave through one port. */
-struct output {
-	uint16_t port_id;
-	uint16_t count;
-	struct rte_mbuf *pkts[OUTPUT_CAPACITY];
-};
-
-/* One buffer holding all of m (for ports without MULTI_SEGS), or NULL. The
- * first buffer of a merged chain is often a small header copy, so when it
- * has no room for the rest the bytes go to a buffer of the chain's largest
- * pool. A split segment is a header copy and an indirect buffer, both from
- * the small header pool: the pool that counts for an indirect buffer is
- * that of the received buffer it points into. */
-static struct rte_mbuf *flatten(struct rte_mbuf *m)
-{
-	struct rte_mempool *pool = NULL;
-	struct rte_mbuf *copy;
-	uint16_t room = 0;
-
-	if (m->nb_segs == 1 || rte_pktmbuf_linearize(m) == 0)
-		return m;
-	for (struct rte_mbuf *seg = m; seg != NULL; seg = seg->next) {
-		struct rte_mempool *candidate =
-			RTE_MBUF_CLONED(seg) ? rte_mbuf_from_indirect(seg)->pool
-					     : seg->pool;
-		uint16_t data_room = rte_pktmbuf_data_room_size(candidate);
-
-		if (data_room > room) {
-			room = data_room;
-			pool = candidate;
-		}
-	}
-	if (room < RTE_PKTMBUF_HEADROOM + m->pkt_len ||
-	    (copy = rte_pktmbuf_alloc(pool)) == NULL) {
-		rte_pktmbuf_free(m);
-		return NULL;
-	}
-	rte_pktmbuf_read(m, 0, m->pkt_len,
-			 rte_pktmbuf_append(copy, (uint16_t)m->pkt_len));
-	copy->ol_flags = m->ol_flags;
-	copy->l2_len = m->l2_len;
-	copy->l3_len = m->l3_len;
-	copy->l4_len = m->l4_len;
-	rte_pktmbuf_free(m);
-	return copy;
-}
-
-static bool port_flattens(uint16_t port_id)
-{
-	for (unsigned int p = 0; p < nic_instance->port_count; p++)
-		if (nic_instance->ports[p].port_id == port_id)
-			return nic_instance->ports[p].flatten_chains;
-	return false;
-}
-
-/* rte_eth_tx_prepare: what the port needs done to a packet before it
- * takes it (offload fix-ups, chain and size limits). A packet the port
- * refuses is dropped and counted as tx-failed, not handed over to be
- * mangled or to stall the queue. */
-static void prepare(struct nic_worker *worker, struct output *out)
-{
-	uint16_t done = 0;
-
-	if (port_flattens(out->port_id)) {
-		uint16_t kept = 0;
-
-		for (uint16_t i = 0; i < out->count; i++) {
-			struct rte_mbuf *m = flatten(out->pkts[i]);
-
-			if (m != NULL)
-				out->pkts[kept++] = m;
-			else
-				worker->counters.drops[NIC_DROP_TX_FAILED]++;
-		}
-		out->count = kept;
-	}
-	while (done < out->count) {
-		done += rte_eth_tx_prepare(out->port_id, worker->queue_id,
-					   out->pkts + done, out->count - done);
-		if (done == out->count)
-			break;
-		rte_pktmbuf_free(out->pkts[done]);
-		worker->counters.drops[NIC_DROP_TX_FAILED]++;
-		memmove(out->pkts + done, out->pkts + done + 1,
-			(out->count - done - 1) * sizeof(out->pkts[0]));
-		out->count--;
-	}
-}
-
-static void transmit(struct nic_worker *worker, struct output *out)
-{
-	uint32_t lengths[OUTPUT_CAPACITY];
-	uint16_t sent = 0;
-	unsigned int stalls = 0;
-
-	prepare(worker, out);
-	/* The port frees what it sent, so lengths are read before. */
-	for (uint16_t i = 0; i < out->count; i++)
-		lengths[i] = rte_pktmbuf_pkt_len(out->pkts[i]);
-	while (sent < out->count && stalls < TX_MAX_STALLS) {
-		uint16_t now_sent =
-			rte_eth_tx_burst(out->port_id, worker->queue_id,
-					 out->pkts + sent, out->count - sent);
-		if (now_sent == 0) {
-			stalls++;
-			rte_pause();
-		}
-		for (uint16_t i = sent; i < sent + now_sent; i++)
-			worker->counters.tx_bytes += lengths[i];
-		sent += now_sent;
-	}
-	worker->counters.tx_packets += sent;
-	if (sent < out->count) {
-		worker->counters.drops[NIC_DROP_TX_FAILED] += out->count - sent;
-		rte_pktmbuf_free_bulk(out->pkts + sent, out->count - sent);
-	}
-	out->count = 0;
-}
-
-/* Free room in out, transmitting first if less than needed is left. */
-static uint16_t reserve(struct nic_worker *worker, struct output *out,
-			uint16_t needed)
-{
-	if (OUTPUT_CAPACITY - out->count < needed)
-		transmit(worker, out);
-	return OUTPUT_CAPACITY - out->count;
-}
-
-static void emit(struct nic_worker *worker, struct output *out,
-		 struct rte_mbuf **pkts, uint16_t count)
-{
-	for (uint16_t i = 0; i < count; i++) {
-		if (out->count == OUTPUT_CAPACITY)
-			transmit(worker, out);
-		out->pkts[out->count++] = pkts[i];
-	}
 }
 
 static bool counting_flows(const struct nic_worker *worker)
@@ -203,9 +54,7 @@ flow_counters_of(const struct nic_worker *worker,
 	return data;
 }
 
-/* Merged packets are chains the engine built; count them per onloaded
- * flow for ListFlows. */
-static void count_merged(struct nic_worker *worker, struct rte_mbuf **pkts,
+void worker_count_merged(struct nic_worker *worker, struct rte_mbuf **pkts,
 			 uint16_t count)
 {
 	struct jg_packet_summary packet;
@@ -235,7 +84,7 @@ static void run_stage(struct nic_worker *worker, struct jg_engine *engine,
 	uint16_t done = 0;
 
 	while (done < count) {
-		uint16_t room = reserve(worker, out, ENGINE_MARGIN + 1);
+		uint16_t room = worker_reserve(worker, out, ENGINE_MARGIN + 1);
 		uint16_t consumed = 0;
 		uint16_t produced =
 			stage(engine, pkts + done, count - done,
@@ -245,7 +94,7 @@ static void run_stage(struct nic_worker *worker, struct jg_engine *engine,
 		done += consumed;
 		if (consumed == 0 && produced == 0) {
 			/* Only possible with a full output; send and retry. */
-			transmit(worker, out);
+			worker_transmit(worker, out);
 		}
 	}
 }
@@ -254,11 +103,11 @@ static void run_merge(struct nic_worker *worker, struct jg_engine *engine,
 		      struct rte_mbuf **pkts, uint16_t count, uint64_t now_ns,
 		      struct output *out)
 {
-	uint16_t room = reserve(worker, out, count + ENGINE_MARGIN);
+	uint16_t room = worker_reserve(worker, out, count + ENGINE_MARGIN);
 	uint16_t produced = jg_merge_burst(engine, pkts, count, now_ns,
 					   out->pkts + out->count, room);
 
-	count_merged(worker, out->pkts + out->count, produced);
+	worker_count_merged(worker, out->pkts + out->count, produced);
 	out->count += produced;
 }
 
@@ -269,31 +118,31 @@ static bool run_timer(struct nic_worker *worker, struct jg_engine *engine,
 	bool released = false;
 
 	while (jg_merge_next_deadline(engine) <= now_ns) {
-		uint16_t room = reserve(worker, out, ENGINE_MARGIN);
+		uint16_t room = worker_reserve(worker, out, ENGINE_MARGIN);
 		uint16_t produced = jg_merge_timer(
 			engine, now_ns, out->pkts + out->count, room);
 
 		if (produced == 0)
 			break;
-		count_merged(worker, out->pkts + out->count, produced);
+		worker_count_merged(worker, out->pkts + out->count, produced);
 		out->count += produced;
 		released = true;
 	}
 	return released;
 }
 
-static uint64_t flush_engine(struct nic_worker *worker,
+uint64_t worker_flush_engine(struct nic_worker *worker,
 			     struct jg_engine *engine, struct output *out)
 {
 	uint64_t released = 0;
 	uint16_t produced;
 
 	do {
-		uint16_t room = reserve(worker, out, ENGINE_MARGIN);
+		uint16_t room = worker_reserve(worker, out, ENGINE_MARGIN);
 
 		produced = jg_merge_flush_all(engine, out->pkts + out->count,
 					      room);
-		count_merged(worker, out->pkts + out->count, produced);
+		worker_count_merged(worker, out->pkts + out->count, produced);
 		out->count += produced;
 		released += produced;
 	} while (produced > 0);
@@ -318,8 +167,8 @@ static bool take_pathmtu(struct nic_worker *worker, const struct nic_port *port,
 		return false;
 	worker->counters.pmtu_consumed++;
 	worker->counters.pmtu_created += count;
-	emit(worker, port->tx_port_id == port->port_id ? out : back, replies,
-	     count);
+	worker_emit(worker, port->tx_port_id == port->port_id ? out : back,
+		    replies, count);
 	return true;
 }
 
@@ -339,7 +188,7 @@ static void note_outbound(struct nic_worker *worker, unsigned int port_index,
 	count = nic_pathmtu_note_outbound(pm, m, packet, port_index, now_ns,
 					  probes, RTE_DIM(probes));
 	worker->counters.pmtu_created += count;
-	emit(worker, out, probes, count);
+	worker_emit(worker, out, probes, count);
 }
 
 static bool poll_port(struct nic_worker *worker, unsigned int port_index,
@@ -412,7 +261,7 @@ static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 			unpack[unpacks++] = m;
 		} else {
 			worker->counters.bypassed++;
-			emit(worker, out, &m, 1);
+			worker_emit(worker, out, &m, 1);
 		}
 	}
 	if (merges)
@@ -427,9 +276,9 @@ static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 	if (unpacks)
 		run_stage(worker, engine, jg_caravan_unpack, unpack, unpacks,
 			  out);
-	transmit(worker, out);
+	worker_transmit(worker, out);
 	if (back.count)
-		transmit(worker, &back);
+		worker_transmit(worker, &back);
 	return true;
 }
 
@@ -453,232 +302,11 @@ static bool poll_pathmtu(struct nic_worker *worker, uint64_t now_ns,
 		out->port_id = nic->ports[p].tx_port_id;
 		out->count = 0;
 		worker->counters.pmtu_created += count;
-		emit(worker, out, probes, count);
-		transmit(worker, out);
+		worker_emit(worker, out, probes, count);
+		worker_transmit(worker, out);
 		sent = true;
 	}
 	return sent;
-}
-
-/* ------------------------------------------------------------------ */
-/* Commands from the control thread                                    */
-
-void nic_worker_snapshot(const struct nic_worker *worker,
-			 struct nic_worker_snapshot *result)
-{
-	const struct nic *nic = nic_instance;
-
-	result->counters = worker->counters;
-	result->engine = worker->retired;
-	for (unsigned int p = 0; p < nic->port_count; p++) {
-		struct jg_stats stats;
-
-		jg_engine_get_stats(worker->engines[p], &stats);
-		nic_stats_add(&result->engine, &stats);
-	}
-}
-
-static int onload(struct nic_worker *worker, const struct jg_flow_key *key)
-{
-	const struct nic *nic = nic_instance;
-	struct nic_flow_counters *flow;
-	void *existing;
-
-	for (unsigned int p = 0; p < nic->port_count; p++) {
-		int result = jg_flow_onload(worker->engines[p], key);
-		if (result < 0)
-			return result;
-	}
-	if (worker->flow_counters == NULL ||
-	    rte_hash_lookup_data(worker->flow_counters, key, &existing) >= 0)
-		return 0;
-	flow = calloc(1, sizeof(*flow));
-	/* Counting is best effort: a full table only loses ListFlows
-	 * numbers, never the onload itself. */
-	if (flow && rte_hash_add_key_data(worker->flow_counters, key, flow) < 0)
-		free(flow);
-	return 0;
-}
-
-static uint64_t offload(struct nic_worker *worker,
-			const struct jg_flow_key *key)
-{
-	const struct nic *nic = nic_instance;
-	struct output out;
-	uint64_t released = 0;
-	void *existing;
-
-	for (unsigned int p = 0; p < nic->port_count; p++) {
-		int produced;
-
-		out.port_id = nic->ports[p].tx_port_id;
-		out.count = 0;
-		reserve(worker, &out, JG_MAX_RUNS_PER_FLOW);
-		produced = jg_flow_offload(worker->engines[p], key, out.pkts,
-					   JG_MAX_RUNS_PER_FLOW);
-		if (produced > 0) {
-			count_merged(worker, out.pkts, (uint16_t)produced);
-			out.count = (uint16_t)produced;
-			released += (uint64_t)produced;
-			transmit(worker, &out);
-		}
-	}
-	if (worker->flow_counters &&
-	    rte_hash_lookup_data(worker->flow_counters, key, &existing) >= 0) {
-		rte_hash_del_key(worker->flow_counters, key);
-		free(existing);
-	}
-	return released;
-}
-
-static void swap_engines(struct nic_worker *worker, struct nic_command *command)
-{
-	const struct nic *nic = nic_instance;
-	struct output out;
-
-	for (unsigned int p = 0; p < nic->port_count; p++) {
-		struct jg_engine *old = worker->engines[p];
-		struct jg_stats stats;
-
-		out.port_id = nic->ports[p].tx_port_id;
-		out.count = 0;
-		flush_engine(worker, old, &out);
-		transmit(worker, &out);
-		jg_engine_get_stats(old, &stats);
-		/* Its counters live on in the totals; what it held and tracked
-		 * (flushed, forgotten) and its memory (freed) do not. */
-		stats.flows_now = 0;
-		stats.flow_capacity = 0;
-		stats.memory_bytes = 0;
-		nic_stats_add(&worker->retired, &stats);
-		worker->engines[p] = command->arg.engines[p];
-		command->arg.engines[p] = old;
-	}
-	/* Per-flow counters describe the old engines' flows only in part;
-	 * they keep counting, since onloads are replayed on the new ones. */
-}
-
-/* New merge rules and limits on the running engines: flows, learned MSS
- * and onloads stay. Held runs were cut to the old rules, so they leave
- * first when the rules change. */
-static void reconfigure_engines(struct nic_worker *worker,
-				struct nic_command *command)
-{
-	const struct nic *nic = nic_instance;
-	bool flush = jg_engine_merge_rules_differ(
-		&command->arg.reconfigure.from, &command->arg.reconfigure.to);
-	struct output out;
-
-	for (unsigned int p = 0; p < nic->port_count; p++) {
-		struct jg_engine *engine = worker->engines[p];
-		int result;
-
-		if (flush) {
-			out.port_id = nic->ports[p].tx_port_id;
-			out.count = 0;
-			flush_engine(worker, engine, &out);
-			transmit(worker, &out);
-		}
-		result = jg_engine_reconfigure(engine,
-					       &command->arg.reconfigure.to);
-		if (result < 0 && command->result == 0)
-			command->result = result;
-	}
-}
-
-static void execute(struct nic_worker *worker, struct nic_command *command)
-{
-	const struct nic *nic = nic_instance;
-
-	command->result = 0;
-	switch (command->type) {
-	case NIC_CMD_SNAPSHOT:
-		nic_worker_snapshot(worker, &command->snapshot);
-		break;
-	case NIC_CMD_PMTU_SET:
-		for (unsigned int p = 0; p < nic->port_count; p++) {
-			int result = jg_pmtu_set(worker->engines[p],
-						 &command->arg.pmtu.prefix,
-						 command->arg.pmtu.mtu);
-			if (result < 0 && command->result == 0)
-				command->result = result;
-		}
-		break;
-	case NIC_CMD_PMTU_DELETE:
-		for (unsigned int p = 0; p < nic->port_count; p++) {
-			int result = jg_pmtu_delete(worker->engines[p],
-						    &command->arg.pmtu.prefix);
-			if (result < 0 && command->result == 0)
-				command->result = result;
-		}
-		break;
-	case NIC_CMD_FLOW_ONLOAD:
-		command->result = onload(worker, &command->arg.flow);
-		break;
-	case NIC_CMD_FLOW_OFFLOAD:
-		command->packets = offload(worker, &command->arg.flow);
-		break;
-	case NIC_CMD_FLOW_COUNTERS:
-		for (size_t i = 0; i < command->arg.flows.count; i++) {
-			void *data;
-
-			if (worker->flow_counters &&
-			    rte_hash_lookup_data(worker->flow_counters,
-						 &command->arg.flows.keys[i],
-						 &data) >= 0)
-				command->arg.flows.counters[i] =
-					*(struct nic_flow_counters *)data;
-		}
-		break;
-	case NIC_CMD_SWAP_ENGINES:
-		swap_engines(worker, command);
-		break;
-	case NIC_CMD_RECONFIGURE:
-		reconfigure_engines(worker, command);
-		break;
-	case NIC_CMD_SET_INTERNAL_PREFIXES:
-		worker->internal = command->arg.internal;
-		break;
-	}
-}
-
-void nic_command_discard(struct nic_command *command)
-{
-	if (command == NULL)
-		return;
-	if (command->type == NIC_CMD_FLOW_COUNTERS) {
-		free(command->arg.flows.keys);
-		free(command->arg.flows.counters);
-	} else if (command->type == NIC_CMD_SWAP_ENGINES) {
-		/* Ran: the engines it replaced, flushed. Never ran: the
-		 * replacements, which nothing else references. */
-		for (unsigned int p = 0; p < NIC_MAX_PORTS; p++)
-			if (command->arg.engines[p] != NULL)
-				jg_engine_destroy(command->arg.engines[p]);
-	}
-	free(command);
-}
-
-static bool process_commands(struct nic_worker *worker)
-{
-	void *object;
-	bool any = false;
-
-	while (rte_ring_sc_dequeue(worker->commands, &object) == 0) {
-		struct nic_command *command = object;
-		int expected = NIC_COMMAND_PENDING;
-
-		execute(worker, command);
-		worker->counters.commands++;
-		any = true;
-		if (!atomic_compare_exchange_strong(&command->state, &expected,
-						    NIC_COMMAND_DONE)) {
-			/* The waiter gave up on it. */
-			worker->counters.commands_abandoned++;
-			nic_command_discard(command);
-		}
-	}
-	return any;
 }
 
 /* ------------------------------------------------------------------ */
@@ -721,8 +349,9 @@ static uint64_t flush_all(struct nic_worker *worker)
 	for (unsigned int p = 0; p < nic->port_count; p++) {
 		out.port_id = nic->ports[p].tx_port_id;
 		out.count = 0;
-		released += flush_engine(worker, worker->engines[p], &out);
-		transmit(worker, &out);
+		released +=
+			worker_flush_engine(worker, worker->engines[p], &out);
+		worker_transmit(worker, &out);
 	}
 	return released;
 }
@@ -773,7 +402,7 @@ int nic_worker_run(void *arg)
 	RTE_LOG(INFO, USER1, "worker %u on lcore %u sends on queue %u\n",
 		worker->index, worker->lcore_id, worker->queue_id);
 	while (!atomic_load_explicit(&nic->stop, memory_order_relaxed)) {
-		bool busy = process_commands(worker);
+		bool busy = worker_process_commands(worker);
 		uint64_t now;
 
 		worker->counters.polls++;
@@ -783,7 +412,7 @@ int nic_worker_run(void *arg)
 			out.port_id = nic->ports[p].tx_port_id;
 			out.count = 0;
 			if (run_timer(worker, worker->engines[p], now, &out)) {
-				transmit(worker, &out);
+				worker_transmit(worker, &out);
 				busy = true;
 			}
 		}
@@ -794,7 +423,7 @@ int nic_worker_run(void *arg)
 			idle(worker);
 	}
 	/* Commands posted during shutdown still get their answer. */
-	process_commands(worker);
+	worker_process_commands(worker);
 	flushed = flush_all(worker);
 	RTE_LOG(INFO, USER1,
 		"worker %u stopped: flushed %" PRIu64 " held packets\n",
