@@ -1,41 +1,16 @@
 """Role configs (P4Runtime "Role Config"), with Stratum's scheme: a named role's arbitration carries a
 stratum.P4RoleConfig as its Any, as Stratum's own clients send it. p4runtime 1.3.0's bindings lack the 1.4 role
-names, which target.py encodes by hand; the config is built here from Stratum's field numbers."""
+names, which target.py encodes by hand; the config is built from Stratum's field numbers (testlab/stratum_roles.py)."""
 
 from __future__ import annotations
 
 import grpc
 import pytest
-from google.protobuf import any_pb2, descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import any_pb2
 from p4.v1 import p4runtime_pb2
 from target import ALREADY_EXISTS, CPU_PORT, OK, PERMISSION_DENIED, Controller, insert, udp_frame
 
-
-def _role_config_class():
-    """stratum.P4RoleConfig as stratum/public/proto/p4_role_config.proto defines it."""
-    f = descriptor_pb2.FileDescriptorProto(name="stratum_p4_role_config_conformance.proto", package="stratum", syntax="proto3")
-    config = f.message_type.add(name="P4RoleConfig")
-    flt = config.nested_type.add(name="PacketFilter")
-    T = descriptor_pb2.FieldDescriptorProto
-    flt.field.add(name="metadata_id", number=1, type=T.TYPE_UINT32, label=T.LABEL_OPTIONAL)
-    flt.field.add(name="value", number=2, type=T.TYPE_BYTES, label=T.LABEL_OPTIONAL)
-    config.field.add(name="exclusive_p4_ids", number=1, type=T.TYPE_UINT32, label=T.LABEL_REPEATED)
-    config.field.add(name="shared_p4_ids", number=2, type=T.TYPE_UINT32, label=T.LABEL_REPEATED)
-    config.field.add(name="packet_in_filter", number=3, type=T.TYPE_MESSAGE, label=T.LABEL_OPTIONAL, type_name=".stratum.P4RoleConfig.PacketFilter")
-    config.field.add(name="receives_packet_ins", number=4, type=T.TYPE_BOOL, label=T.LABEL_OPTIONAL)
-    config.field.add(name="can_push_pipeline", number=5, type=T.TYPE_BOOL, label=T.LABEL_OPTIONAL)
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(f)
-    return message_factory.MessageFactory(pool).GetPrototype(pool.FindMessageTypeByName("stratum.P4RoleConfig"))
-
-
-P4RoleConfig = _role_config_class()
-
-
-def role_config(**fields) -> any_pb2.Any:
-    packed = any_pb2.Any()
-    packed.Pack(P4RoleConfig(**fields))
-    return packed
+from testlab.stratum_roles import role_config, unpack
 
 
 @pytest.fixture
@@ -54,13 +29,12 @@ def roles(target):
 
 def test_a_named_role_has_its_own_primary_and_writes_only_its_tables(primary, roles, program):
     routes_v4 = program.tables["routes_v4"].preamble.id
-    routes = roles("routes", role_config(exclusive_p4_ids=[routes_v4]), (0, 1))
+    routes = roles("routes", role_config(exclusive=[routes_v4]), (0, 1))
     answer = routes.arbitrate()
     assert answer.status.code == OK  # election id 1 is below the controller's 10, in another role
     assert answer.role.config.type_url == "type.googleapis.com/stratum.P4RoleConfig"
-    echoed = P4RoleConfig()
-    assert answer.role.config.Unpack(echoed) and list(echoed.exclusive_p4_ids) == [routes_v4]
-    assert roles("routes", role_config(exclusive_p4_ids=[routes_v4]), None).arbitrate().status.code == ALREADY_EXISTS
+    assert list(unpack(answer.role.config).exclusive_p4_ids) == [routes_v4]
+    assert roles("routes", role_config(exclusive=[routes_v4]), None).arbitrate().status.code == ALREADY_EXISTS
     route = program.entry(
         "routes_v4",
         [

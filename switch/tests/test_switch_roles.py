@@ -15,55 +15,17 @@ import time
 import grpc
 import pytest
 from finsy.proto import p4r
-from google.protobuf import any_pb2, descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import any_pb2
 from switch_harness import Client, OnePortSwitch, p4info
 
 from testlab.lab import telemetry_query
 from testlab.nic_harness import PacketPort
+from testlab.stratum_roles import role_config, unpack
 
 OK, INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED, RESOURCE_EXHAUSTED = 0, 3, 5, 6, 7, 8
 INFO = p4info(512)
 CPU_PORT = 510  # jumbogate-switch's default --cpu-port
 MAX_ROLES = 16  # p4rt_bounds.h kMaxRoles, docs/switch.md "Bounds"
-
-
-def _role_config_class():
-    """stratum.P4RoleConfig, with the field numbers of stratum/public/proto/p4_role_config.proto written out here
-    rather than taken from the switch's copy, so that a renumbering there is caught."""
-    f = descriptor_pb2.FileDescriptorProto(name="stratum_p4_role_config_test.proto", package="stratum", syntax="proto3")
-    config = f.message_type.add(name="P4RoleConfig")
-    flt = config.nested_type.add(name="PacketFilter")
-    T = descriptor_pb2.FieldDescriptorProto
-    flt.field.add(name="metadata_id", number=1, type=T.TYPE_UINT32, label=T.LABEL_OPTIONAL)
-    flt.field.add(name="value", number=2, type=T.TYPE_BYTES, label=T.LABEL_OPTIONAL)
-    config.field.add(name="exclusive_p4_ids", number=1, type=T.TYPE_UINT32, label=T.LABEL_REPEATED)
-    config.field.add(name="shared_p4_ids", number=2, type=T.TYPE_UINT32, label=T.LABEL_REPEATED)
-    config.field.add(name="packet_in_filter", number=3, type=T.TYPE_MESSAGE, label=T.LABEL_OPTIONAL, type_name=".stratum.P4RoleConfig.PacketFilter")
-    config.field.add(name="receives_packet_ins", number=4, type=T.TYPE_BOOL, label=T.LABEL_OPTIONAL)
-    config.field.add(name="can_push_pipeline", number=5, type=T.TYPE_BOOL, label=T.LABEL_OPTIONAL)
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(f)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("stratum.P4RoleConfig"))
-
-
-P4RoleConfig = _role_config_class()
-
-
-def role_config(exclusive=(), shared=(), receives_packet_ins=False, can_push_pipeline=False, packet_in_filter=None) -> any_pb2.Any:
-    config = P4RoleConfig(
-        exclusive_p4_ids=list(exclusive), shared_p4_ids=list(shared), receives_packet_ins=receives_packet_ins, can_push_pipeline=can_push_pipeline
-    )
-    if packet_in_filter is not None:
-        config.packet_in_filter.metadata_id, config.packet_in_filter.value = packet_in_filter
-    packed = any_pb2.Any()
-    packed.Pack(config)  # type.googleapis.com/stratum.P4RoleConfig, as a Stratum client sends it
-    return packed
-
-
-def unpack(config: any_pb2.Any):
-    out = P4RoleConfig()
-    assert config.Unpack(out), config.type_url
-    return out
 
 
 def table_id(alias: str) -> int:

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import math
 import os
-import signal
-import subprocess
-import time
 
 import pytest
 
 from testlab import wan_value
 from testlab.nic_harness import NIC_BINARY, run
+from testlab.tcp_exchange import capture, exchange
 from testlab.wan import CONGESTION, INSTANCE, INTERNET, WANLINK, WanPath
 
 pytestmark = [
@@ -34,43 +32,6 @@ REPLY_MEGABYTES = 6
 # More than the paper's 0.01%: a short transfer must meet some losses.
 LOSS = 0.002
 
-# The Internet host receives MEGABYTES, then sends REPLY_MEGABYTES back;
-# both ends print (bytes, SHA-256) of what they sent and received.
-SERVER = f"""
-import hashlib, random, socket
-listener = socket.socket()
-listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"{CONGESTION}")
-listener.bind(("{INTERNET}", {PORT}))
-listener.listen()
-print("listening", flush=True)
-connection, _ = listener.accept()
-assert connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\\0") == b"{CONGESTION}"
-digest, total = hashlib.sha256(), 0
-while chunk := connection.recv(1 << 20):
-    digest.update(chunk)
-    total += len(chunk)
-reply = random.Random(8).randbytes({REPLY_MEGABYTES} << 20)
-connection.sendall(reply)
-connection.close()
-print(total, digest.hexdigest(), len(reply), hashlib.sha256(reply).hexdigest(), flush=True)
-"""
-
-CLIENT = f"""
-import hashlib, random, socket
-data = random.Random(7).randbytes({MEGABYTES} << 20)
-with socket.socket() as connection:
-    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"{CONGESTION}")
-    connection.settimeout(60)
-    connection.connect(("{INTERNET}", {PORT}))
-    connection.sendall(data)
-    connection.shutdown(socket.SHUT_WR)
-    digest, total = hashlib.sha256(), 0
-    while chunk := connection.recv(1 << 20):
-        digest.update(chunk)
-        total += len(chunk)
-print(len(data), hashlib.sha256(data).hexdigest(), total, digest.hexdigest(), flush=True)
-"""
-
 
 def within_binomial(lost: int, received: int, p: float) -> bool:
     mean, sd = received * p, math.sqrt(received * p * (1 - p))
@@ -83,46 +44,12 @@ def test_data_crosses_the_wan_intact_split_and_merged(tmp_path):
         assert 10.0 <= rtt < 10.0 + 25.0, f"ping across 5 ms each way took {rtt} ms"
         capture_file = tmp_path / "wan.pcap"
         # What the border sends toward the Internet, before the link.
-        capture = subprocess.Popen(
-            [
-                "ip",
-                "netns",
-                "exec",
-                path.middle.name,
-                "tcpdump",
-                "-i",
-                path.wan_iface,
-                "-Q",
-                "in",
-                "-s",
-                "96",
-                "-U",
-                "-w",
-                str(capture_file),
-                "tcp",
-                "port",
-                str(PORT),
-            ],
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        server = subprocess.Popen(["ip", "netns", "exec", path.internet.name, "python3", "-c", SERVER], stdout=subprocess.PIPE, text=True)
-        try:
-            assert capture.stderr.readline()  # "listening on ..."
-            assert server.stdout.readline().strip() == "listening"
-            sent = path.instance.exec("python3", "-c", CLIENT, timeout=150).stdout.split()
-            received = server.communicate(timeout=60)[0].split()
-        finally:
-            server.kill()
-            time.sleep(0.3)
-            capture.send_signal(signal.SIGINT)
-            capture.wait(timeout=10)
+        with capture(path.middle, path.wan_iface, capture_file, "tcp", "port", str(PORT), snaplen=96):
+            transferred = exchange(path.instance, path.internet, INTERNET, PORT, MEGABYTES, REPLY_MEGABYTES, congestion=CONGESTION, timeout_s=150)
         nic = path.nic.telemetry("/jumbogate/stats")
         link = path.link.stop()
 
-    assert received[:2] == sent[:2], "the Internet host got other bytes than the instance sent"
-    assert received[2:] == sent[2:], "the instance got other bytes than the Internet host sent"
-    assert int(sent[0]) == MEGABYTES << 20 and int(sent[2]) == REPLY_MEGABYTES << 20
+    transferred.assert_intact()
 
     lengths = [int(n) for n in run("tshark", "-r", str(capture_file), "-Y", f"ip.src == {INSTANCE}", "-T", "fields", "-e", "ip.len", timeout=60).stdout.split()]
     assert len(lengths) > (MEGABYTES << 20) // 1500 // 2, "the capture saw too little of the transfer"

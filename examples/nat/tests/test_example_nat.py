@@ -16,7 +16,6 @@ names another build.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -33,6 +32,7 @@ import pytest
 from testlab import integration, nic_harness
 from testlab.nic_harness import PACKET_OUTGOING, Netns, veth
 from testlab.nic_packets import internet_checksum, pattern
+from testlab.tcp_exchange import capture, exchange
 
 REPO = Path(__file__).resolve().parents[3]
 BUILD = REPO / "build" / "native"
@@ -472,35 +472,6 @@ def test_connection_table_is_bounded_and_evicts_idle_connections(wire):
     wire.stop()
 
 
-SERVER_SCRIPT = """
-import hashlib, random, socket, sys
-listener = socket.create_server(("{server}", 5201))
-print("listening", flush=True)
-connection, peer = listener.accept()
-digest, total = hashlib.sha256(), 0
-while chunk := connection.recv(1 << 20):
-    digest.update(chunk)
-    total += len(chunk)
-reply = random.Random(8).randbytes({reply} << 20)
-connection.sendall(reply)
-connection.close()
-print(peer[0], peer[1], total, digest.hexdigest(), flush=True)
-"""
-
-CLIENT_SCRIPT = """
-import hashlib, random, socket
-data = random.Random(7).randbytes({upload} << 20)
-with socket.create_connection(("{server}", 5201), timeout=60) as connection:
-    connection.sendall(data)
-    connection.shutdown(socket.SHUT_WR)
-    digest, total = hashlib.sha256(), 0
-    while chunk := connection.recv(1 << 20):
-        digest.update(chunk)
-        total += len(chunk)
-print(hashlib.sha256(data).hexdigest(), total, digest.hexdigest(), flush=True)
-"""
-
-
 def test_linux_tcp_connection_through_the_nat(wire, tmp_path):
     """A real connection: 2 MB up, 16 MB down. The client is at MTU 9000
     (the NAT's inside path MTU), the server at 1500: the download reaches
@@ -508,24 +479,10 @@ def test_linux_tcp_connection_through_the_nat(wire, tmp_path):
     upload, reply = 2, 16
     wire.start("--merge", "on")
     capture_file = tmp_path / "client.pcap"
-    capture = wire.client.popen(
-        "tcpdump", "-i", wire.client_if, "-Q", "in", "-s", "96", "-U", "-w", str(capture_file), "tcp", stderr=subprocess.PIPE, text=True
-    )
-    receiver = wire.server.popen("python3", "-c", SERVER_SCRIPT.format(server=SERVER, reply=reply), stdout=subprocess.PIPE, text=True)
-    try:
-        assert capture.stderr.readline()  # "listening on ..."
-        assert receiver.stdout.readline().strip() == "listening"
-        sent = wire.client.exec("python3", "-c", CLIENT_SCRIPT.format(server=SERVER, upload=upload), timeout=120).stdout.split()
-        received = receiver.communicate(timeout=60)[0].split()
-    finally:
-        receiver.kill()
-        time.sleep(0.3)
-        capture.send_signal(signal.SIGINT)
-        capture.wait(timeout=10)
-    peer_ip, peer_port, up_total, up_digest = received
-    assert (peer_ip, int(peer_port)) == (PUBLIC, PORT_BASE), "the server saw the client's own address"
-    assert (int(up_total), up_digest) == (upload << 20, sent[0]), "the upload changed"
-    assert (int(sent[1]), sent[2]) == (reply << 20, hashlib.sha256(random.Random(8).randbytes(reply << 20)).hexdigest()), "the download changed"
+    with capture(wire.client, wire.client_if, capture_file, "tcp", snaplen=96):
+        transferred = exchange(wire.client, wire.server, SERVER, 5201, upload, reply, timeout_s=120)
+    transferred.assert_intact()
+    assert tuple(transferred.server["peer"]) == (PUBLIC, PORT_BASE), "the server saw the client's own address"
 
     stats = wire.stop()
     inbound, outbound = stats["inbound"], stats["outbound"]

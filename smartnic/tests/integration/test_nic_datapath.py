@@ -262,7 +262,12 @@ def test_control_changes_reach_the_data_path(single_port):
         split = tcp_frames_of(exchange(single_port, [tcp_packet(INSTANCE, "192.0.2.9", 48001, 443, size=6000)]), 48001)
         assert max(ip_length(p) for p in split) == 1280
         flows = stub.ListFlows(nic_pb2.ListNicFlowsRequest(), timeout=5).flows
-        assert [(f.flow, f.packets_in, f.merged_packets) for f in flows] == [(flow, 8, len(merged))]
+        assert [(f.flow, f.packets_in) for f in flows] == [(flow, 8)]
+        # Every packet longer than one segment was merged; a segment whose run's
+        # deadline came before its follower arrived (a slow poll) may have left
+        # alone, or as the cut-off rest of one, which the wire does not tell apart.
+        joined = [p for p in merged if ip_length(p) > 1500]
+        assert len(joined) <= flows[0].merged_packets <= len(merged), (flows[0].merged_packets, [ip_length(p) for p in merged])
     finally:
         stub.Configure(nic_pb2.NicConfig(internal_mtu=INTERNAL_MTU), timeout=5)
         stub.DeletePathMtu(nic_pb2.DeletePathMtuRequest(prefix=common_pb2.Prefix(cidr="192.0.2.0/24")), timeout=5)

@@ -21,6 +21,7 @@ from jumbogate.v1 import nic_pb2
 from testlab.lab import wait_until
 from testlab.nic_harness import lcores, start_nic
 from testlab.queue_scaling import SERVER, ScalingWire
+from testlab.tcp_exchange import exchange
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -29,34 +30,6 @@ QUEUES = 4
 WORKERS = 2
 MEGABYTES = 48
 REPLY_MEGABYTES = 8
-
-SERVER_SCRIPT = f"""
-import hashlib, random, socket
-listener = socket.create_server(("{SERVER}", {PORT}))
-print("listening", flush=True)
-connection, _ = listener.accept()
-digest, total = hashlib.sha256(), 0
-while chunk := connection.recv(1 << 20):
-    digest.update(chunk)
-    total += len(chunk)
-reply = random.Random(8).randbytes({REPLY_MEGABYTES} << 20)
-connection.sendall(reply)
-connection.close()
-print(total, digest.hexdigest(), len(reply), hashlib.sha256(reply).hexdigest(), flush=True)
-"""
-
-CLIENT_SCRIPT = f"""
-import hashlib, random, socket
-data = random.Random(7).randbytes({MEGABYTES} << 20)
-with socket.create_connection(("{SERVER}", {PORT}), timeout=30) as connection:
-    connection.sendall(data)
-    connection.shutdown(socket.SHUT_WR)
-    digest, total = hashlib.sha256(), 0
-    while chunk := connection.recv(1 << 20):
-        digest.update(chunk)
-        total += len(chunk)
-print(len(data), hashlib.sha256(data).hexdigest(), total, digest.hexdigest(), flush=True)
-"""
 
 
 @pytest.fixture
@@ -78,20 +51,12 @@ def transfer(client, server, during) -> None:
     during() runs in a thread until both are done."""
     done = threading.Event()
     thread = threading.Thread(target=during, args=(done,))
-    receiver = server.popen("python3", "-c", SERVER_SCRIPT, stdout=-1, text=True)
     try:
-        assert receiver.stdout.readline().strip() == "listening"
-        thread.start()
-        sent = client.exec("python3", "-c", CLIENT_SCRIPT, timeout=90).stdout.split()
-        received = receiver.communicate(timeout=60)[0].split()
+        exchange(client, server, SERVER, PORT, MEGABYTES, REPLY_MEGABYTES, while_listening=thread.start).assert_intact()
     finally:
         done.set()
         if thread.is_alive():
             thread.join(timeout=10)
-        receiver.kill()
-    assert received[:2] == sent[:2], "the server got different bytes than the client sent"
-    assert sent[2:] == received[2:], "the client got different bytes than the server sent"
-    assert int(sent[0]) == MEGABYTES << 20 and int(sent[2]) == REPLY_MEGABYTES << 20
 
 
 def assert_nothing_dropped(nic):

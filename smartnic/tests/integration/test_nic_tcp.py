@@ -12,14 +12,11 @@ Both must get the other's data intact, the server in merged packets.
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import time
-
 import pytest
 
 from jumbogate.v1 import nic_pb2
 from testlab.nic_harness import Netns, af_packet_vdev, run, start_nic, unique, veth
+from testlab.tcp_exchange import capture, exchange
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -28,36 +25,6 @@ SERVER = "10.77.0.2"
 PORT = 5201
 MEGABYTES = 24
 REPLY_MEGABYTES = 8
-
-# The client sends MEGABYTES, half-closes, and reads the server's reply;
-# both sides print (bytes, SHA-256) of what they sent and received.
-SERVER_SCRIPT = f"""
-import hashlib, random, socket
-listener = socket.create_server(("{SERVER}", {PORT}))
-print("listening", flush=True)
-connection, _ = listener.accept()
-digest, total = hashlib.sha256(), 0
-while chunk := connection.recv(1 << 20):
-    digest.update(chunk)
-    total += len(chunk)
-reply = random.Random(8).randbytes({REPLY_MEGABYTES} << 20)
-connection.sendall(reply)
-connection.close()
-print(total, digest.hexdigest(), len(reply), hashlib.sha256(reply).hexdigest(), flush=True)
-"""
-
-CLIENT_SCRIPT = f"""
-import hashlib, random, socket
-data = random.Random(7).randbytes({MEGABYTES} << 20)
-with socket.create_connection(("{SERVER}", {PORT}), timeout=30) as connection:
-    connection.sendall(data)
-    connection.shutdown(socket.SHUT_WR)
-    digest, total = hashlib.sha256(), 0
-    while chunk := connection.recv(1 << 20):
-        digest.update(chunk)
-        total += len(chunk)
-print(len(data), hashlib.sha256(data).hexdigest(), total, digest.hexdigest(), flush=True)
-"""
 
 
 @pytest.fixture
@@ -98,25 +65,8 @@ def wire(log_dir):
 def transfer(client, server, capture_ns, capture_if, capture_file) -> None:
     """The client's data to the server and the server's reply, both checked
     intact, with what arrives at capture_if captured."""
-    capture = subprocess.Popen(
-        ["ip", "netns", "exec", capture_ns.name, "tcpdump", "-i", capture_if, "-Q", "in", "-s", "128", "-U", "-w", str(capture_file), "tcp", "port", str(PORT)],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    receiver = subprocess.Popen(["ip", "netns", "exec", server.name, "python3", "-c", SERVER_SCRIPT], stdout=subprocess.PIPE, text=True)
-    try:
-        assert capture.stderr.readline()  # "listening on ..."
-        assert receiver.stdout.readline().strip() == "listening"
-        sent = client.exec("python3", "-c", CLIENT_SCRIPT, timeout=90).stdout.split()
-        received = receiver.communicate(timeout=60)[0].split()
-    finally:
-        receiver.kill()
-        time.sleep(0.3)
-        capture.send_signal(signal.SIGINT)
-        capture.wait(timeout=10)
-    assert received[:2] == sent[:2], "the server got different bytes than the client sent"
-    assert sent[2:] == received[2:], "the client got different bytes than the server sent"
-    assert int(sent[0]) == MEGABYTES << 20 and int(sent[2]) == REPLY_MEGABYTES << 20
+    with capture(capture_ns, capture_if, capture_file, "tcp", "port", str(PORT)):
+        exchange(client, server, SERVER, PORT, MEGABYTES, REPLY_MEGABYTES).assert_intact()
 
 
 def test_tcp_transfer_arrives_merged_and_intact(wire, tmp_path):
@@ -148,18 +98,8 @@ def test_the_server_keeps_to_the_mss_the_client_announced(wire, tmp_path):
     client, server, server_if, nic, client_if = wire
     client.exec("ip", "route", "replace", f"{SERVER}/32", "dev", client_if, "advmss", "1200")
     server_file, client_file = tmp_path / "server.pcap", tmp_path / "client.pcap"
-    capture = subprocess.Popen(
-        ["ip", "netns", "exec", server.name, "tcpdump", "-i", server_if, "-Q", "in", "-s", "128", "-U", "-w", str(server_file), "tcp[tcpflags] & tcp-syn != 0"],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert capture.stderr.readline()
+    with capture(server, server_if, server_file, "tcp[tcpflags] & tcp-syn != 0"):
         transfer(client, server, client, client_if, client_file)
-    finally:
-        time.sleep(0.3)
-        capture.send_signal(signal.SIGINT)
-        capture.wait(timeout=10)
 
     announced = run("tshark", "-r", str(server_file), "-T", "fields", "-e", "tcp.options.mss_val", timeout=60).stdout.split()
     assert announced and int(announced[0]) == 8500 - 40, "the server saw the MSS raised to the internal MTU (8500)"
