@@ -158,7 +158,7 @@ bool jg_port_setup(const struct jg_port_params *p, struct rte_mempool **out)
 		fprintf(stderr,
 			"%s: port %s carries at most MTU %u, below the %u "
 			"asked for (for net_af_packet raise framesz and "
-			"blocksz)\n",
+			"blocksz; net_af_xdp's frames are one page each)\n",
 			p->program, p->name, info.max_mtu, p->mtu);
 		return false;
 	}
@@ -218,6 +218,10 @@ bool jg_port_setup(const struct jg_port_params *p, struct rte_mempool **out)
 	 * its whole ring frame) and say so only by refusing the queue;
 	 * without an explicit buffer size the buffers then grow. */
 	data_size = p->mbuf_size ? p->mbuf_size : p->mtu + FRAME_OVERHEAD;
+	/* Never below DPDK's default buffer: net_af_xdp hands each buffer to
+	 * the kernel as one frame of its socket's memory, which the kernel
+	 * refuses below 2 KB (a 1500-byte MTU alone would ask for less). */
+	data_size = RTE_MAX(data_size, (uint32_t)RTE_MBUF_DEFAULT_DATAROOM);
 	for (;;) {
 		pool = create_pool(p, data_size, socket);
 		if (pool == NULL)

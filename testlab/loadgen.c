@@ -125,6 +125,20 @@ static bool find_port(const char *name, uint16_t *id)
 	return false;
 }
 
+/* The data room of the generator's buffers. net_af_xdp hands each buffer
+ * of its port's pool to the kernel as one frame of the socket's memory, a
+ * page at most: on such a port the buffers are DPDK's default (2 KB of
+ * data), which holds a 1500-byte MTU's frames. */
+static uint16_t data_room_for(uint16_t tx_id)
+{
+	struct rte_eth_dev_info info;
+
+	if (rte_eth_dev_info_get(tx_id, &info) == 0 &&
+	    strcmp(info.driver_name, "net_af_xdp") == 0)
+		return RTE_MBUF_DEFAULT_DATAROOM;
+	return FRAME_LIMIT;
+}
+
 static bool start_port(uint16_t id, struct rte_mempool *pool)
 {
 	struct rte_eth_conf conf = {0};
@@ -506,12 +520,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	pool = rte_pktmbuf_pool_create("loadgen", POOL_MBUFS, 256, 0,
-				       FRAME_LIMIT + RTE_PKTMBUF_HEADROOM,
-				       rte_socket_id());
+	if (!find_port(tx_name, &tx_id))
+		return fail("no transmit port", tx_name);
+	pool = rte_pktmbuf_pool_create(
+		"loadgen", POOL_MBUFS, 256, 0,
+		data_room_for(tx_id) + RTE_PKTMBUF_HEADROOM, rte_socket_id());
 	if (!pool)
 		return fail("no buffer pool", rte_strerror(rte_errno));
-	if (!find_port(tx_name, &tx_id) || !start_port(tx_id, pool))
+	if (!start_port(tx_id, pool))
 		return fail("cannot start the transmit port", tx_name);
 	for (char *name = strtok(rx_names, ","); name;
 	     name = strtok(NULL, ",")) {

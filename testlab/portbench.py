@@ -11,7 +11,10 @@ the far ends of the same ports:
   kernel, so the generator's core only sends;
 - memif: shared-memory DPDK ports, the forwarder the server of each (it
   starts first, and a memif client does not start without its server), the
-  generator the client, which receives what comes back itself.
+  generator the client, which receives what comes back itself;
+- xdp: the same veth pairs at MTU 1500 (XDP_MTU), the forwarder's ends and
+  the generator's sending end opened as AF_XDP sockets (net_af_xdp) instead
+  of af_packet; the kernel still counts what comes back.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ import contextlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +37,14 @@ from . import lab
 
 REPO = Path(__file__).resolve().parents[1]
 LOADGEN = lab.LOADGEN
-PORT_KINDS = ("veth", "memif")
+PORT_KINDS = ("veth", "memif", "xdp")
+# The MTU of both ends of a veth pair whose forwarder side is an AF_XDP
+# socket. Native XDP on veth takes a program that does not handle frames
+# in several buffers only up to about 3.5 KB of MTU (the kernel refuses it
+# with "Peer MTU is too large to set XDP"), and DPDK 22.11's net_af_xdp
+# loads no other (nor can its buffers, one page each, hold more). So AF_XDP
+# carries 1500-byte frames here, never the rack's jumbo ones.
+XDP_MTU = 1500
 # The af_packet rings jumbogate-switch and jumbogate-nic open on their ports
 # (jumbo frames whole: framesz = blocksz, buffers at least as large).
 AF_PACKET_RING = "blocksz=12288,framesz=12288,framecnt=1024"
@@ -50,11 +61,35 @@ class BenchError(RuntimeError):
     pass
 
 
-def port_kinds(parser: argparse.ArgumentParser, value: str) -> list[str]:
+AF_XDP = 44  # linux/socket.h; Python's socket module does not name it
+
+
+def xdp_unavailable() -> str:
+    """Why this kernel opens no AF_XDP socket, or "" when it does."""
+    try:
+        socket.socket(AF_XDP, socket.SOCK_RAW).close()
+    except OSError as err:
+        return f"this kernel opens no AF_XDP socket ({err.strerror})"
+    return ""
+
+
+@contextlib.contextmanager
+def veth_mtu(names: list[str], mtu: int, restore: int) -> Iterator[None]:
+    """Both ends of the named veths at `mtu` while the body runs, then at `restore`."""
+    try:
+        for name in names:
+            lab.sh("ip", "link", "set", name, "mtu", str(mtu))
+        yield
+    finally:
+        for name in names:
+            lab.sh("ip", "link", "set", name, "mtu", str(restore), check=False)
+
+
+def port_kinds(parser: argparse.ArgumentParser, value: str, known: tuple[str, ...] = PORT_KINDS) -> list[str]:
     """The kinds of --ports, or the parser's error (exit 2) naming the known ones."""
     kinds = [k for k in value.split(",") if k]
-    if not kinds or any(k not in PORT_KINDS for k in kinds):
-        parser.error(f"--ports takes {', '.join(PORT_KINDS)}, got '{value}'")
+    if not kinds or any(k not in known for k in kinds):
+        parser.error(f"--ports takes {', '.join(known)}, got '{value}'")
     return kinds
 
 
@@ -88,20 +123,35 @@ class Ports:
     @property
     def driver(self) -> str:
         """The DPDK driver, which a vdev's name must start with."""
-        return "net_af_packet" if self.kind == "veth" else "net_memif"
+        return {"veth": "net_af_packet", "memif": "net_memif", "xdp": "net_af_xdp"}[self.kind]
+
+    @property
+    def on_veth(self) -> bool:
+        """Whether the ports are veth pairs (the generator's ends af_packet, counted by the kernel)."""
+        return self.kind in ("veth", "xdp")
+
+    @property
+    def forwarder_mbuf_size(self) -> int:
+        """Buffer size for a pass-through on these ports: af_packet copies a whole ring frame into one,
+        AF_XDP's buffers are one page each (and its frames at most XDP_MTU)."""
+        return 2176 if self.kind == "xdp" else 12416
 
     @property
     def counted(self) -> list[int]:
         return [port for port in self.forwarder_side if port != self.tx]
 
     def generator_args(self) -> list[str]:
-        if self.kind == "veth":
+        if self.on_veth:
+            # On xdp ports the generator sends through an AF_XDP socket too: af_packet's
+            # send would otherwise be the ceiling measured.
+            device = f"{self.driver}_gen"
+            options = "" if self.kind == "xdp" else f",{AF_PACKET_RING}"
             return [
                 "--vdev",
-                f"net_af_packet_gen,iface={self.host_side[self.tx]},{AF_PACKET_RING}",
+                f"{device},iface={self.host_side[self.tx]}{options}",
                 "--",
                 "--tx",
-                "net_af_packet_gen",
+                device,
                 "--count-iface",
                 ",".join(self.host_side[port] for port in self.counted),
             ]
@@ -112,13 +162,15 @@ class Ports:
 
     def port_of(self, received: str) -> int:
         """The port number whose frames the generator counted under this name."""
-        if self.kind == "veth":
+        if self.on_veth:
             return {dev: port for port, dev in self.host_side.items()}[received]
         return int(received.removeprefix("net_memif_gen"))
 
     def forwarder_vdev(self, port: int, name: str) -> str:
         if self.kind == "veth":
             return f"{name},iface={self.forwarder_side[port]},{AF_PACKET_RING}"
+        if self.kind == "xdp":
+            return f"{name},iface={self.forwarder_side[port]}"
         return f"{name},role=server,id={port},socket={self.socket}{self._memif_options}"
 
 
@@ -138,7 +190,7 @@ class Testpmd:
         args = ["stdbuf", "-oL", testpmd, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", self.prefix, "-l", "0-1", "--log-level=lib.eal:error"]
         for i, number in enumerate(self.numbers):
             args += ["--vdev", self.ports.forwarder_vdev(number, f"{self.ports.driver}_pass{i}")]
-        args += ["--", "--forward-mode=io", "--auto-start", "--mbuf-size=12416", "--total-num-mbufs=8192", "--burst=32"]
+        args += ["--", "--forward-mode=io", "--auto-start", f"--mbuf-size={self.ports.forwarder_mbuf_size}", "--total-num-mbufs=8192", "--burst=32"]
         out = open(self.log, "wb")  # noqa: SIM115 (kept open for the process)
         self.popen = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout

@@ -8,6 +8,8 @@ import sys
 
 from mininet.cli import CLI
 
+from testlab.portbench import XDP_MTU
+
 from . import plan, procs
 from .rack import JUMBOGATECTL, Rack, cannot_start
 from .tls import RackTls
@@ -36,6 +38,7 @@ def banner(target: str, tls: RackTls | None = None) -> str:
     for port in plan.SWITCH_PORTS:
         lines.append(f"              port {port.number} {port.intf:<12} {port.role:<8} -> {port.peer} ({port.peer_intf}, MTU {port.mtu})")
     lines += [
+        f"  ports       net_af_packet, not AF_XDP: on veth AF_XDP carries an MTU of {XDP_MTU} here (DPDK 22.11), below the rack's jumbo links",
         f"  SmartNIC    jumbogate-nic in namespace '{plan.NIC_HOST}' on {plan.NIC_INTF} (af_packet), control {plan.NIC_CONTROL_ADDRESS}; log {logs}/nic.log",
         f"  controller  jumbogate-controller, operator API {plan.CONTROLLER_ADDRESS}, config mininet/rack.yaml; log {logs}/controller.log",
         f"  store       etcd, one member, client URL http://{plan.ETCD_CLIENT_ADDRESS}, seeded from mininet/rack.yaml at start; log {logs}/etcd.log",

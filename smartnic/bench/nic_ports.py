@@ -337,15 +337,23 @@ def report(kind: str, results: dict, trace: str) -> str:
     return "\n".join(lines)
 
 
+# Its merged frames are jumbo: not on AF_XDP (portbench.XDP_MTU).
+NIC_PORT_KINDS = ("veth", "memif")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="measured seconds of each forwarder's round on each kind of port")
-    parser.add_argument("--ports", default="veth,memif", help="comma-separated: veth, memif")
+    parser.add_argument(
+        "--ports",
+        default="veth,memif",
+        help="comma-separated: veth, memif (not xdp: the NIC sends jumbo frames, which AF_XDP on veth does not carry; testlab/portbench.py XDP_MTU)",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="runs of each forwarder per kind of port, taking turns; the best counts")
     parser.add_argument("--pcap", type=Path, help=f"replay this capture's first {LOADGEN_FRAMES} frames instead of the generated trace")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
-    kinds = port_kinds(parser, args.ports)
+    kinds = port_kinds(parser, args.ports, known=NIC_PORT_KINDS)
     if args.rounds < 1:
         parser.error(f"--rounds takes a whole number of at least 1, got {args.rounds}")
     if args.pcap is not None and not args.pcap.is_file():

@@ -17,13 +17,19 @@ write (jumbogate.p4.entries): routes, the jumbo policy, and merge_flows
 entries for the steering captures' flows. The pass-through forwards port 1 to
 the path's way out and does nothing else.
 
+Why xdp: the same veth pairs, the switch's (and the pass-through's) ends
+opened as AF_XDP sockets (net_af_xdp) instead of af_packet, at MTU 1500, the
+most that AF_XDP carries on veth with DPDK 22.11 (testlab/portbench.py,
+XDP_MTU); where the kernel opens no AF_XDP socket they are left out with one
+line saying so.
+
 Why memif too: on veth every frame crosses the kernel through af_packet,
 which tops out near 0.45 M frames/s here, so the switch and the pass-through
 both measure that ceiling. Over memif the generator and the forwarder share
 rings in memory: what is left is the forwarder's own cost. BMv2 cannot open
 memif ports; its figure stays the veth one, far below that ceiling.
 
-    switch_ports.py [--seconds S] [--targets soft,pass,bmv2] [--ports veth,memif] [--json FILE]
+    switch_ports.py [--seconds S] [--targets soft,pass,bmv2] [--ports veth,memif,xdp] [--json FILE]
 """
 
 from __future__ import annotations
@@ -52,7 +58,23 @@ from jumbogate.p4.constants import PortRole
 # The test lab (testlab/) lives at the top of the repository.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from testlab import lab  # noqa: E402
-from testlab.portbench import INSTANCE, INSTANCE_NET, INTERNET, INTERNET_NET, LOADGEN, REPO, BenchError, Ports, Testpmd, port_kinds, print_logs, run_loadgen  # noqa: E402
+from testlab.portbench import (  # noqa: E402
+    INSTANCE,
+    INSTANCE_NET,
+    INTERNET,
+    INTERNET_NET,
+    LOADGEN,
+    REPO,
+    XDP_MTU,
+    BenchError,
+    Ports,
+    Testpmd,
+    port_kinds,
+    print_logs,
+    run_loadgen,
+    veth_mtu,
+    xdp_unavailable,
+)
 
 COMPILED = REPO / "p4src" / "compiled" / "depth512"
 FLOWS = 64
@@ -137,9 +159,11 @@ def make_forwarder(target: str, ports: Ports, log: Path) -> lab.SoftSwitch | lab
     if ports.kind == "veth":
         return lab.make_switch(target, SWITCH_PORTS, log)
     if target != "soft":
-        raise BenchError(f"{TARGET_NAMES[target]} cannot open memif ports")
-    devices = {port: f"net_memif_sw{port}" for port in SWITCH_PORTS}
-    return lab.SoftSwitch({}, log, devices=devices, vdevs=tuple(ports.forwarder_vdev(port, name) for port, name in devices.items()))
+        raise BenchError(f"{TARGET_NAMES[target]} cannot open {ports.kind} ports")
+    devices = {port: f"{ports.driver}_sw{port}" for port in SWITCH_PORTS}
+    # AF_XDP's frames are at most XDP_MTU: the switch's ports say so.
+    options = ("--port-mtu", str(XDP_MTU)) if ports.kind == "xdp" else ()
+    return lab.SoftSwitch({}, log, devices=devices, vdevs=tuple(ports.forwarder_vdev(port, name) for port, name in devices.items()), options=options)
 
 
 def measure(target: str, ports: Ports, seconds: float, workdir: Path) -> dict[str, dict]:
@@ -168,7 +192,7 @@ def measure(target: str, ports: Ports, seconds: float, workdir: Path) -> dict[st
 def report(results: dict[str, dict[str, dict]], kind: str = "veth", bmv2: dict[str, dict] | None = None) -> str:
     """Forwarded packets per second per path and target, and the ratios.
 
-    `bmv2`: BMv2's veth figures, set beside a memif table (BMv2 has no memif).
+    `bmv2`: BMv2's veth figures, set beside a memif or xdp table (BMv2 opens neither).
     """
     targets = list(results)
     ratios = [other for other in ("pass", "bmv2") if "soft" in results and other in results]
@@ -193,7 +217,7 @@ def report(results: dict[str, dict[str, dict]], kind: str = "veth", bmv2: dict[s
     lines += ["", f"offered (frames/s the generator sent while each ran): {offered}"]
     lines.append("targets: " + "; ".join(f"{t} = {TARGET_NAMES[t]}" for t in targets))
     if bmv2 is not None and "bmv2" in ratios and "bmv2" not in results:
-        lines.append("soft/bmv2 here: jumbogate-switch on memif against BMv2 on veth (BMv2 opens no memif port; veth is not what limits it)")
+        lines.append(f"soft/bmv2 here: jumbogate-switch on {kind} against BMv2 on veth (BMv2 opens no {kind} port; veth is not what limits it)")
     return "\n".join(lines)
 
 
@@ -201,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="measured seconds per path and target")
     parser.add_argument("--targets", default="soft,pass,bmv2", help="comma-separated: soft, pass, bmv2")
-    parser.add_argument("--ports", default="veth,memif", help="comma-separated: veth, memif (memif: soft and pass only)")
+    parser.add_argument("--ports", default="veth,memif,xdp", help="comma-separated: veth, memif, xdp (memif and xdp: soft and pass only)")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
     targets = [t for t in args.targets.split(",") if t]
@@ -209,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown target {', '.join(unknown)}: use {', '.join(TARGET_NAMES)}")
     kinds = port_kinds(parser, args.ports)
+    if "xdp" in kinds and (why := xdp_unavailable()):
+        print(f"switch ports: AF_XDP left out: {why}; veth ports stay on net_af_packet", file=sys.stderr)
+        kinds.remove("xdp")
     if "bmv2" in targets and shutil.which("simple_switch_grpc") is None:
         print("switch ports: BMv2 skipped: simple_switch_grpc is not on PATH (README, 'Getting p4c and BMv2')", file=sys.stderr)
         targets.remove("bmv2")
@@ -223,17 +250,19 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for kind in kinds:
                 ports = Ports(kind, f"/run/jgbench-{os.getpid()}.sock", SWITCH_PORTS, HOST_SIDE, PORT_EXTERNAL)
-                for target in targets:
-                    if kind == "memif" and target == "bmv2":
-                        continue
-                    print(f"switch ports: {TARGET_NAMES[target]} on {kind} ...", file=sys.stderr, flush=True)
-                    results[kind][target] = measure(target, ports, args.seconds, workdir)
+                veths = [*SWITCH_PORTS.values(), *HOST_SIDE.values()] if kind == "xdp" else []
+                with veth_mtu(veths, XDP_MTU, restore=lab.VethPair.mtu):
+                    for target in targets:
+                        if kind != "veth" and target == "bmv2":
+                            continue
+                        print(f"switch ports: {TARGET_NAMES[target]} on {kind} ...", file=sys.stderr, flush=True)
+                        results[kind][target] = measure(target, ports, args.seconds, workdir)
         except (BenchError, lab.LabError) as error:
             print(f"switch ports: {error}", file=sys.stderr)
             print_logs(workdir)
             return 1
     bmv2 = results.get("veth", {}).get("bmv2")
-    print("\n\n".join(report(results[kind], kind, bmv2 if kind == "memif" else None) for kind in kinds))
+    print("\n\n".join(report(results[kind], kind, bmv2 if kind != "veth" else None) for kind in kinds))
     if args.json:
         args.json.write_text(json.dumps({"seconds": args.seconds, "results": results}, indent=2) + "\n")
     return 0

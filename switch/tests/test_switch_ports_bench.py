@@ -1,7 +1,8 @@
 """The switch's port benchmark (make bench) runs and measures what it says:
 jumbogate-switch, programmed as the controller would, sends the bypass
 captures to the rack port and the steering captures to the SmartNIC port,
-through real veth ports and through shared-memory (memif) ports, and the
+through real veth ports (af_packet, and AF_XDP sockets where the kernel
+opens them) and through shared-memory (memif) ports, and the
 pass-through forwards the same frames. The figures themselves are for
 `make bench`; a short run here keeps the benchmark working."""
 
@@ -11,6 +12,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+from testlab.portbench import xdp_unavailable
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "switch" / "bench" / "switch_ports.py"
@@ -26,12 +29,18 @@ def test_every_path_leaves_by_its_own_port_on_the_switch_and_the_pass_through(tm
     done = run_bench("--targets", "soft,pass", "--seconds", "0.3", "--json", str(figures))
     assert done.returncode == 0, done.stderr[-3000:]
     by_kind = json.loads(figures.read_text())["results"]
-    assert set(by_kind) == {"veth", "memif"}
+    # AF_XDP where this kernel opens its sockets; where it does not, one line says so.
+    xdp_missing = xdp_unavailable()
+    assert set(by_kind) == ({"veth", "memif"} if xdp_missing else {"veth", "memif", "xdp"})
     for kind, results in by_kind.items():
         assert set(results) == {"soft", "pass"}, kind
         check_paths(kind, results)
     assert "soft/pass" in done.stdout and "bypass-ipv6" in done.stdout
     assert "on veth ports" in done.stdout and "on memif ports" in done.stdout
+    if xdp_missing:
+        assert f"AF_XDP left out: {xdp_missing}" in done.stderr
+    else:
+        assert "on xdp ports" in done.stdout
 
 
 # runtime/port.h: JG_PORT_RX_DESCRIPTORS + JG_PORT_TX_DESCRIPTORS.
@@ -67,4 +76,4 @@ def test_an_unknown_target_is_refused_with_the_known_ones():
 def test_an_unknown_port_kind_is_refused_with_the_known_ones():
     done = run_bench("--ports", "veth,ring")
     assert done.returncode == 2
-    assert "--ports takes veth, memif, got 'veth,ring'" in done.stderr
+    assert "--ports takes veth, memif, xdp, got 'veth,ring'" in done.stderr
