@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import grpc
 from aetcd import rpc
 
-from .store import PREFIX, REQUEST_TIMEOUT_S, EtcdStore, StoreUnavailable, range_end
+from .store import PREFIX, REQUEST_TIMEOUT_S, EtcdStore, StoreUnavailable, range_end, write_to_stream
 
 LOG = logging.getLogger("jumbogate.election")
 
@@ -174,24 +174,21 @@ class Election:
             raise StoreUnavailable(f"{err}; not leading until it is fixed (jumbogatectl fleet raise-epoch --to N)") from None
 
     async def _wait_for_delete(self, key: bytes, revision: int) -> None:
-        """Until `key` is deleted (after `revision`), or this candidacy is lost."""
+        """Until `key` is deleted (after `revision`), etcd cancels the watch, or this candidacy is lost."""
         _, _, watch_stub = self.stubs()
-        requests: asyncio.Queue = asyncio.Queue()
-        await requests.put(
-            rpc.WatchRequest(create_request=rpc.WatchCreateRequest(key=key, start_revision=revision + 1, filters=[rpc.WatchCreateRequest.NOPUT]))
-        )
-
-        async def outgoing():
-            while True:
-                yield await requests.get()
-
-        call = watch_stub.Watch(outgoing())
+        create = rpc.WatchCreateRequest(key=key, start_revision=revision + 1, filters=[rpc.WatchCreateRequest.NOPUT])
+        # Written on the call, not fed from a generator: a cancelled call then leaves
+        # nothing behind (no request reader waiting, no generator to finalize).
+        call = watch_stub.Watch()
         lost = asyncio.create_task(self.lost.wait())
         try:
 
             async def deleted():
+                await write_to_stream(call, rpc.WatchRequest(create_request=create))
                 async for reply in call:
-                    if any(event.type == rpc.Event.DELETE for event in reply.events):
+                    # A watch etcd cancels (its revision compacted, say) sees no more events:
+                    # the caller looks at the line again.
+                    if reply.canceled or any(event.type == rpc.Event.DELETE for event in reply.events):
                         return
 
             done = asyncio.create_task(deleted())
@@ -204,31 +201,37 @@ class Election:
             call.cancel()
 
     async def _keep_alive(self, lease: int) -> None:
-        """Refresh the lease; set `lost` when etcd says it expired, or when it could not be refreshed for a whole TTL."""
+        """Refresh the lease; set `lost` when etcd says it expired, or when it could not be refreshed for a whole TTL.
+        Whatever else ends it sets `lost` too: a leader whose lease nobody refreshes must not go on leading."""
+        try:
+            await self._refresh_until_lost(lease)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            LOG.exception("refreshing lease %x failed", lease)
+            self._lose(f"refreshing lease {lease:x} failed ({type(err).__name__}: {err})")
+
+    async def _refresh_until_lost(self, lease: int) -> None:
         _, lease_stub, _ = self.stubs()
         refreshed = time.monotonic()
 
         while not self.lost.is_set():
-            # A queue of its own for each stream: a cancelled stream's request
-            # reader may still be waiting on its queue, and one shared with the
-            # next stream would take that stream's refresh and leave it unsent.
-            requests: asyncio.Queue = asyncio.Queue()
+            call = lease_stub.LeaseKeepAlive()
 
-            async def outgoing(requests=requests):
-                while True:
-                    yield await requests.get()
+            async def refresh(call=call):
+                await write_to_stream(call, rpc.LeaseKeepAliveRequest(ID=lease))
+                return await call.read()
 
-            call = lease_stub.LeaseKeepAlive(outgoing())
             try:
                 while True:
-                    await requests.put(rpc.LeaseKeepAliveRequest(ID=lease))
-                    reply = await asyncio.wait_for(call.read(), KEEPALIVE_INTERVAL_S)
+                    reply = await asyncio.wait_for(refresh(), KEEPALIVE_INTERVAL_S)
                     if reply is grpc.aio.EOF or reply.TTL <= 0:
                         self._lose(f"etcd let lease {lease:x} expire")
                         return
                     refreshed = time.monotonic()
                     await asyncio.sleep(KEEPALIVE_INTERVAL_S)
             except (TimeoutError, grpc.aio.AioRpcError) as err:
+                # A broken or stalled stream: another one, until a whole TTL went unrefreshed.
                 if time.monotonic() - refreshed >= LEASE_TTL_S:
                     self._lose(f"lease {lease:x} not refreshed for {LEASE_TTL_S} s ({type(err).__name__})")
                     return

@@ -340,16 +340,12 @@ class EtcdStore:
             await asyncio.sleep(WATCH_RETRY_S)
 
     async def _events(self, after: int, entries: dict[str, Entry]) -> AsyncIterator[int]:
-        requests: asyncio.Queue = asyncio.Queue()
         create = rpc.WatchCreateRequest(key=self._prefix, range_end=range_end(self._prefix), start_revision=after + 1)
-        await requests.put(rpc.WatchRequest(create_request=create))
-
-        async def outgoing():
-            while True:
-                yield await requests.get()
-
-        call = self._watch.Watch(outgoing())
+        # Written on the call, not fed from a generator: a cancelled call then leaves
+        # nothing behind (no request reader waiting, no generator to finalize).
+        call = self._watch.Watch()
         try:
+            await write_to_stream(call, rpc.WatchRequest(create_request=create))
             async for reply in call:
                 if reply.canceled or reply.compact_revision:
                     raise StoreUnavailable(f"watch on {self.url} canceled ({reply.cancel_reason or f'compacted at {reply.compact_revision}'})")
@@ -375,6 +371,14 @@ class EtcdStore:
 
 
 Store = MemoryStore | EtcdStore
+
+
+async def write_to_stream(call, request) -> None:
+    """Write `request` on a streaming call. One that already ended (etcd went away before
+    the write) takes nothing, and raises nothing here: reading it raises why it ended, an
+    AioRpcError like every other failure of the store."""
+    with contextlib.suppress(asyncio.InvalidStateError):
+        await call.write(request)
 
 
 def open_store(url: str | None, source: str) -> Store:
