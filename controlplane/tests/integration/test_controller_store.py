@@ -151,9 +151,9 @@ def test_a_value_edited_by_hand_reaches_the_switch_and_an_invalid_one_is_refused
 
 
 def test_a_change_based_on_a_stale_revision_exits_7_and_changes_nothing(rig, fleet_restored):
-    seen = json.loads(rig.ctl("--json", "fleet", "show").stdout)["revision"]
+    seen = int(json.loads(rig.ctl("--json", "fleet", "show").stdout)["revision"])
     assert rig.ctl("fleet", "jumbo", "off").returncode == 0
-    current = json.loads(rig.ctl("--json", "fleet", "show").stdout)["revision"]
+    current = int(json.loads(rig.ctl("--json", "fleet", "show").stdout)["revision"])
     stale = rig.ctl("fleet", "jumbo", "on", "--revision", str(seen))
     told = re.search(r"based on revision (\d+), the store is at revision (\d+)", stale.stderr)
     assert stale.returncode == 7 and told, stale.stderr
