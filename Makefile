@@ -15,8 +15,7 @@ PROFILES   := 256 512
 PROTO_SRC  := $(wildcard proto/jumbogate/v1/*.proto)
 PROTO_OUT  := controlplane/src/jumbogate/v1
 TRACE      ?=
-# The emulation's switch target: soft (jumbogate-switch) or bmv2; unset: BMv2
-# where simple_switch_grpc is on PATH, else jumbogate-switch.
+# The emulation's switch target: soft (jumbogate-switch, the default) or bmv2.
 export SWITCH
 # TLS=1: the emulation runs every control channel over mutual TLS, with a
 # throwaway CA made at start (mininet/emulation/tls.py).

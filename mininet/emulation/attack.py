@@ -713,7 +713,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=20000, help="frames per second of the floods (default %(default)s; the spray is held to 5000)")
     parser.add_argument("--only", choices=SCENARIOS, action="append", help="run only this attack (repeatable)")
     parser.add_argument("--out", type=Path, default=None, help="results directory (default results/attack-<time>)")
-    parser.add_argument("--switch", choices=("soft", "bmv2"), help="the switch target (default: $SWITCH, else BMv2 where installed, else jumbogate-switch)")
+    parser.add_argument("--switch", choices=("soft", "bmv2"), help="the switch target (default: $SWITCH, else soft: jumbogate-switch)")
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.rate <= 0:
         parser.error("--seconds and --rate must be positive")

@@ -383,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make demo", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=8.0, help="length of each bulk phase (default %(default)s)")
     parser.add_argument("--out", type=Path, default=None, help="results directory (default results/demo-<time>)")
-    parser.add_argument("--switch", choices=("soft", "bmv2"), help="the switch target (default: $SWITCH, else BMv2 where installed, else jumbogate-switch)")
+    parser.add_argument("--switch", choices=("soft", "bmv2"), help="the switch target (default: $SWITCH, else soft: jumbogate-switch)")
     args = parser.parse_args(argv)
     if args.seconds <= 0:
         parser.error("--seconds must be positive")

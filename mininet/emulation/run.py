@@ -93,7 +93,7 @@ def serve(emulation, starting: str, banner_text) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make run", description=__doc__)
     parser.add_argument("--verbose", action="store_true", help="Mininet's own progress lines")
-    parser.add_argument("--switch", choices=("soft", "bmv2"), help="the switch target (default: $SWITCH, else BMv2 where installed, else jumbogate-switch)")
+    parser.add_argument("--switch", choices=("soft", "bmv2"), help="the switch target (default: $SWITCH, else soft: jumbogate-switch)")
     parser.add_argument(
         "--topo",
         choices=("rack", "two-racks", "fleet"),

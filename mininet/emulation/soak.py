@@ -340,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make soak", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=10.0, help="length of the soak (default %(default)s)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the event schedule (default %(default)s)")
-    parser.add_argument("--switch", choices=("soft", "bmv2"), help="the switch target (default: $SWITCH, else BMv2 where installed, else jumbogate-switch)")
+    parser.add_argument("--switch", choices=("soft", "bmv2"), help="the switch target (default: $SWITCH, else soft: jumbogate-switch)")
     parser.add_argument("--json", type=Path, help="write the result here")
     args = parser.parse_args(argv)
     if args.minutes <= 0:

@@ -27,14 +27,14 @@ TARGETS = {
 }
 
 
-def default_target() -> str:
-    """BMv2 where it is installed (the reference model), jumbogate-switch otherwise."""
-    return "bmv2" if shutil.which("simple_switch_grpc") else "soft"
+DEFAULT_TARGET = "soft"
+"""jumbogate-switch on every machine, BMv2 or not: what runs by default must
+not change with what happens to be installed, and BMv2 is asked for by name."""
 
 
 def resolve_target(value: str | None = None) -> str:
     """The target asked for (argument, else $SWITCH), else the default; a clear error for anything else."""
-    target = value or os.environ.get("SWITCH") or default_target()
+    target = value or os.environ.get("SWITCH") or DEFAULT_TARGET
     if target not in TARGETS:
         raise procs.StartError(f"SWITCH={target} is not a switch target: use SWITCH=soft (jumbogate-switch) or SWITCH=bmv2 (BMv2)")
     return target

@@ -1,7 +1,5 @@
 """Choosing the emulation's switch target: SWITCH=soft|bmv2, the default, and clear errors."""
 
-import shutil
-
 import pytest
 from emulation import procs, switches
 from emulation.rack import Parts, missing_prerequisites
@@ -20,12 +18,11 @@ def test_an_argument_wins_over_the_environment(monkeypatch):
     assert switches.resolve_target() == "bmv2"
 
 
-def test_the_default_is_bmv2_where_installed_else_soft(monkeypatch):
+def test_the_default_is_jumbogate_switch_whether_or_not_bmv2_is_installed(monkeypatch):
     monkeypatch.delenv("SWITCH", raising=False)
-    expected = "bmv2" if shutil.which("simple_switch_grpc") else "soft"
-    assert switches.resolve_target() == expected
-    monkeypatch.setattr(switches.shutil, "which", lambda name: None)
-    assert switches.resolve_target() == "soft"
+    for found in (None, "/usr/bin/simple_switch_grpc"):
+        monkeypatch.setattr(switches.shutil, "which", lambda name, found=found: found)
+        assert switches.resolve_target() == "soft"
 
 
 def test_a_missing_binary_names_the_fix(monkeypatch, tmp_path):
