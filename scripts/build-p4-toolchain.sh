@@ -4,6 +4,11 @@
 #
 #   sudo scripts/build-p4-toolchain.sh            # everything missing
 #   P4_BUILD_DIR=/srv/p4 sudo scripts/build-p4-toolchain.sh
+#   P4_SOURCES_BASE=/srv/mirrors sudo scripts/build-p4-toolchain.sh
+#
+# P4_SOURCES_BASE replaces https://github.com for every clone, submodules
+# included: a folder of OWNER/NAME git repositories (a name ending in .git
+# is also looked up, as PI's .gitmodules spells some) builds offline.
 #
 # jumbogate needs none of it: its pipeline is committed (p4src/compiled/)
 # and its software switch, jumbogate-switch, runs without it. With it,
@@ -14,7 +19,8 @@
 # Pinned commits, so that a build today equals a build next year. Idempotent:
 # a step whose result is installed (the tool on PATH and its stamp file for
 # the same commit) is skipped. Prints each step's time. About 80 minutes
-# on two cores; the build runs at low priority.
+# on two cores; the build runs at low priority. PI and BMv2 come first, as
+# BMv2 runs the committed compile without p4c.
 set -euo pipefail
 
 BASE=${P4_SOURCES_BASE:-https://github.com}
@@ -75,29 +81,14 @@ if ((${#missing[@]})); then
 fi
 done_step "Debian packages"
 
-if installed p4c "p4c-$P4C_COMMIT"; then
-  say "p4c $P4C_COMMIT is installed: skipped"
-else
-  step "p4c (BMv2 backend)"
-  checkout p4lang/p4c "$WORK/src/p4c" "$P4C_COMMIT"
-  checkout p4lang/p4runtime "$WORK/src/p4runtime-for-p4c" "$P4RUNTIME_FOR_P4C"
-  mkdir -p "$WORK/build/p4c"
-  (cd "$WORK/build/p4c" && cmake "$WORK/src/p4c" -DCMAKE_INSTALL_PREFIX=/usr/local -DCMAKE_BUILD_TYPE=Release \
-      -DENABLE_BMV2=ON -DENABLE_EBPF=OFF -DENABLE_UBPF=OFF -DENABLE_DPDK=OFF -DENABLE_P4TC=OFF \
-      -DENABLE_GTESTS=OFF -DENABLE_TEST_TOOLS=OFF -DP4C_USE_PREINSTALLED_PROTOBUF=ON \
-      -DFETCHCONTENT_FULLY_DISCONNECTED=ON -DFETCHCONTENT_SOURCE_DIR_P4RUNTIME="$WORK/src/p4runtime-for-p4c" >/dev/null \
-    && nice -n 15 make -j"$JOBS" >/dev/null && make install >/dev/null)
-  touch "$WORK/stamps/p4c-$P4C_COMMIT"
-  done_step "p4c"
-fi
-
 if [ -f "$WORK/stamps/pi-$PI_COMMIT" ]; then
   say "PI $PI_COMMIT is installed: skipped"
 else
   step "PI"
   checkout p4lang/PI "$WORK/src/PI" "$PI_COMMIT"
   # The submodules PI needs with --with-proto (not openconfig/public).
-  git -C "$WORK/src/PI" submodule update --quiet --init proto/p4runtime proto/openconfig/gnmi third_party/googletest third_party/uthash
+  git -C "$WORK/src/PI" -c protocol.file.allow=always -c url."$BASE/".insteadOf=https://github.com/ \
+    submodule update --quiet --init proto/p4runtime proto/openconfig/gnmi third_party/googletest third_party/uthash
   (cd "$WORK/src/PI" && ./autogen.sh >/dev/null 2>&1 \
     && ./configure --with-proto --without-internal-rpc --without-cli --without-bmv2 >/dev/null \
     && nice -n 15 make -j"$JOBS" >/dev/null && make install >/dev/null && ldconfig)
@@ -115,6 +106,22 @@ else
     && nice -n 15 make -j"$JOBS" >/dev/null && make install >/dev/null && ldconfig)
   touch "$WORK/stamps/bmv2-$BMV2_COMMIT"
   done_step "BMv2"
+fi
+
+if installed p4c "p4c-$P4C_COMMIT"; then
+  say "p4c $P4C_COMMIT is installed: skipped"
+else
+  step "p4c (BMv2 backend)"
+  checkout p4lang/p4c "$WORK/src/p4c" "$P4C_COMMIT"
+  checkout p4lang/p4runtime "$WORK/src/p4runtime-for-p4c" "$P4RUNTIME_FOR_P4C"
+  mkdir -p "$WORK/build/p4c"
+  (cd "$WORK/build/p4c" && cmake "$WORK/src/p4c" -DCMAKE_INSTALL_PREFIX=/usr/local -DCMAKE_BUILD_TYPE=Release \
+      -DENABLE_BMV2=ON -DENABLE_EBPF=OFF -DENABLE_UBPF=OFF -DENABLE_DPDK=OFF -DENABLE_P4TC=OFF \
+      -DENABLE_GTESTS=OFF -DENABLE_TEST_TOOLS=OFF -DP4C_USE_PREINSTALLED_PROTOBUF=ON \
+      -DFETCHCONTENT_FULLY_DISCONNECTED=ON -DFETCHCONTENT_SOURCE_DIR_P4RUNTIME="$WORK/src/p4runtime-for-p4c" >/dev/null \
+    && nice -n 15 make -j"$JOBS" >/dev/null && make install >/dev/null)
+  touch "$WORK/stamps/p4c-$P4C_COMMIT"
+  done_step "p4c"
 fi
 
 say "p4c: $(p4c --version 2>&1 | head -1)"
