@@ -5,9 +5,12 @@
 #
 #   p4rt-conformance/run.sh [SUMMARY_FILE] [-- PYTEST_ARGS...]
 #
-# Every test runs once per target: jumbogate-switch, and BMv2, whose column
-# is not measured on this machine (one SKIPPED line says why; its runs count
-# as skipped). Last line, also written to SUMMARY_FILE:
+# Every test runs once per target: jumbogate-switch, and BMv2 where
+# simple_switch_grpc is on PATH (else one SKIPPED line says so and its runs
+# count as skipped). A test of jumbogate-switch's own options has no BMv2
+# run; BMv2's measured deviations are strict expected failures, counted as
+# passed and named in one line (conftest.py). Last line, also written to
+# SUMMARY_FILE:
 #   P4RT-CONFORMANCE: N passed, N failed, N skipped
 # Without .venv-p4rt or the switch binary it prints one SKIPPED line naming
 # what is missing, counts every test as skipped and exits 0.
@@ -29,8 +32,9 @@ finish() {  # exit code, closing line
     exit "$1"
 }
 
-# Two runs (jumbogate-switch and BMv2) of every test function.
-planned=$(( 2 * $(cat test_*.py | grep -c '^def test_') ))
+# Two runs (jumbogate-switch and BMv2) of every test function, one of those
+# that drive jumbogate-switch's own options.
+planned=$(( 2 * $(cat test_*.py | grep -c '^def test_') - $(cat test_*.py | grep -c '^@pytest.mark.jumbogate_switch_only') ))
 missing=""
 if [ ! -x "$PY" ] || ! "$PY" -c 'import p4.v1.p4runtime_pb2, pytest' 2>/dev/null; then
     missing=".venv-p4rt with p4lang's p4runtime bindings (run 'make setup')"
@@ -45,8 +49,8 @@ if [ -n "$missing" ]; then
 fi
 
 out=$(mktemp)
-"$PY" -c 'from target import bmv2_skip_reason; print("SKIPPED: " + bmv2_skip_reason() + " (its runs count as skipped)")'
-"$PY" -m pytest -q "$@" 2>&1 | tee "$out"
+"$PY" -c 'from target import bmv2_missing; m = bmv2_missing(); m and print("SKIPPED: " + m + " (its runs count as skipped)")'
+"$PY" -m pytest -q -rx "$@" 2>&1 | tee "$out"
 rc=${PIPESTATUS[0]}
 line=$(grep -E '^[0-9]+ (passed|failed)|^(=+ )?[0-9]+ (passed|failed)' "$out" | tail -1)
 rm -f "$out"
@@ -54,6 +58,10 @@ passed=$(grep -oE '[0-9]+ passed' <<<"$line" | grep -oE '[0-9]+' || true)
 failed=$(grep -oE '[0-9]+ failed' <<<"$line" | grep -oE '[0-9]+' || true)
 errors=$(grep -oE '[0-9]+ errors?' <<<"$line" | grep -oE '[0-9]+' || true)
 skipped=$(grep -oE '[0-9]+ skipped' <<<"$line" | grep -oE '[0-9]+' || true)
+# A measured BMv2 deviation is the suite's expected result: it counts as passed.
+xfailed=$(grep -oE '[0-9]+ xfailed' <<<"$line" | grep -oE '[0-9]+' || true)
+[ "${xfailed:-0}" -gt 0 ] && echo "P4RT-CONFORMANCE: ${xfailed} of the passed runs are BMv2 deviations, measured as recorded (docs/switch.md, 'Conformance')"
+passed=$(( ${passed:-0} + ${xfailed:-0} ))
 failed=$(( ${failed:-0} + ${errors:-0} ))
 [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ] && failed=1
 finish "$([ "$rc" -eq 0 ] && echo 0 || echo 1)" "P4RT-CONFORMANCE: ${passed:-0} passed, $failed failed, ${skipped:-0} skipped"

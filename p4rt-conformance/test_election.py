@@ -70,6 +70,7 @@ def switch_with():
         switch.close()
 
 
+@pytest.mark.jumbogate_switch_only
 def test_with_primary_on_leave_wait_the_device_waits_for_a_re_arbitration(target, switch_with):
     connect = switch_with("--primary-on-leave", "wait")
     primary, backup = connect((0, 10)), connect((0, 5))
@@ -81,6 +82,7 @@ def test_with_primary_on_leave_wait_the_device_waits_for_a_re_arbitration(target
     assert backup.arbitrate().status.code == OK
 
 
+@pytest.mark.jumbogate_switch_only
 def test_with_fencing_a_deposed_leader_is_never_primary_again(target, switch_with):
     connect = switch_with("--fence-election-ids")
     program_info = load_p4info()

@@ -19,7 +19,7 @@ def roles(target):
     opened: list[Controller] = []
 
     def connect(role: str, config, election: tuple[int, int] | None) -> Controller:
-        opened.append(Controller(target.address, election, role=role, role_config=config))
+        opened.append(Controller(target.address, election, role=role, role_config=config, device_config=target.device_config))
         return opened[-1]
 
     yield connect

@@ -230,10 +230,6 @@ def telemetry_query(file_prefix: str, command: str, timeout: float = 5) -> dict:
     return reply[command.split(",")[0]]
 
 
-def missing_p4_tools() -> list[str]:
-    return [tool for tool in ("p4c", "simple_switch_grpc") if shutil.which(tool) is None]
-
-
 @dataclass
 class Bmv2:
     """simple_switch_grpc with no program loaded (the controller pushes it), on the given ports."""
