@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the optional P4 toolchain from p4lang sources and install it into
-# /usr/local: p4c (BMv2 backend), PI and BMv2's simple_switch_grpc.
+# /usr/local: p4c (BMv2 backend) with P4Testgen, PI and BMv2's
+# simple_switch_grpc.
 #
 #   sudo scripts/build-p4-toolchain.sh            # everything missing
 #   P4_BUILD_DIR=/srv/p4 sudo scripts/build-p4-toolchain.sh
@@ -19,7 +20,7 @@
 # Pinned commits, so that a build today equals a build next year. Idempotent:
 # a step whose result is installed (the tool on PATH and its stamp file for
 # the same commit) is skipped. Prints each step's time. About 80 minutes
-# on two cores; the build runs at low priority. PI and BMv2 come first, as
+# on two cores without P4Testgen; the build runs at low priority. PI and BMv2 come first, as
 # BMv2 runs the committed compile without p4c.
 set -euo pipefail
 
@@ -31,6 +32,13 @@ JOBS=${JOBS:-$(nproc)}
 P4C_COMMIT=32893b7e879db9e1c368d3568d41cb3d20c034d0       # tag v1.2.4.8
 # The P4Runtime commit p4c v1.2.4.8 pins (CMakeLists.txt, FetchContent p4runtime).
 P4RUNTIME_FOR_P4C=1e771c4e05c4e7e250df00212b3ca02ee3202d71
+# The inja commit P4Testgen pins (backends/p4tools/modules/testgen/CMakeLists.txt).
+INJA_FOR_P4C=3741c73ba78babd2ed88f2acf2fcd6dafdb878e8
+# P4Testgen wants Z3 4.8.14 to 4.11 (4.12 breaks with libgc); Debian 12 has
+# 4.8.12. PyPI's z3-solver wheel carries z3++.h and libz3.so: it goes into a
+# prefix of its own, so that Debian's libz3 stays as it is.
+Z3_WHEEL_VERSION=4.11.2.0
+Z3_PREFIX=/usr/local/z3-4.11
 # PI and BMv2 main of the same period (BMv2's CI builds PI main).
 PI_COMMIT=f96af95e090619491e3abf2df69df340c2c9cb46
 BMV2_COMMIT=9674187f610c81878e3586f9a1746dcc7f903114
@@ -108,22 +116,45 @@ else
   done_step "BMv2"
 fi
 
-if installed p4c "p4c-$P4C_COMMIT"; then
-  say "p4c $P4C_COMMIT is installed: skipped"
+if [ -f "$Z3_PREFIX/stamp-$Z3_WHEEL_VERSION" ]; then
+  say "Z3 $Z3_WHEEL_VERSION is installed in $Z3_PREFIX: skipped"
 else
-  step "p4c (BMv2 backend)"
+  step "Z3 $Z3_WHEEL_VERSION for P4Testgen (PyPI's z3-solver wheel)"
+  pip=$(command -v pip3 || true)
+  [ -x "$(dirname "$0")/../.venv/bin/pip" ] && pip="$(dirname "$0")/../.venv/bin/pip"
+  [ -n "$pip" ] || { say "no pip to download z3-solver with: run 'make setup' first (it makes .venv)"; exit 1; }
+  rm -rf "$WORK/z3" && mkdir -p "$WORK/z3"
+  "$pip" download --quiet --no-deps "z3-solver==$Z3_WHEEL_VERSION" -d "$WORK/z3"
+  (cd "$WORK/z3" && python3 -m zipfile -e z3_solver-*.whl wheel)
+  rm -rf "$Z3_PREFIX" && mkdir -p "$Z3_PREFIX"
+  cp -r "$WORK/z3/wheel/z3/include" "$WORK/z3/wheel/z3/lib" "$Z3_PREFIX/"
+  touch "$Z3_PREFIX/stamp-$Z3_WHEEL_VERSION"
+  done_step "Z3"
+fi
+
+if installed p4testgen "p4c-testgen-$P4C_COMMIT"; then
+  say "p4c and P4Testgen $P4C_COMMIT are installed: skipped"
+else
+  step "p4c (BMv2 backend) and P4Testgen"
   checkout p4lang/p4c "$WORK/src/p4c" "$P4C_COMMIT"
   checkout p4lang/p4runtime "$WORK/src/p4runtime-for-p4c" "$P4RUNTIME_FOR_P4C"
+  checkout pantor/inja "$WORK/src/inja-for-p4c" "$INJA_FOR_P4C"
   mkdir -p "$WORK/build/p4c"
+  # P4Testgen: the BMv2 (v1model) target only, no P4Smith; Z3 from its prefix, found at run time by rpath.
   (cd "$WORK/build/p4c" && cmake "$WORK/src/p4c" -DCMAKE_INSTALL_PREFIX=/usr/local -DCMAKE_BUILD_TYPE=Release \
       -DENABLE_BMV2=ON -DENABLE_EBPF=OFF -DENABLE_UBPF=OFF -DENABLE_DPDK=OFF -DENABLE_P4TC=OFF \
-      -DENABLE_GTESTS=OFF -DENABLE_TEST_TOOLS=OFF -DP4C_USE_PREINSTALLED_PROTOBUF=ON \
-      -DFETCHCONTENT_FULLY_DISCONNECTED=ON -DFETCHCONTENT_SOURCE_DIR_P4RUNTIME="$WORK/src/p4runtime-for-p4c" >/dev/null \
+      -DENABLE_GTESTS=OFF -DP4C_USE_PREINSTALLED_PROTOBUF=ON \
+      -DENABLE_TEST_TOOLS=ON -DENABLE_TOOLS_MODULE_SMITH=OFF -DENABLE_TOOLS_TARGET_EBPF=OFF -DENABLE_TOOLS_TARGET_PNA=OFF \
+      -DTOOLS_USE_PREINSTALLED_Z3=ON -DZ3_INCLUDE_DIR="$Z3_PREFIX/include" -DZ3_LIBRARY="$Z3_PREFIX/lib/libz3.so" \
+      -DCMAKE_INSTALL_RPATH="$Z3_PREFIX/lib" -DCMAKE_BUILD_RPATH="$Z3_PREFIX/lib" \
+      -DFETCHCONTENT_FULLY_DISCONNECTED=ON -DFETCHCONTENT_SOURCE_DIR_P4RUNTIME="$WORK/src/p4runtime-for-p4c" \
+      -DFETCHCONTENT_SOURCE_DIR_INJA="$WORK/src/inja-for-p4c" >/dev/null \
     && nice -n 15 make -j"$JOBS" >/dev/null && make install >/dev/null)
-  touch "$WORK/stamps/p4c-$P4C_COMMIT"
-  done_step "p4c"
+  touch "$WORK/stamps/p4c-testgen-$P4C_COMMIT"
+  done_step "p4c and P4Testgen"
 fi
 
 say "p4c: $(p4c --version 2>&1 | head -1)"
+say "p4testgen: $(command -v p4testgen)"
 say "simple_switch_grpc: $(command -v simple_switch_grpc)"
 say "total $(( (SECONDS - started) / 60 )) min"
