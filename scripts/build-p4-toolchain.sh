@@ -71,6 +71,21 @@ checkout() {
     git clone --quiet --no-checkout "$BASE/$repo" "$dir"
   fi
   git -C "$dir" fetch --quiet origin "$commit" 2>/dev/null || true
+  # A mirror may leave out its largest files (p4c's slides, say): they are
+  # left out of the work tree too, which the build never reads.
+  local absent
+  absent=$(git -C "$dir" ls-tree -r "$commit" | awk '$2 == "blob" {print $3, $4}' \
+    | git -C "$dir" cat-file --batch-check='%(objectname) %(rest)' 2>/dev/null | awk '$2 == "missing" {print $1}' || true)
+  if [ -n "$absent" ]; then
+    say "$repo: the source lacks $(wc -l <<<"$absent") file(s), left out of the checkout:"
+    local patterns=('/*')
+    while read -r hash; do
+      path=$(git -C "$dir" ls-tree -r "$commit" | awk -v h="$hash" '$3 == h {print $4}')
+      say "  $path"
+      patterns+=("!/$path")
+    done <<<"$absent"
+    git -C "$dir" sparse-checkout set --no-cone "${patterns[@]}"
+  fi
   git -C "$dir" -c advice.detachedHead=false checkout --quiet --force "$commit"
 }
 

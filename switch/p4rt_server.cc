@@ -72,8 +72,14 @@ Status Server::SetForwardingPipelineConfig(
 	using Req = p4v1::SetForwardingPipelineConfigRequest;
 	auto action = request->action();
 	if (action == Req::COMMIT) {
+		// The codes are the specification's: NOT_FOUND for nothing
+		// saved, INVALID_ARGUMENT for a config given with COMMIT.
+		if (request->has_config())
+			return error(StatusCode::INVALID_ARGUMENT,
+				     "COMMIT takes no config: it realizes "
+				     "the one VERIFY_AND_SAVE saved");
 		if (!saved_)
-			return error(StatusCode::FAILED_PRECONDITION,
+			return error(StatusCode::NOT_FOUND,
 				     "COMMIT without a saved config "
 				     "(use VERIFY_AND_SAVE first)");
 		config_ = *saved_;
@@ -121,9 +127,14 @@ Status Server::GetForwardingPipelineConfig(
 	p4v1::GetForwardingPipelineConfigResponse *reply)
 {
 	std::lock_guard<std::mutex> lock(mu_);
-	Status status = check_readable(request->device_id());
+	Status status = check_device(request->device_id());
 	if (!status.ok())
 		return status;
+	// Before any pipeline the answer is OK with no config at all
+	// ("GetForwardingPipelineConfig RPC"), not an error: a client asks
+	// this to learn whether it must push one.
+	if (!config_)
+		return Status::OK;
 	using Req = p4v1::GetForwardingPipelineConfigRequest;
 	auto *out = reply->mutable_config();
 	switch (request->response_type()) {
