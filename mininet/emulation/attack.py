@@ -123,6 +123,13 @@ def controller_stats(rack: Rack) -> dict:
     return json.loads(rack.ctl("stats", json_output=True).stdout)
 
 
+def elephant_flows(rack: Rack) -> str:
+    """The flows on the merge path that an elephant digest put there, as the operator's CLI lists them."""
+    listed = json.loads(rack.ctl("flows", "list", json_output=True, check=False).stdout or "{}")
+    flows = listed.get("flows", []) if isinstance(listed, dict) else listed
+    return "; ".join(json.dumps(f, sort_keys=True) for f in flows if "ELEPHANT" in json.dumps(f))
+
+
 def drops(stats: dict, reason: str) -> int:
     return sum(int(d.get("count", {}).get("packets", 0)) for d in stats.get("drops", []) if d.get("reason") == reason)
 
@@ -255,7 +262,7 @@ def fake_elephants(rack: Rack, workdir: Path, seconds: float, rate: float) -> At
     if result.border["dropped ip-length-past-frame"] == 0 or delivered != 0:
         result.failures.append("lying frames were not dropped")
     if result.border["elephant digests"] != 0:
-        result.failures.append("lying frames made elephants")
+        result.failures.append(f"lying frames made elephants (flows onloaded as elephants: {elephant_flows(rack) or 'none'})")
     if result.border["refused switch writes"] != 0 or not figures["operator_round_trip"]:
         result.failures.append("switch programming failed during the attack")
     return result
