@@ -6,6 +6,7 @@
 #   sudo scripts/build-p4-toolchain.sh            # everything missing
 #   P4_BUILD_DIR=/srv/p4 sudo scripts/build-p4-toolchain.sh
 #   P4_SOURCES_BASE=/srv/mirrors sudo scripts/build-p4-toolchain.sh
+#   P4TESTGEN=0 sudo scripts/build-p4-toolchain.sh   # p4c without P4Testgen
 #
 # P4_SOURCES_BASE replaces https://github.com for every clone, submodules
 # included: a folder of OWNER/NAME git repositories (a name ending in .git
@@ -39,6 +40,8 @@ INJA_FOR_P4C=3741c73ba78babd2ed88f2acf2fcd6dafdb878e8
 # prefix of its own, so that Debian's libz3 stays as it is.
 Z3_WHEEL_VERSION=4.11.2.0
 Z3_PREFIX=/usr/local/z3-4.11
+# P4Testgen more than doubles p4c's build; P4TESTGEN=0 leaves it out.
+P4TESTGEN=${P4TESTGEN:-1}
 # PI and BMv2 main of the same period (BMv2's CI builds PI main).
 PI_COMMIT=f96af95e090619491e3abf2df69df340c2c9cb46
 BMV2_COMMIT=9674187f610c81878e3586f9a1746dcc7f903114
@@ -131,7 +134,9 @@ else
   done_step "BMv2"
 fi
 
-if [ -f "$Z3_PREFIX/stamp-$Z3_WHEEL_VERSION" ]; then
+if [ "$P4TESTGEN" = 0 ]; then
+  say "P4Testgen left out (P4TESTGEN=0): no Z3 needed"
+elif [ -f "$Z3_PREFIX/stamp-$Z3_WHEEL_VERSION" ]; then
   say "Z3 $Z3_WHEEL_VERSION is installed in $Z3_PREFIX: skipped"
 else
   step "Z3 $Z3_WHEEL_VERSION for P4Testgen (PyPI's z3-solver wheel)"
@@ -147,29 +152,35 @@ else
   done_step "Z3"
 fi
 
-if installed p4testgen "p4c-testgen-$P4C_COMMIT"; then
-  say "p4c and P4Testgen $P4C_COMMIT are installed: skipped"
+if [ "$P4TESTGEN" = 0 ]; then
+  p4c_stamp="p4c-$P4C_COMMIT" p4c_tool=p4c
+  testgen_options=(-DENABLE_TEST_TOOLS=OFF)
 else
-  step "p4c (BMv2 backend) and P4Testgen"
+  p4c_stamp="p4c-testgen-$P4C_COMMIT" p4c_tool=p4testgen
+  # The BMv2 (v1model) target only, no P4Smith; Z3 from its prefix, found at run time by rpath.
+  testgen_options=(-DENABLE_TEST_TOOLS=ON -DENABLE_TOOLS_MODULE_SMITH=OFF -DENABLE_TOOLS_TARGET_EBPF=OFF
+    -DENABLE_TOOLS_TARGET_PNA=OFF -DTOOLS_USE_PREINSTALLED_Z3=ON -DZ3_INCLUDE_DIR="$Z3_PREFIX/include"
+    -DZ3_LIBRARY="$Z3_PREFIX/lib/libz3.so" -DCMAKE_INSTALL_RPATH="$Z3_PREFIX/lib" -DCMAKE_BUILD_RPATH="$Z3_PREFIX/lib")
+fi
+if installed "$p4c_tool" "$p4c_stamp"; then
+  say "p4c $P4C_COMMIT ($p4c_tool) is installed: skipped"
+else
+  step "p4c (BMv2 backend)$([ "$P4TESTGEN" = 0 ] || echo " and P4Testgen")"
   checkout p4lang/p4c "$WORK/src/p4c" "$P4C_COMMIT"
   checkout p4lang/p4runtime "$WORK/src/p4runtime-for-p4c" "$P4RUNTIME_FOR_P4C"
   checkout pantor/inja "$WORK/src/inja-for-p4c" "$INJA_FOR_P4C"
   mkdir -p "$WORK/build/p4c"
-  # P4Testgen: the BMv2 (v1model) target only, no P4Smith; Z3 from its prefix, found at run time by rpath.
   (cd "$WORK/build/p4c" && cmake "$WORK/src/p4c" -DCMAKE_INSTALL_PREFIX=/usr/local -DCMAKE_BUILD_TYPE=Release \
       -DENABLE_BMV2=ON -DENABLE_EBPF=OFF -DENABLE_UBPF=OFF -DENABLE_DPDK=OFF -DENABLE_P4TC=OFF \
-      -DENABLE_GTESTS=OFF -DP4C_USE_PREINSTALLED_PROTOBUF=ON \
-      -DENABLE_TEST_TOOLS=ON -DENABLE_TOOLS_MODULE_SMITH=OFF -DENABLE_TOOLS_TARGET_EBPF=OFF -DENABLE_TOOLS_TARGET_PNA=OFF \
-      -DTOOLS_USE_PREINSTALLED_Z3=ON -DZ3_INCLUDE_DIR="$Z3_PREFIX/include" -DZ3_LIBRARY="$Z3_PREFIX/lib/libz3.so" \
-      -DCMAKE_INSTALL_RPATH="$Z3_PREFIX/lib" -DCMAKE_BUILD_RPATH="$Z3_PREFIX/lib" \
+      -DENABLE_GTESTS=OFF -DP4C_USE_PREINSTALLED_PROTOBUF=ON "${testgen_options[@]}" \
       -DFETCHCONTENT_FULLY_DISCONNECTED=ON -DFETCHCONTENT_SOURCE_DIR_P4RUNTIME="$WORK/src/p4runtime-for-p4c" \
       -DFETCHCONTENT_SOURCE_DIR_INJA="$WORK/src/inja-for-p4c" >/dev/null \
     && nice -n 15 make -j"$JOBS" >/dev/null && make install >/dev/null)
-  touch "$WORK/stamps/p4c-testgen-$P4C_COMMIT"
-  done_step "p4c and P4Testgen"
+  touch "$WORK/stamps/$p4c_stamp"
+  done_step "p4c"
 fi
 
 say "p4c: $(p4c --version 2>&1 | head -1)"
-say "p4testgen: $(command -v p4testgen)"
+[ "$P4TESTGEN" = 0 ] || say "p4testgen: $(command -v p4testgen)"
 say "simple_switch_grpc: $(command -v simple_switch_grpc)"
 say "total $(( (SECONDS - started) / 60 )) min"
