@@ -209,11 +209,14 @@ class Rack(Emulation):
     def switch(self) -> Switch:
         return self.host(plan.SWITCH)
 
+    def ctl_argv(self, *args: str, json_output: bool = False) -> list[str]:
+        """The jumbogatectl command line for the emulation's controller."""
+        tls = self.tls.ctl_args() if self.tls else []
+        return [str(JUMBOGATECTL), "--controller", plan.CONTROLLER_ADDRESS, *tls] + (["--json"] if json_output else []) + list(args)
+
     def ctl(self, *args: str, json_output: bool = False, check: bool = True, timeout: float = 20.0) -> subprocess.CompletedProcess:
         """Run jumbogatectl against the emulation's controller."""
-        tls = self.tls.ctl_args() if self.tls else []
-        argv = [str(JUMBOGATECTL), "--controller", plan.CONTROLLER_ADDRESS, *tls] + (["--json"] if json_output else []) + list(args)
-        return subprocess.run(argv, capture_output=True, text=True, check=check, timeout=timeout)
+        return subprocess.run(self.ctl_argv(*args, json_output=json_output), capture_output=True, text=True, check=check, timeout=timeout)
 
     # ----- up -----
 
