@@ -24,11 +24,10 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from testlab import lab
-from testlab.lab import SOFT_SWITCH
 
 REPO = Path(__file__).resolve().parents[1]
 # The test lab's, as for every other suite (JUMBOGATE_SWITCH overrides it).
-SWITCH = SOFT_SWITCH
+SWITCH = lab.SOFT_SWITCH
 DEVICE_ID = 1
 CPU_PORT = 510  # jumbogate-switch's default --cpu-port
 
@@ -88,7 +87,6 @@ class Veth:
 class Switch:
     """jumbogate-switch with P4 port 0 on a veth, serving P4Runtime on a unix socket."""
 
-    name = "jumbogate-switch"
     # jumbogate-switch runs the program it was built with: the device config is an empty JSON object.
     device_config = b"{}"
 
@@ -129,7 +127,6 @@ class Bmv2:
     """BMv2's simple_switch_grpc with P4 port 0 on a veth and the same CPU port, no program until a client pushes
     the committed BMv2 JSON (its device config)."""
 
-    name = "bmv2"
     device_config = (REPO / "p4src" / "compiled" / "depth512" / "jumbogate.json").read_bytes()
 
     def __init__(self):
