@@ -141,8 +141,11 @@ control Steering(inout local_metadata_t meta, in flag_t held_to_mtu) {
     //     in merge_flows, or from outside and in merge_services, or a
     //     handshake packet (SYN or SYN-ACK, so the SmartNIC learns each
     //     side's MSS): to the SmartNIC to be merged;
-    //  3. otherwise routed; an elephant candidate if merge-eligible, also
-    //     when no SmartNIC is set.
+    //  3. otherwise routed; an elephant candidate if merge-eligible and
+    //     from outside, also when no SmartNIC is set. An instance's own
+    //     outbound flows never are: the controller merges only flows toward
+    //     an instance, so their digests (an instance's ACKs to a fast
+    //     download, once an epoch) would be work for nobody.
     @hidden table decision {
         key = {
             held_to_mtu: ternary @name("held_to_mtu");
@@ -168,10 +171,8 @@ control Steering(inout local_metadata_t meta, in flag_t held_to_mtu) {
             (1, 0, PORT_ROLE_INTERNAL, 1, 1, 0, 1, 1, _, _): steer(STEER_MERGE_FLOW);
             (1, 0, PORT_ROLE_INTERNAL, 1, 1, 0, 1, _, _, TCP_FLAG_SYN &&& TCP_FLAG_SYN):
                 steer(STEER_HANDSHAKE);
-            (1, 0, PORT_ROLE_INTERNAL, 1, 1, 0, 1, _, _, _): leave_on_bypass();
             (1, 0, PORT_ROLE_INTERNAL, 1, 1, 0, _, _, _, _): route();
             (1, 0, PORT_ROLE_INTERNAL, 1, 1, _, _, _, _, _): steer(STEER_OUTBOUND_SPLIT);
-            (1, 0, PORT_ROLE_INTERNAL, _, _, _, 1, _, _, _): leave_on_bypass();
         }
         const default_action = route();
     }

@@ -4,7 +4,7 @@ import ipaddress
 import time
 
 import packets as pk
-from base import INSTANCE_V4, INSTANCE_V6, INTERNET_V4, INTERNET_V6, PORT_EXTERNAL, PORT_NIC, TO_RACK, JumbogateTest
+from base import INSTANCE_V4, INSTANCE_V6, INTERNET_V4, INTERNET_V6, PORT_EXTERNAL, PORT_INTERNAL, PORT_NIC, TO_INTERNET, TO_RACK, JumbogateTest
 from ptf.testutils import group
 
 from jumbogate.p4 import FiveTuple, names
@@ -77,4 +77,24 @@ class SteeredFlowsNotCounted(JumbogateTest):
         for _ in range(4):
             self.send(PORT_EXTERNAL, segment)
             self.expect(segment, PORT_NIC)
+        self.assertEqual(self.sw.drain_digests(wait_s=0.5), [])
+
+
+@group("elephant")
+class OutboundFlowsNotCounted(JumbogateTest):
+    """A jumbo instance's outbound TCP is never reported: the controller puts only flows toward an instance on the
+    merge path, so a digest of an outbound flow (an instance's ACKs to a fast transfer, say) would be work for
+    nothing, once an epoch for as long as the flow runs."""
+
+    def runTest(self):
+        self.add_routes()
+        self.modify(e.nic_port(PORT_NIC), e.elephant_threshold(THRESHOLD))
+        self.jumbo(True, instances=[INSTANCE_V4])
+        self.sw.start_digests(names.ELEPHANT_DIGEST)
+        self.insert(e.elephant_digest(max_timeout_ns=0, max_list_size=1))
+        self.sw.drain_digests(wait_s=0.2)
+        segment = pk.tcp_packet(INSTANCE_V4, INTERNET_V4, 1000, sport=443, dport=50300)
+        for _ in range(2 * THRESHOLD // 1000):
+            self.send(PORT_INTERNAL, segment)
+            self.expect_routed(segment, TO_INTERNET)
         self.assertEqual(self.sw.drain_digests(wait_s=0.5), [])
