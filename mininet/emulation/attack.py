@@ -126,10 +126,9 @@ def controller_stats(rack: Rack) -> dict:
 class ElephantWatch:
     """The controller's event stream (`jumbogatectl watch`) while an attack runs: the elephants it detected.
 
-    A digest alone proves nothing about an attack: the switch's sketch also counts the replies a jumbo instance
-    sends out (its ACKs to a fast inbound transfer can pass the threshold), which the controller receives and
-    leaves alone since only flows toward a jumbo instance may be merged. An elephant detected is a digest the
-    controller took as a flow to merge: the lying frames' flows would be such."""
+    The verdict rests on these, not on the count of digests: a digest may name any flow the sketch counts, and
+    the controller leaves alone those it would not merge. An elephant detected is a digest the controller took
+    as a flow to merge, which the lying frames' flows would be."""
 
     def __init__(self, rack: Rack, seconds: float):
         self.proc = subprocess.Popen(
@@ -273,7 +272,7 @@ def fake_elephants(rack: Rack, workdir: Path, seconds: float, rate: float) -> At
         "dropped ip-length-past-frame": drops(after, "IP_LENGTH_PAST_FRAME") - drops(before, "IP_LENGTH_PAST_FRAME"),
         "delivered to the instance": delivered,
         "elephants detected": len(detected),
-        # Information: digests of any flow, the instance's own replies included (ElephantWatch).
+        # Information: digests of any flow (ElephantWatch).
         "elephant digests": nested(after, "digests_received") - nested(before, "digests_received"),
         "refused switch writes": nested(after, "reconcile", "failed_batches") - nested(before, "reconcile", "failed_batches"),
         "operator onload+offload worked": figures["operator_round_trip"],
