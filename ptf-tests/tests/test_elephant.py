@@ -16,15 +16,21 @@ THRESHOLD = 20_000
 SEGMENT = 8000  # three segments cross the threshold
 
 
+def arm_digests(test: JumbogateTest, instances: list[str]) -> None:
+    """Routes, the SmartNIC's port, the test threshold, jumbo on for `instances`, and every digest list sent at
+    once (one digest a list), with nothing left over from before."""
+    test.add_routes()
+    test.modify(e.nic_port(PORT_NIC), e.elephant_threshold(THRESHOLD))
+    test.jumbo(True, instances=instances)
+    test.sw.start_digests(names.ELEPHANT_DIGEST)
+    test.insert(e.elephant_digest(max_timeout_ns=0, max_list_size=1))
+    test.sw.drain_digests(wait_s=0.2)
+
+
 @group("elephant")
 class ElephantDigestOncePerEpoch(JumbogateTest):
     def runTest(self):
-        self.add_routes()
-        self.modify(e.nic_port(PORT_NIC), e.elephant_threshold(THRESHOLD))
-        self.jumbo(True, instances=[INSTANCE_V4, INSTANCE_V6])
-        self.sw.start_digests(names.ELEPHANT_DIGEST)
-        self.insert(e.elephant_digest(max_timeout_ns=0, max_list_size=1))
-        self.sw.drain_digests(wait_s=0.2)
+        arm_digests(self, [INSTANCE_V4, INSTANCE_V6])
 
         # A mouse: below the threshold, no digest.
         mouse = pk.tcp_packet(INTERNET_V4, INSTANCE_V4, 1400, sport=50001, dport=443)
@@ -66,12 +72,7 @@ class SteeredFlowsNotCounted(JumbogateTest):
     """Flows already on the merge path are not reported."""
 
     def runTest(self):
-        self.add_routes()
-        self.modify(e.nic_port(PORT_NIC), e.elephant_threshold(THRESHOLD))
-        self.jumbo(True, instances=[INSTANCE_V4])
-        self.sw.start_digests(names.ELEPHANT_DIGEST)
-        self.insert(e.elephant_digest(max_timeout_ns=0, max_list_size=1))
-        self.sw.drain_digests(wait_s=0.2)
+        arm_digests(self, [INSTANCE_V4])
         self.insert(e.merge_flow(FiveTuple(INTERNET_V4, INSTANCE_V4, 50200, 443)))
         segment = pk.tcp_packet(INTERNET_V4, INSTANCE_V4, SEGMENT, sport=50200, dport=443)
         for _ in range(4):
@@ -87,12 +88,7 @@ class OutboundFlowsNotCounted(JumbogateTest):
     nothing, once an epoch for as long as the flow runs."""
 
     def runTest(self):
-        self.add_routes()
-        self.modify(e.nic_port(PORT_NIC), e.elephant_threshold(THRESHOLD))
-        self.jumbo(True, instances=[INSTANCE_V4])
-        self.sw.start_digests(names.ELEPHANT_DIGEST)
-        self.insert(e.elephant_digest(max_timeout_ns=0, max_list_size=1))
-        self.sw.drain_digests(wait_s=0.2)
+        arm_digests(self, [INSTANCE_V4])
         segment = pk.tcp_packet(INSTANCE_V4, INTERNET_V4, 1000, sport=443, dport=50300)
         for _ in range(2 * THRESHOLD // 1000):
             self.send(PORT_INTERNAL, segment)
