@@ -27,12 +27,13 @@ export TOPO
 comma      := ,
 space      := $(subst ,, )
 
-.PHONY: help setup test test-python test-c test-ptf sanitized lint proto native smartnic switch p4 p4-tofino bench bench-queues fleet-scale fleet-chaos value value-wan wheel deb run stop demo attack soak clean
+.PHONY: help setup test test-python test-c test-ptf sanitized lint proto native smartnic switch p4 p4testgen p4-tofino bench bench-queues fleet-scale fleet-chaos value value-wan wheel deb run stop demo attack soak clean
 
 help:
 	@echo "make setup   install Debian/PyPI dependencies, generate protos, build the SmartNIC (and P4 when p4c is present)"
 	@echo "make test    run every test: Python, C, PTF on jumbogate-switch (and BMv2), SmartNIC integration, emulation"
 	@echo "make p4      recompile the P4 program (needs p4c) into $(P4_OUT)/depth{256,512}, which is committed"
+	@echo "make p4testgen  regenerate the P4Testgen corpus (needs p4testgen) into ptf-tests/p4testgen/, which is committed"
 	@echo "make p4-tofino  compile the TNA top level with bf-p4c for Tofino 1 and 2, both profiles, into build/p4/ (resources.md and the pipeline_config.pb blob each)"
 	@echo "make sanitized  the engine's C suites and jumbogate-nic's integration tests on an ASan+UBSan build (part of make test)"
 	@echo "make bench   benchmark the SmartNIC engine against DPDK GRO (TRACE=capture.pcap to replay a capture)"
@@ -103,6 +104,11 @@ p4: $(P4_JSON)
 $(P4_OUT)/depth%/jumbogate.json: $(P4_SRC)
 	@command -v p4c >/dev/null || { echo "p4: p4c is not on PATH; see README, 'Getting p4c and BMv2' (the committed $(P4_OUT) needs no p4c)" >&2; exit 1; }
 	@bash p4src/compile.sh $* $(@D)
+
+# The P4Testgen corpus (ptf-tests/p4testgen/): PTF tests P4Testgen derives
+# from the v1model program's paths, committed like the compile above.
+p4testgen:
+	@bash ptf-tests/p4testgen/generate.sh
 
 # The TNA top level for both chips and both profiles, with bf-p4c; each
 # output directory gets resources.md (stages, PHV, memories). Never needed by

@@ -38,6 +38,10 @@ run_suite c meson test -C build/native --print-errorlogs
 # simple_switch_grpc is on PATH (else it counts its tests as skipped).
 run_suite ptf-soft bash ptf-tests/run.sh --target soft "$RESULTS/ptf-soft.txt"
 run_suite ptf-bmv2 bash ptf-tests/run.sh --target bmv2 "$RESULTS/ptf-bmv2.txt"
+# Tests no one here wrote: P4Testgen's corpus, derived from the P4's paths,
+# on the same two targets.
+run_suite p4testgen-soft bash ptf-tests/run.sh --target soft --suite p4testgen "$RESULTS/p4testgen-soft.txt"
+run_suite p4testgen-bmv2 bash ptf-tests/run.sh --target bmv2 --suite p4testgen "$RESULTS/p4testgen-bmv2.txt"
 # P4Runtime conformance from outside the project's client: p4lang's p4runtime
 # bindings in .venv-p4rt (without it, its tests count as skipped).
 run_suite p4rt-conformance bash p4rt-conformance/run.sh "$RESULTS/p4rt-conformance.txt"

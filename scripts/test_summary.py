@@ -56,10 +56,10 @@ def main() -> int:
         "c": meson_counts(Path("build/native/meson-logs/testlog.json")),
         "c-asan": meson_counts(Path("build/asan/meson-logs/testlog.json")),
         "nic-asan": pytest_counts(results / "nic-asan.xml"),
-        "ptf-soft": ptf_counts(results / "ptf-soft.txt"),
-        "ptf-bmv2": ptf_counts(results / "ptf-bmv2.txt"),
-        "p4rt-conformance": ptf_counts(results / "p4rt-conformance.txt"),
     }
+    # The PTF-style suites leave their closing line in <name>.txt.
+    for name in ("ptf-soft", "ptf-bmv2", "p4testgen-soft", "p4testgen-bmv2", "p4rt-conformance"):
+        counts[name] = ptf_counts(results / f"{name}.txt")
     print("\n===== summary =====")
     total = [0, 0, 0]
     for name, status in zip(names, statuses, strict=True):
@@ -72,7 +72,7 @@ def main() -> int:
             f = 1
         verdict = "ok" if status == 0 and found is not None else "FAILED" if status != 0 else "FAILED (reported no result)"
         total = [total[0] + p, total[1] + f, total[2] + s]
-        print(f"{name:8} {p:5} passed {f:4} failed {s:4} skipped   {verdict}")
+        print(f"{name:16} {p:5} passed {f:4} failed {s:4} skipped   {verdict}")
     print(f"total: {total[0]} passed, {total[1]} failed, {total[2]} skipped")
     return 0 if total[1] == 0 and all(s == 0 for s in statuses) else 1
 
