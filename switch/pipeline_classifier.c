@@ -83,6 +83,7 @@ static void flow_from_udp(struct flow *flow, const uint8_t *udp)
 {
 	flow->src_port = load16(udp);
 	flow->dst_port = load16(udp + 2);
+	flow->is_udp = true;
 }
 
 /* action from_ipv4 */
@@ -269,6 +270,7 @@ void sw_flow_classifier(const uint8_t *frame, const struct headers *hdr,
 	struct flow *flow = &meta->flow;
 
 	flow->is_tcp = false;
+	flow->is_udp = false;
 	flow->later_fragment = false;
 	flow->dont_fragment = false;
 	meta->is_geneve = hdr->geneve != NONE;

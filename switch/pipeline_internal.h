@@ -82,6 +82,7 @@ struct flow {
 	bool dont_fragment;
 	uint8_t tcp_flags;
 	bool is_tcp;
+	bool is_udp;
 	bool later_fragment;
 	bool signal_allowed;
 };

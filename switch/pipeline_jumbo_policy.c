@@ -114,7 +114,7 @@ static void path_mtu(const struct sw_lpm *table, const uint8_t *addr,
 		meta->path_mtu = 0xffff;                                       \
 		meta->over_path = 0;                                           \
 	}
-LIMIT_ACTIONS(jumbo_mtu, over_jumbo, meta->flow.is_tcp)
+LIMIT_ACTIONS(jumbo_mtu, over_jumbo, meta->flow.is_tcp || meta->flow.is_udp)
 LIMIT_ACTIONS(standard_mtu, over_standard, false)
 #undef LIMIT_ACTIONS
 

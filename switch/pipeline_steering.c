@@ -127,7 +127,7 @@ void sw_steering(const struct sw_tables *tables, struct metadata *meta,
 	const struct flow *flow = &meta->flow;
 	bool listed_flow = false, listed_service = false;
 
-	if (flow->is_tcp) {
+	if (flow->is_tcp || (flow->is_udp && !meta->is_geneve)) {
 		/* table merge_flows (action steer_merge_flow); a hit
 		 * refreshes the entry's idle timer, as in BMv2. */
 		uint8_t key[SW_KEY_MAX];
@@ -139,13 +139,12 @@ void sw_steering(const struct sw_tables *tables, struct metadata *meta,
 			sw_slot_hit(slot, now_ns);
 			listed_flow = true;
 		}
-		/* table merge_services (action steer_merge_service) */
-		if (meta->port_role == P4_PORT_ROLE_EXTERNAL)
-			listed_service =
-				sw_ternary_lookup(&tables->merge_services,
-						  flow->ip_version,
-						  flow->dst_addr,
-						  flow->dst_port) != NULL;
 	}
+	/* table merge_services (action steer_merge_service) */
+	if (flow->is_tcp && meta->port_role == P4_PORT_ROLE_EXTERNAL)
+		listed_service =
+			sw_ternary_lookup(&tables->merge_services,
+					  flow->ip_version, flow->dst_addr,
+					  flow->dst_port) != NULL;
 	decision(meta, held_to_mtu, listed_flow, listed_service);
 }

@@ -209,10 +209,13 @@ def test_an_unexpected_status_exits_5(capsys):
         server.stop(0)
 
 
-def test_udp_flows_are_refused_as_not_merge_eligible(api, capsys):
-    """--proto udp reaches the controller as UDP, which the merge path does not take (only TCP merges)."""
-    code, _, err = ctl(api, capsys, "flows", "onload", "203.0.113.7:40000", "10.10.0.10:5201", "--proto", "udp")
+def test_udp_flows_reach_the_controller_as_udp(api, capsys):
+    """--proto udp reaches the controller as UDP: toward a jumbo instance it is onloaded
+    (the SmartNIC packs it into caravans), toward a legacy one refused as TCP is."""
+    code, _, err = ctl(api, capsys, "flows", "onload", "203.0.113.7:40000", "10.10.0.20:5201", "--proto", "udp")
     assert code == cli.EXIT_REFUSED and "not merge-eligible" in err and "udp" in err
+    code, out, _ = ctl(api, capsys, "--json", "flows", "onload", "203.0.113.7:40000", "10.10.0.10:5201", "--proto", "udp")
+    assert code == cli.EXIT_OK and json.loads(out)["flow"]["protocol"] == 17
     code, _, _ = ctl(api, capsys, "flows", "onload", "203.0.113.7:40000", "10.10.0.10:5201", "--proto", "tcp")
     assert code == cli.EXIT_OK
 

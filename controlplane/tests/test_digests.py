@@ -46,6 +46,20 @@ def test_one_batch_takes_at_most_the_batch_size():
     assert ctl.onload_digest_batch() == 10
 
 
+def test_udp_digests_onload_nothing():
+    """UDP to a jumbo instance may take the merge path (as caravans) only when an
+    operator lists it: the switch counts no UDP in its sketch, so a digest naming
+    one is forged, counted as refused, and onloads nothing, though the same flow
+    is merge-eligible."""
+    ctl = Controller(load_config(EXAMPLE), Path("unused"))
+    ctl.enqueue_digests([digest_with(protocol=17, src_port=4100), digest(4101)])
+    assert ctl.onload_digest_batch() == 2
+    assert [(f.protocol, f.src_port) for f in ctl.state.flows] == [(6, 4101)]
+    assert ctl.digests_refused == 1, "counted as forged"
+    udp = next(iter(ctl.state.flows)).__class__.parse("203.0.113.7", "10.10.0.10", 17, 4100, 5201)
+    assert ctl.state.merge_eligible(udp) and not ctl.state.elephant_eligible(udp)
+
+
 def test_forged_flows_are_refused_and_the_worker_goes_on():
     """A sketch counts forged packets too: a digest naming port 0 or another
     protocol once raised out of the worker that onloads elephants, and no

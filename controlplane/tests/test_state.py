@@ -46,14 +46,16 @@ def test_unknown_instance_is_not_found(state):
     assert info.value.code == "NOT_FOUND" and "web-1" in info.value.message
 
 
-def test_only_tcp_to_jumbo_instances_is_eligible(state):
+def test_only_tcp_and_udp_to_jumbo_instances_are_eligible(state):
     assert state.merge_eligible(to_web())
-    assert not state.merge_eligible(to_web(proto=17))
+    assert state.merge_eligible(to_web(proto=17))
     assert not state.merge_eligible(FiveTuple.parse("203.0.113.7", "10.10.0.20", 6, 40000, 80))
+    assert not state.merge_eligible(FiveTuple.parse("203.0.113.7", "10.10.0.20", 17, 40000, 80))
     assert not state.merge_eligible(FiveTuple.parse("10.10.0.10", "203.0.113.7", 6, 5201, 40000))
+    assert state.onload(to_web(proto=17), FlowOrigin.OPERATOR).flow.protocol == 17
     with pytest.raises(PolicyError) as info:
-        state.onload(to_web(proto=17), FlowOrigin.OPERATOR)
-    assert info.value.code == "FAILED_PRECONDITION"
+        state.onload(FiveTuple.parse("203.0.113.7", "10.10.0.20", 17, 40000, 80), FlowOrigin.OPERATOR)
+    assert info.value.code == "FAILED_PRECONDITION" and "TCP or UDP" in info.value.message
 
 
 def test_fleet_off_offloads_every_flow(state):

@@ -20,9 +20,10 @@ path), in one run on one rack, with the part under test held to one CPU
 
 3. UDP: a receiver that unpacks caravans (caravan_udp.py) on the jumbo
    instance, on the measured CPU, fed by the same sender through the
-   merge path (the flow onloaded; the SmartNIC run with --caravan-pack on)
-   and past it (plain datagrams). While the controller admits only TCP to
-   the merge path it refuses the onload, and the report says so.
+   merge path (the flow onloaded with `jumbogatectl flows onload --proto
+   udp`; the SmartNIC run with --caravan-pack on) and past it (plain
+   datagrams). Should the controller refuse the onload, the report says
+   why.
 
 The goodput through the rack is the border's (about 1 Gbit/s on two cores),
 far below what one CPU forwards or receives, so each run reports the CPU it
@@ -345,7 +346,7 @@ def udp_runs(rack: Rack, seconds: float, background: float) -> tuple[list[Cost],
                 "flows", "onload", f"{ext.address.ip4}:{sport}", f"{instance.address.ip4}:{UDP_PORT}", "--proto", "udp", "--idle", "60", check=False
             )
             if done.returncode:
-                # The controller admits only TCP to the merge path: UDP never reaches the caravan packer through the rack.
+                # Refused (a rack whose instance is not jumbo, say): no caravans to measure.
                 return runs, (done.stderr or done.stdout).strip()
         receiver = node.popen(pinned(MEASURED_CPU, measure.module_command("caravan_udp", "receive", UDP_PORT, seconds + 3)), env=measure.MODULE_ENV)
         line = receiver.stdout.readline()
@@ -519,7 +520,7 @@ def plot(v: RackValue, path) -> None:
     ax.legend(fontsize=8)
     ax = axes[2]
     if not v.udp:
-        ax.text(0.5, 0.5, "no caravans through the rack:\nthe controller admits only TCP\nto the merge path", ha="center", va="center", transform=ax.transAxes)
+        ax.text(0.5, 0.5, "no caravans through the rack:\nthe controller refused the onload", ha="center", va="center", transform=ax.transAxes)
         ax.set_xticks([])
         ax.set_yticks([])
     ax.bar([c.label.replace("UDP ", "") for c in v.udp], [c.one_cpu_gbps for c in v.udp], color=colours[: len(v.udp)])

@@ -2,8 +2,7 @@
 
 On one rack (rack_value.py): a real NF behind the border (section 1 of the
 issue) and receivers, TCP with GRO off and on and UDP with caravans
-(section 3; refused while the controller admits only TCP to the merge
-path), each with the border merging against the border passing.
+(section 3), each with the border merging against the border passing.
 
 Path MTU discovery next to Scamper (section 5): on the two-rack emulation
 (two_racks.py), over each WAN path, it asks two tools for the path MTU

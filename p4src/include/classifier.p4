@@ -96,6 +96,7 @@ control ParseVerdict(in headers_t hdr,
 #define FROM_UDP(name, udp) action name() { \
         meta.flow.src_port = udp.src_port; \
         meta.flow.dst_port = udp.dst_port; \
+        meta.flow.is_udp = 1; \
     }
 
 control FlowClassifier(in headers_t hdr, inout local_metadata_t meta) {
@@ -252,6 +253,7 @@ control FlowClassifier(in headers_t hdr, inout local_metadata_t meta) {
 
     apply {
         meta.flow.is_tcp = 0;
+        meta.flow.is_udp = 0;
         meta.flow.later_fragment = false;
         meta.flow.dont_fragment = 0;
         meta.is_geneve = false;

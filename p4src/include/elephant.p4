@@ -1,5 +1,5 @@
-// Elephant detection in the data plane, for merge-eligible flows that are
-// still on the bypass.
+// Elephant detection in the data plane, for merge-eligible TCP flows that
+// are still on the bypass.
 //
 // A count-min sketch (3 rows x SKETCH_COLUMNS byte counters, one hash per
 // row) estimates each flow's bytes in the current epoch. Each counter stores
@@ -28,7 +28,7 @@
 // 16 bits hold any frame, and the sketch's 32-bit counts widen it.
 // epoch_clock: the switch's time in epochs of about a second (2^20 us,
 // ELEPHANT_EPOCH_LOG2_US), as the top level reads its target's clock.
-// count_packet: the packet is a merge-eligible one on the bypass. Applied
+// count_packet: the packet is a merge-eligible TCP one on the bypass. Applied
 // for every packet, so that the threshold is read in the first stage on
 // Tofino; only counted packets touch the sketch.
 // report: raised (ELEPHANT_REPORTED) for a flow to report; its type is the

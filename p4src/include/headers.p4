@@ -168,6 +168,7 @@ struct flow_t {
     flag_t      dont_fragment;  // DF for IPv4; always 1 for IPv6
     bit<8>      tcp_flags;
     flag_t      is_tcp;
+    flag_t      is_udp;
     // An IPv4 fragment other than the first: it shows no L4 header.
     bool        later_fragment;
     // An ICMP error may be sent about this packet: it is not itself an ICMP
@@ -242,7 +243,9 @@ struct local_metadata_t {
     flag_t            instance_known;
     bit<16>           instance_mtu;
     bit<16>           path_mtu;
-    // Steering.
+    // Steering. JumboPolicy's: TCP or UDP to or from an instance whose
+    // effective MTU is the guest jumbo MTU, which the SmartNIC may merge
+    // (TCP) or pack into caravans (UDP).
     flag_t            merge_eligible;
     steer_reason_t    steer_reason;
     // Steering's: a merge-eligible packet it could have steered and left on

@@ -127,7 +127,7 @@ control JumboPolicy(in headers_t hdr, inout local_metadata_t meta) {
         meta.path_mtu = 0xffff; \
         meta.cmp.over_path = 0; \
     }
-    LIMIT_ACTIONS(jumbo_mtu, over_jumbo, meta.flow.is_tcp)
+    LIMIT_ACTIONS(jumbo_mtu, over_jumbo, meta.flow.is_tcp | meta.flow.is_udp)
     LIMIT_ACTIONS(standard_mtu, over_standard, 0)
 #undef LIMIT_ACTIONS
 

@@ -1,17 +1,23 @@
 // Steering: which packets go to the SmartNIC (the merge path) and which are
 // routed straight (the bypass).
 //
-// To the NIC, only from external or internal ports, only TCP:
-//  * outbound (internal port) packets longer than their route's path MTU,
-//    to be split;
-//  * merge-eligible packets (TCP to or from a jumbo instance, decided by
-//    JumboPolicy) that
+// To the NIC, only from external or internal ports:
+//  * outbound (internal port) TCP packets longer than their route's path
+//    MTU, to be split;
+//  * merge-eligible TCP packets (TCP to or from a jumbo instance, decided
+//    by JumboPolicy) that
 //      - are in merge_flows (5-tuple, installed by the controller with an
 //        idle timeout), or
 //      - arrive from outside and match an opt-in merge_services rule
 //        (destination prefix + TCP port range), or
 //      - are handshake packets (SYN or SYN-ACK), so the NIC learns each
-//        side's MSS.
+//        side's MSS;
+//  * merge-eligible UDP packets from outside (toward a jumbo instance) in
+//    merge_flows, not in Geneve, for the SmartNIC to pack into caravans.
+//    Only an operator lists a UDP flow: a caravan reaches only a receiver
+//    that unpacks it, so UDP is never an elephant candidate. Geneve's is
+//    never steered as UDP: merge_flows matches its inner flow, and a
+//    caravan of tunnel packets is one no tunnel endpoint unpacks.
 // Packets that come back on the NIC port never get here: they are routed.
 #ifndef JUMBOGATE_STEERING_P4
 #define JUMBOGATE_STEERING_P4
@@ -134,14 +140,17 @@ control Steering(inout local_metadata_t meta, in flag_t held_to_mtu) {
     // where a stage holds 16). In words, for a packet held to its MTU
     // (which makes its role external, internal or the SmartNIC's) that fits
     // it (over_limit 0), not back from the SmartNIC, with a SmartNIC to
-    // steer to, and TCP:
+    // steer to, and TCP (1, 2) or UDP (3):
     //  1. outbound over its path MTU (over_path, as JumboPolicy measured
     //     it): to the SmartNIC to be split;
-    //  2. merge-eligible (JumboPolicy: TCP to or from a jumbo instance) and
+    //  2. merge-eligible (JumboPolicy: to or from a jumbo instance) and
     //     in merge_flows, or from outside and in merge_services, or a
     //     handshake packet (SYN or SYN-ACK, so the SmartNIC learns each
     //     side's MSS): to the SmartNIC to be merged;
-    //  3. otherwise routed; an elephant candidate if merge-eligible and
+    //  3. UDP (merge-eligible and not TCP) from outside, in merge_flows
+    //     (which is not looked up for UDP in Geneve): to the SmartNIC to be
+    //     packed into caravans;
+    //  4. otherwise routed; an elephant candidate if merge-eligible TCP and
     //     from outside, also when no SmartNIC is set. An instance's own
     //     outbound flows never are: the controller merges only flows toward
     //     an instance, so their digests (an instance's ACKs to a fast
@@ -165,7 +174,8 @@ control Steering(inout local_metadata_t meta, in flag_t held_to_mtu) {
             (1, 0, PORT_ROLE_EXTERNAL, 1, 1, _, 1, _, 1, _): steer(STEER_MERGE_SERVICE);
             (1, 0, PORT_ROLE_EXTERNAL, 1, 1, _, 1, _, _, TCP_FLAG_SYN &&& TCP_FLAG_SYN):
                 steer(STEER_HANDSHAKE);
-            (1, 0, PORT_ROLE_EXTERNAL, _, _, _, 1, _, _, _): leave_on_bypass();
+            (1, 0, PORT_ROLE_EXTERNAL, 1, 0, _, 1, 1, _, _): steer(STEER_MERGE_FLOW);
+            (1, 0, PORT_ROLE_EXTERNAL, _, 1, _, 1, _, _, _): leave_on_bypass();
             // From the rack, merge_services does not apply (listed_service
             // is never set).
             (1, 0, PORT_ROLE_INTERNAL, 1, 1, 0, 1, 1, _, _): steer(STEER_MERGE_FLOW);
@@ -180,11 +190,11 @@ control Steering(inout local_metadata_t meta, in flag_t held_to_mtu) {
     apply {
         listed_flow = 0;
         listed_service = 0;
-        if (meta.flow.is_tcp == 1) {
+        if (meta.flow.is_tcp == 1 || (meta.flow.is_udp == 1 && !meta.is_geneve)) {
             merge_flows.apply();
-            if (meta.port_role == PORT_ROLE_EXTERNAL) {
-                merge_services.apply();
-            }
+        }
+        if (meta.flow.is_tcp == 1 && meta.port_role == PORT_ROLE_EXTERNAL) {
+            merge_services.apply();
         }
         decision.apply();
     }

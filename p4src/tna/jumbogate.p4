@@ -151,8 +151,8 @@ control TnaIngress(inout headers_t hdr,
         elephant_detector.apply(md.jg,
             ig_prsr_md.global_tstamp[ELEPHANT_EPOCH_LOG2_US + 25:ELEPHANT_EPOCH_LOG2_US + 10],
             md.jg.flow.ip_len,
-            // A merge-eligible packet that Steering could have steered and
-            // left on the bypass (see there).
+            // A merge-eligible TCP packet that Steering could have steered
+            // and left on the bypass (see there).
             md.jg.elephant_candidate, ig_dprsr_md.digest_type);
         mtu_enforcement.apply(ig_intr_md.ingress_port, md.jg, held_to_mtu);
 

@@ -156,8 +156,8 @@ control V1ModelIngress(inout headers_t hdr,
         elephant_detector.apply(meta,
             (bit<16>)(standard_metadata.ingress_global_timestamp >> ELEPHANT_EPOCH_LOG2_US),
             (bit<16>)standard_metadata.packet_length,
-            // A merge-eligible packet that Steering could have steered and
-            // left on the bypass (see there).
+            // A merge-eligible TCP packet that Steering could have steered
+            // and left on the bypass (see there).
             meta.elephant_candidate, report_elephant);
         mtu_enforcement.apply(standard_metadata.ingress_port, meta, held_to_mtu);
 

@@ -26,7 +26,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 p4src=$(cd "$here/../../p4src" && pwd)
 out=$(realpath -m "${1:-$here}")
-SEED=${SEED:-1}
+# The seed decides which paths the greedy search reaches, and coverage
+# moves with it and with every change to the program: for the program as
+# it stands, seeds 1, 2 and 3 covered 221, 211 and 229 statements of 388
+# (256-byte profile) and 219, 233 and 220 (512); one version earlier, 205,
+# 240 and 232, and 206, 239 and 204.
+SEED=${SEED:-2}
 MAX_TESTS=${MAX_TESTS:-200}
 PROFILES=${PROFILES:-256 512}
 PY=${PY:-$here/../../.venv/bin/python}

@@ -94,3 +94,17 @@ class OutboundFlowsNotCounted(JumbogateTest):
             self.send(PORT_INTERNAL, segment)
             self.expect_routed(segment, TO_INTERNET)
         self.assertEqual(self.sw.drain_digests(wait_s=0.5), [])
+
+
+@group("elephant")
+class UdpNotCounted(JumbogateTest):
+    """UDP toward a jumbo instance is merge-eligible (as caravans) but only when an operator lists it: a
+    caravan reaches only a receiver that unpacks it, so the sketch counts no UDP and reports none."""
+
+    def runTest(self):
+        arm_digests(self, [INSTANCE_V4])
+        datagram = pk.udp_packet(INTERNET_V4, INSTANCE_V4, SEGMENT, sport=50400, dport=443)
+        for _ in range(6):
+            self.send(PORT_EXTERNAL, datagram)
+            self.expect_routed(datagram, TO_RACK)
+        self.assertEqual(self.sw.drain_digests(wait_s=0.5), [])

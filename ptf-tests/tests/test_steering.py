@@ -13,6 +13,8 @@ from base import (
     PORT_NIC,
     TO_INTERNET,
     TO_RACK,
+    VTEP_LOCAL,
+    VTEP_REMOTE,
     JumbogateTest,
 )
 from ptf import testutils
@@ -20,6 +22,7 @@ from ptf.testutils import group
 from scapy.layers.inet import IP
 from scapy.packet import Raw
 
+from jumbogate.flow import UDP
 from jumbogate.p4 import FiveTuple, Path, names
 from jumbogate.p4 import entries as e
 from jumbogate.p4.stats import PacketsBytes
@@ -58,6 +61,34 @@ class MergeFlowsTable(_SteeringTest):
         self.expect_path(PORT_EXTERNAL, pk.tcp_packet(INTERNET_V4, INSTANCE_V4, 1400, sport=40001, dport=443), Path.BYPASS, "other source port")
         # UDP with the same ports is not a listed (TCP) flow.
         self.expect_path(PORT_EXTERNAL, pk.udp_packet(INTERNET_V4, INSTANCE_V4, 1400, sport=40000, dport=443), Path.BYPASS, "udp")
+
+
+@group("steering")
+class UdpMergeFlowsToNic(_SteeringTest):
+    """A listed UDP flow from outside toward a jumbo instance goes to the SmartNIC, which packs it into caravans;
+    nothing else of UDP is steered: not unlisted, not toward a non-jumbo instance, not outbound, and not inside
+    Geneve (merge_flows matches the inner flow, and no tunnel endpoint unpacks a caravan of tunnel packets)."""
+
+    def runTest(self):
+        listed = [
+            FiveTuple(INTERNET_V4, INSTANCE_V4, 40000, 5201, protocol=UDP),
+            FiveTuple(INTERNET_V6, INSTANCE_V6, 40000, 5201, protocol=UDP),
+            FiveTuple(INTERNET_V4, OTHER_INSTANCE_V4, 40000, 5201, protocol=UDP),
+            FiveTuple(INSTANCE_V4, INTERNET_V4, 5201, 40000, protocol=UDP),
+        ]
+        self.insert(*(e.merge_flow(flow) for flow in listed))
+        inner = pk.udp_packet(INTERNET_V4, INSTANCE_V4, 1400, sport=40000, dport=5201)
+        cases = [
+            (PORT_EXTERNAL, pk.udp_packet(INTERNET_V4, INSTANCE_V4, 1400, sport=40000, dport=5201), Path.MERGE, "listed"),
+            (PORT_EXTERNAL, pk.udp_packet(INTERNET_V6, INSTANCE_V6, 1400, sport=40000, dport=5201), Path.MERGE, "listed IPv6"),
+            (PORT_EXTERNAL, pk.udp_packet(INTERNET_V4, INSTANCE_V4, 1400, sport=40001, dport=5201), Path.BYPASS, "other source port"),
+            (PORT_EXTERNAL, pk.tcp_packet(INTERNET_V4, INSTANCE_V4, 1400, sport=40000, dport=5201), Path.BYPASS, "tcp, same ports"),
+            (PORT_EXTERNAL, pk.udp_packet(INTERNET_V4, OTHER_INSTANCE_V4, 1400, sport=40000, dport=5201), Path.BYPASS, "listed, non-jumbo instance"),
+            (PORT_INTERNAL, pk.udp_packet(INSTANCE_V4, INTERNET_V4, 1400, sport=5201, dport=40000), Path.BYPASS, "listed, outbound"),
+            (PORT_EXTERNAL, pk.geneve_packet(VTEP_REMOTE, VTEP_LOCAL, inner, option_words=2), Path.BYPASS, "listed, in Geneve"),
+        ]
+        for port, pkt, path, label in cases:
+            self.expect_path(port, pkt, path, label)
 
 
 @group("steering")

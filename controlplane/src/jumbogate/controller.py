@@ -26,6 +26,7 @@ from . import learned, metrics, metrics_server, p4, service_notify, tofino, tran
 from .config import ConfigError, RackConfig, config_changes, load_config
 from .election import Election
 from .fleet import DEFAULT_RACK, FleetPolicy
+from .flow import TCP, UDP
 from .nic import RECONNECT_OPTIONS, NicLink, NicStatus
 from .p4 import names
 from .reconcile import plan
@@ -361,8 +362,11 @@ class Controller:
                 LOG.warning("merge_flows entry not adopted: %s", err)
                 continue
             if flow not in self.state.flows and self.state.merge_eligible(flow):
+                # Only an operator lists UDP: adopted as the operator's, it is
+                # not evicted for an elephant, which it would never come back as.
+                origin = FlowOrigin.OPERATOR if flow.protocol == UDP else FlowOrigin.ADOPTED
                 with contextlib.suppress(PolicyError):
-                    self.state.onload(flow, FlowOrigin.ADOPTED, entry.idle_timeout_ns // 1_000_000_000)
+                    self.state.onload(flow, origin, entry.idle_timeout_ns // 1_000_000_000)
 
     async def _program_loop(self, switch: fy.Switch) -> None:
         # A restarted controller that programmed the switch before it knew
@@ -448,7 +452,11 @@ class Controller:
                 LOG.debug("digest refused: %s", err)
                 continue
             flow, estimate = report.flow, report.estimated_bytes
-            if flow in self.state.flows or not self.state.merge_eligible(flow):
+            if flow.protocol != TCP:
+                # The switch counts no UDP: a digest naming one is forged.
+                self.digests_refused += 1
+                continue
+            if flow in self.state.flows or not self.state.elephant_eligible(flow):
                 continue
             self.state.note(EventKind.ELEPHANT_DETECTED, flow=flow, estimated_bytes=estimate)
             with contextlib.suppress(PolicyError):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from .config import MAX_IDLE_TIMEOUT_S, IPAddress, RackConfig
-from .flow import TCP, FiveTuple
+from .flow import TCP, UDP, FiveTuple
 from .p4.constants import ELEPHANT_EPOCH_LOG2_US
 
 # The switch's sketch epoch (fixed in the P4 program): the window of
@@ -186,8 +186,22 @@ class PolicyState:
         return instance is not None and self.fleet_jumbo and self.instance_jumbo[instance.id]
 
     def merge_eligible(self, flow: FiveTuple) -> bool:
-        """Only TCP toward a jumbo-enabled instance may take the merge path."""
-        return flow.protocol == TCP and self.jumbo_enabled(flow.dst_ip)
+        """Only TCP or UDP toward a jumbo-enabled instance may take the merge path.
+
+        The SmartNIC merges TCP and packs UDP into caravans (when it runs
+        with caravan packing on); the switch steers a UDP flow only while
+        it is listed, as it does TCP (docs/dataplane.md, "Steering").
+        """
+        return flow.protocol in (TCP, UDP) and self.jumbo_enabled(flow.dst_ip)
+
+    def elephant_eligible(self, flow: FiveTuple) -> bool:
+        """Only TCP is onloaded on an elephant digest.
+
+        A caravan reaches only a receiver that unpacks it, so a UDP flow
+        takes the merge path only when an operator lists it; the switch
+        counts no UDP in its sketch, and a digest naming one is forged.
+        """
+        return flow.protocol == TCP and self.merge_eligible(flow)
 
     # ----- changes -----
 
@@ -300,7 +314,7 @@ class PolicyState:
         if not self.merge_eligible(flow):
             raise PolicyError(
                 "FAILED_PRECONDITION",
-                f"{flow} is not merge-eligible: only TCP toward a jumbo-enabled instance may take the merge path",
+                f"{flow} is not merge-eligible: only TCP or UDP toward a jumbo-enabled instance may take the merge path",
             )
         if not 0 <= idle_timeout_s <= MAX_IDLE_TIMEOUT_S:
             raise invalid(f"idle_timeout_s {idle_timeout_s} is outside 0..{MAX_IDLE_TIMEOUT_S} (0: the rack's default)")

@@ -8,7 +8,7 @@ chosen by `switch.target` in rack.yaml:
 
 - The pipeline blob (ForwardingPipelineConfig.p4_device_config) is
   Stratum's BfPipelineConfig, built from bf-p4c's output directory: the
-  program's name, bf-rt.json, and one profile, "pipe", with its
+  program's name, bfrt.json, and one profile, "pipe", with its
   context.json and tofino.bin (tofino2.bin on Tofino 2) for every pipe.
   It is the protobuf format both stratum-bf and stratum-bfrt take
   (stratum/hal/lib/barefoot/bf.proto, from 2020 on); PI's older binary
@@ -89,7 +89,7 @@ def pipeline_files(outdir: Path, target: str) -> dict[str, Path]:
     binary = "tofino2.bin" if target == "tofino2" else "tofino.bin"
     return {
         "p4info": outdir / "jumbogate.p4info.txtpb",
-        "bfrt": outdir / "bf-rt.json",
+        "bfrt": outdir / "bfrt.json",
         "context": outdir / "pipe" / "context.json",
         "binary": outdir / "pipe" / binary,
     }

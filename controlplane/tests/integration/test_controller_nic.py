@@ -251,20 +251,25 @@ def wait_for_switch(rig, predicate, what: str) -> None:
 def test_restart_adopts_the_merge_flows_on_the_switch(nic_rig):
     rig, _ = nic_rig
     """A restarted controller keeps the merge flows it finds on the switch
-    (origin "adopted"), writing nothing; the flow never leaves the switch."""
+    (origin "adopted"), writing nothing; the flow never leaves the switch. A
+    UDP flow, which only an operator lists, comes back as the operator's, so
+    that no elephant evicts it."""
     assert rig.ctl("flows", "onload", "203.0.113.7:41000", "10.10.0.10:5201", "--idle", "600").returncode == 0
+    assert rig.ctl("flows", "onload", "203.0.113.7:41002", "10.10.0.10:5201", "--proto", "udp", "--idle", "600").returncode == 0
     try:
-        wait_for_switch(rig, lambda ports: (41000, 5201) in ports, "the onloaded flow on the switch")
+        wait_for_switch(rig, lambda ports: {(41000, 5201), (41002, 5201)} <= ports, "the onloaded flows on the switch")
         rig.controller.stop()
         rig.start_controller()
         totals = rig.wait_for_reconcile()["reconcile"]
         assert (int(totals["inserted"]), int(totals["deleted"])) == (0, 0), totals
         flows = json.loads(rig.ctl("--json", "flows", "list").stdout)["flows"]
-        assert [(f["flow"]["src_port"], f["origin"]) for f in flows] == [(41000, "FLOW_ORIGIN_ADOPTED")]
-        assert (41000, 5201) in merge_flow_ports(rig)
+        origins = sorted((f["flow"]["src_port"], f["flow"]["protocol"], f["origin"]) for f in flows)
+        assert origins == [(41000, 6, "FLOW_ORIGIN_ADOPTED"), (41002, 17, "FLOW_ORIGIN_OPERATOR")]
+        assert {(41000, 5201), (41002, 5201)} <= merge_flow_ports(rig)
     finally:
         rig.ctl("flows", "offload", "203.0.113.7:41000", "10.10.0.10:5201")
-    wait_for_switch(rig, lambda ports: (41000, 5201) not in ports, "the offloaded flow gone")
+        rig.ctl("flows", "offload", "203.0.113.7:41002", "10.10.0.10:5201", "--proto", "udp")
+    wait_for_switch(rig, lambda ports: not {(41000, 5201), (41002, 5201)} & ports, "the offloaded flows gone")
 
 
 def test_instance_flag_off_offloads_its_flows(nic_rig):

@@ -1,7 +1,7 @@
 """The controller's Tofino path (switch.target: tofino), end to end against jumbogate-switch.
 
 jumbogate-switch runs the v1model program, so the pipeline directory here
-is bf-p4c's layout (bf-rt.json, pipe/context.json, pipe/tofino.bin) around
+is bf-p4c's layout (bfrt.json, pipe/context.json, pipe/tofino.bin) around
 the P4Info the switch serves; the compiler's files are stand-ins whose
 bytes the test recognises. What is checked is the controller's side: the
 blob it pushes is Stratum's BfPipelineConfig carrying exactly those files,
@@ -33,7 +33,7 @@ def tofino_pipeline(directory, p4info) -> dict:
     (directory / "pipe").mkdir(parents=True)
     shutil.copy(p4info, directory / "jumbogate.p4info.txtpb")
     files = {
-        "bf-rt.json": b'{"schema_version": "1.0.0", "tables": []}',
+        "bfrt.json": b'{"schema_version": "1.0.0", "tables": []}',
         "pipe/context.json": b'{"program_name": "jumbogate"}',
         "pipe/tofino.bin": bytes(range(256)) * 64,
     }
@@ -75,7 +75,7 @@ def read_switch(address: str):
 def test_the_blob_is_stratums_bf_pipeline_config_of_the_compilers_files(rig):
     blob, _ = read_switch(rig.switch.grpc_address)
     config = tofino.BfPipelineConfig.FromString(blob)
-    assert config.p4_name == "jumbogate" and config.bfruntime_info == rig.files["bf-rt.json"]
+    assert config.p4_name == "jumbogate" and config.bfruntime_info == rig.files["bfrt.json"]
     assert len(config.profiles) == 1
     profile = config.profiles[0]
     assert (profile.profile_name, profile.context, profile.binary, list(profile.pipe_scope)) == (
@@ -141,7 +141,7 @@ def test_the_blob_built_from_a_real_bf_p4c_compile(tmp_path):
     config = tofino.BfPipelineConfig.FromString(tofino.device_config(out, "tofino"))
     assert config.profiles[0].binary == (out / "pipe" / "tofino.bin").read_bytes()
     assert config.profiles[0].context == (out / "pipe" / "context.json").read_bytes()
-    assert config.bfruntime_info == (out / "bf-rt.json").read_bytes()
+    assert config.bfruntime_info == (out / "bfrt.json").read_bytes()
 
 
 def test_make_p4_tofinos_pack_writes_the_blob_the_controller_pushes(tmp_path):
@@ -155,6 +155,6 @@ def test_make_p4_tofinos_pack_writes_the_blob_the_controller_pushes(tmp_path):
     written = (tmp_path / "tofino2" / tofino.PIPELINE_CONFIG_FILE).read_bytes()
     assert written == tofino.device_config(tmp_path / "tofino2", "tofino2")
     config = tofino.BfPipelineConfig.FromString(written)
-    assert (config.p4_name, config.bfruntime_info, config.profiles[0].binary) == ("jumbogate", files["bf-rt.json"], files["pipe/tofino.bin"])
+    assert (config.p4_name, config.bfruntime_info, config.profiles[0].binary) == ("jumbogate", files["bfrt.json"], files["pipe/tofino.bin"])
     refused = subprocess.run([python, "-m", "jumbogate.tofino", "pack", str(tmp_path / "tofino2"), "tofino"], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "lacks pipe/tofino.bin" in refused.stderr, refused.stderr
