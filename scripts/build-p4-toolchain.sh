@@ -8,7 +8,7 @@
 #   P4_BUILD_DIR=/srv/p4 sudo scripts/build-p4-toolchain.sh
 #   P4_SOURCES_BASE=/srv/mirrors sudo scripts/build-p4-toolchain.sh
 #   P4TESTGEN=0 sudo scripts/build-p4-toolchain.sh   # p4c without P4Testgen
-#   BF_P4C=1 sudo scripts/build-p4-toolchain.sh      # and bf-p4c (about 65 min more)
+#   BF_P4C=1 sudo scripts/build-p4-toolchain.sh      # and bf-p4c (88 min more, measured)
 #   ONLY=bf-p4c sudo scripts/build-p4-toolchain.sh   # bf-p4c alone
 #
 # The stages, in order: pi, bmv2, p4c, p4testgen (with its Z3), bf-p4c.
