@@ -74,11 +74,15 @@ def test_forced_queue_moves_keep_the_stream_intact(make_wire):
     def move_queues(done):
         # Every queue to worker 0, then every queue to worker 1, ...:
         # whichever queue the fanout gave each direction, it changes
-        # hands every time.
-        while not done.wait(0.15):
+        # hands every time. The transfer may last well under a second,
+        # so the first move comes at once and the next ones 50 ms apart
+        # (a worker polls far more often than that, so each still moves).
+        while True:
             owner = len(forced) % 2
             nic.telemetry("/jumbogate/queues," + ",".join([str(owner)] * QUEUES))
             forced.append(owner)
+            if done.wait(0.05):
+                break
 
     transfer(client, server, move_queues)
     queues = nic.telemetry("/jumbogate/queues")
