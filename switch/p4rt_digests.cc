@@ -264,7 +264,7 @@ void Server::scan_idle(uint64_t now)
 		if (slot == nullptr)
 			continue;
 		uint64_t hit = sw_slot_last_hit(slot);
-		if (now - hit < (uint64_t)timeout)
+		if (sw_idle_ns(hit, now) < (uint64_t)timeout)
 			continue;
 		// While the entry stays idle the notification is sent
 		// again every idle_timeout_ns (the specification's

@@ -189,10 +189,11 @@ Status Server::read_table_entries(const p4v1::TableEntry &q,
 				const sw_hash_slot *slot = sw_hash_find(
 					&sw_->pipeline.tables.merge_flows,
 					c_key);
-				uint64_t hit =
-					slot ? sw_slot_last_hit(slot) : now;
 				entry->mutable_time_since_last_hit()
-					->set_elapsed_ns((int64_t)(now - hit));
+					->set_elapsed_ns((int64_t)sw_idle_ns(
+						slot ? sw_slot_last_hit(slot)
+						     : now,
+						now));
 			}
 		}
 	}

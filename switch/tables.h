@@ -54,6 +54,15 @@ static inline void sw_slot_hit(struct sw_hash_slot *slot, uint64_t now_ns)
 	__atomic_store_n(&slot->last_hit_ns, now_ns, __ATOMIC_RELAXED);
 }
 
+/* How long the entry has gone without a hit, as of now_ns. A worker may
+ * stamp a hit later than a clock the caller read before (its burst began
+ * after that): then it is 0, where a plain subtraction would wrap to
+ * centuries and report a busy entry idle. */
+static inline uint64_t sw_idle_ns(uint64_t last_hit_ns, uint64_t now_ns)
+{
+	return last_hit_ns >= now_ns ? 0 : now_ns - last_hit_ns;
+}
+
 struct sw_hash {
 	struct sw_hash_slot *slots;
 	uint32_t mask;	   /* slot count - 1 (a power of two) */

@@ -10,6 +10,9 @@ test_switch_streams.py's.
 
 from __future__ import annotations
 
+import queue
+import time
+
 import grpc
 import pytest
 from finsy.proto import p4r
@@ -292,6 +295,45 @@ def test_ageing_fields_where_nothing_ages_are_refused(primary):
     flows.time_since_last_hit.SetInParent()
     (read,) = primary.read([p4r.Entity(table_entry=flows)])
     assert read.table_entry.HasField("time_since_last_hit")
+
+
+def idle_notifications(client: Client, wait_s: float) -> list:
+    """The merge_flows entries of the idle-timeout notifications that reach client within wait_s."""
+    entries = []
+    deadline = time.monotonic() + wait_s
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            response = client.next_response(timeout=left)
+        except queue.Empty:
+            break
+        if response.HasField("idle_timeout_notification"):
+            entries += list(response.idle_timeout_notification.table_entry)
+    return entries
+
+
+def test_a_merge_flow_in_steady_traffic_is_not_reported_idle(switch, primary):
+    """The idle scan read its clock before the entries' last hits, and a worker whose burst began after that
+    stamped a later hit: now - hit wrapped around, and a flow in steady traffic was reported idle (its onload
+    lost after a second or two in the rack). It is reported once its traffic stops."""
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.l2 import Ether
+
+    n = 7  # merge_flow_entry(7): 198.18.0.7:1031 -> 10.10.0.10:443, TCP
+    assert primary.write([update(p4r.Update.INSERT, merge_flow_entry(n, 10**9))]) == [OK]
+    frame = bytes(Ether() / IP(src="198.18.0.7", dst="10.10.0.10") / TCP(sport=1024 + n, dport=443) / (b"x" * 64))
+    port = PacketPort(switch.ns, switch.peer)
+    reported, sent = [], 0
+    try:
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline:
+            port.send([frame] * 64)
+            sent += 64
+            reported += idle_notifications(primary, 0.0005)
+        reported += idle_notifications(primary, 0.05)
+        assert reported == [], f"reported idle while {sent} frames hit it"
+        assert idle_notifications(primary, 5), "no idle-timeout notification after the traffic stopped"
+    finally:
+        port.close()
 
 
 def test_a_member_of_weight_zero_and_a_new_max_size_are_refused(primary):
