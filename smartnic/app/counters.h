@@ -45,6 +45,10 @@ struct nic_counters {
 	 * took (absorbed), and those it built and sent (created). */
 	uint64_t pmtu_consumed;
 	uint64_t pmtu_created;
+	/* Caravan holds (worker.c): datagrams waiting in them now, and how
+	 * often a full hold was packed before its deadline. */
+	uint64_t caravan_held_now;
+	uint64_t caravan_hold_full_packs;
 };
 
 /*

@@ -57,7 +57,8 @@ void nic_metrics_render(struct jg_metrics_text *text, void *unused)
 	     "direction", "in", totals.counters.rx_bytes, "out",
 	     totals.counters.tx_bytes);
 	one(text, "jumbogate_nic_held_packets", "gauge",
-	    "segments held for merging now", totals.held);
+	    "segments held for merging and datagrams held for caravans now",
+	    totals.held);
 	one(text, "jumbogate_nic_bypassed_packets_total", "counter",
 	    "packets neither merged nor split (not inbound or outbound)",
 	    totals.counters.bypassed);

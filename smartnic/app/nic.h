@@ -77,6 +77,19 @@ struct nic_prefix_list {
 	struct jg_prefix prefixes[NIC_MAX_INTERNAL_PREFIXES];
 };
 
+/* Inbound UDP datagrams (with --caravan-pack on) collected over several
+ * receive bursts before they are packed, so that a flow's datagrams from
+ * more than one burst can ride in one caravan. One per port and worker:
+ * at most NIC_CARAVAN_HOLD_MAX datagrams (a full hold is packed at once),
+ * none longer than the engine's max delay. */
+#define NIC_CARAVAN_HOLD_MAX 256
+
+struct nic_caravan_hold {
+	uint16_t count;
+	uint64_t deadline_ns; /* when the first of them must leave */
+	struct rte_mbuf *pkts[NIC_CARAVAN_HOLD_MAX];
+};
+
 struct nic_worker {
 	unsigned int index;
 	unsigned int lcore_id;
@@ -97,6 +110,7 @@ struct nic_worker {
 	uint64_t idle_sleep_ns;
 	/* The worker's own copy, changed by a command between bursts. */
 	struct nic_prefix_list internal;
+	struct nic_caravan_hold caravan_holds[NIC_MAX_PORTS];
 };
 
 struct nic {

@@ -53,7 +53,8 @@ void nic_totals_compute(struct nic_totals *totals,
 			     sizeof(totals->counters));
 		nic_stats_add(&totals->engine, &snapshots[w].engine);
 	}
-	totals->held = merge->held_now + merge->ready_now;
+	totals->held = merge->held_now + merge->ready_now +
+		       totals->counters.caravan_held_now;
 	for (unsigned int r = 0; r < JG_DROP_REASON_COUNT; r++)
 		totals->dropped += totals->engine.drops[r];
 	for (unsigned int r = 0; r < NIC_APP_DROP_REASON_COUNT; r++)

@@ -79,6 +79,9 @@ static int stats_command(const char *command, const char *params,
 	add_u64(d, "split_peer_mss_limited",
 		totals.engine.split.peer_mss_limited);
 	add_u64(d, "caravans_packed", totals.engine.caravan.caravans_packed);
+	add_u64(d, "caravan_held", totals.counters.caravan_held_now);
+	add_u64(d, "caravan_hold_full_packs",
+		totals.counters.caravan_hold_full_packs);
 	add_u64(d, "datagrams_packed", totals.engine.caravan.datagrams_packed);
 	add_u64(d, "caravans_unpacked",
 		totals.engine.caravan.caravans_unpacked);

@@ -99,6 +99,74 @@ static void run_stage(struct nic_worker *worker, struct jg_engine *engine,
 	}
 }
 
+/* -- Caravan holds ------------------------------------------------------
+ * A receive burst rarely holds more than a few datagrams of one flow, so
+ * packing burst by burst makes short caravans. The hold collects a port's
+ * candidates until the first has waited the engine's max delay or the
+ * hold is full, then packs them all at once. Every datagram of a flow
+ * goes through the hold, in arrival order, and the packer sends one it
+ * cannot pack only after what it opened before (caravan.c), so the flow
+ * stays in order. Only flows an operator listed reach the SmartNIC as
+ * UDP, so only they wait; up to the same bound as merged segments. */
+
+uint16_t worker_pack_held_caravans(struct nic_worker *worker,
+				   unsigned int port_index, struct output *out)
+{
+	struct nic_caravan_hold *hold = &worker->caravan_holds[port_index];
+	uint16_t count = hold->count;
+
+	if (count == 0)
+		return 0;
+	hold->count = 0;
+	hold->deadline_ns = UINT64_MAX;
+	worker->counters.caravan_held_now -= count;
+	run_stage(worker, worker->engines[port_index], jg_caravan_pack,
+		  hold->pkts, count, out);
+	return count;
+}
+
+static void hold_caravans(struct nic_worker *worker, unsigned int port_index,
+			  struct rte_mbuf **pkts, uint16_t count,
+			  uint64_t now_ns, struct output *out)
+{
+	struct nic_caravan_hold *hold = &worker->caravan_holds[port_index];
+	uint64_t wait_ns = jg_engine_max_delay_ns(worker->engines[port_index]);
+
+	for (uint16_t i = 0; i < count; i++) {
+		if (hold->count == 0)
+			hold->deadline_ns = now_ns + wait_ns;
+		hold->pkts[hold->count++] = pkts[i];
+		worker->counters.caravan_held_now++;
+		if (hold->count == NIC_CARAVAN_HOLD_MAX) {
+			worker->counters.caravan_hold_full_packs++;
+			worker_pack_held_caravans(worker, port_index, out);
+		}
+	}
+	/* A max delay of 0 packs within the burst, as without a hold. */
+	if (hold->deadline_ns <= now_ns)
+		worker_pack_held_caravans(worker, port_index, out);
+}
+
+/* Pack every hold whose deadline has come; true if any was. */
+static bool release_due_caravans(struct nic_worker *worker, uint64_t now_ns,
+				 struct output *out)
+{
+	const struct nic *nic = nic_instance;
+	bool released = false;
+
+	for (unsigned int p = 0; p < nic->port_count; p++) {
+		if (worker->caravan_holds[p].count == 0 ||
+		    worker->caravan_holds[p].deadline_ns > now_ns)
+			continue;
+		out->port_id = nic->ports[p].tx_port_id;
+		out->count = 0;
+		worker_pack_held_caravans(worker, p, out);
+		worker_transmit(worker, out);
+		released = true;
+	}
+	return released;
+}
+
 static void run_merge(struct nic_worker *worker, struct jg_engine *engine,
 		      struct rte_mbuf **pkts, uint16_t count, uint64_t now_ns,
 		      struct output *out)
@@ -269,7 +337,7 @@ static bool poll_port(struct nic_worker *worker, unsigned int port_index,
 	else
 		jg_merge_note_poll(engine, now_ns);
 	if (packs)
-		run_stage(worker, engine, jg_caravan_pack, pack, packs, out);
+		hold_caravans(worker, port_index, pack, packs, now_ns, out);
 	if (splits)
 		run_stage(worker, worker->engines[port->split_engine_port],
 			  jg_split_burst, split, splits, out);
@@ -320,6 +388,9 @@ static uint64_t next_deadline(const struct nic_worker *worker)
 		uint64_t deadline = jg_merge_next_deadline(worker->engines[p]);
 		if (deadline < earliest)
 			earliest = deadline;
+		if (worker->caravan_holds[p].count &&
+		    worker->caravan_holds[p].deadline_ns < earliest)
+			earliest = worker->caravan_holds[p].deadline_ns;
 	}
 	return earliest;
 }
@@ -349,6 +420,7 @@ static uint64_t flush_all(struct nic_worker *worker)
 	for (unsigned int p = 0; p < nic->port_count; p++) {
 		out.port_id = nic->ports[p].tx_port_id;
 		out.count = 0;
+		released += worker_pack_held_caravans(worker, p, &out);
 		released +=
 			worker_flush_engine(worker, worker->engines[p], &out);
 		worker_transmit(worker, &out);
@@ -416,6 +488,7 @@ int nic_worker_run(void *arg)
 				busy = true;
 			}
 		}
+		busy |= release_due_caravans(worker, now, &out);
 		busy |= poll_pathmtu(worker, now, &out);
 		if (busy)
 			worker->idle_sleep_ns = 0;

@@ -64,6 +64,10 @@ static uint64_t offload(struct nic_worker *worker,
 
 		out.port_id = nic->ports[p].tx_port_id;
 		out.count = 0;
+		/* A listed UDP flow's held datagrams leave before the switch
+		 * carries the flow past the SmartNIC. */
+		worker_pack_held_caravans(worker, p, &out);
+		worker_transmit(worker, &out);
 		worker_reserve(worker, &out, JG_MAX_RUNS_PER_FLOW);
 		produced = jg_flow_offload(worker->engines[p], key, out.pkts,
 					   JG_MAX_RUNS_PER_FLOW);
@@ -94,6 +98,7 @@ static void swap_engines(struct nic_worker *worker, struct nic_command *command)
 
 		out.port_id = nic->ports[p].tx_port_id;
 		out.count = 0;
+		worker_pack_held_caravans(worker, p, &out);
 		worker_flush_engine(worker, old, &out);
 		worker_transmit(worker, &out);
 		jg_engine_get_stats(old, &stats);
@@ -125,16 +130,31 @@ static void reconfigure_engines(struct nic_worker *worker,
 		struct jg_engine *engine = worker->engines[p];
 		int result;
 
-		if (flush) {
-			out.port_id = nic->ports[p].tx_port_id;
-			out.count = 0;
+		/* Held datagrams leave too: their deadlines came from the old
+		 * max delay. */
+		out.port_id = nic->ports[p].tx_port_id;
+		out.count = 0;
+		worker_pack_held_caravans(worker, p, &out);
+		if (flush)
 			worker_flush_engine(worker, engine, &out);
-			worker_transmit(worker, &out);
-		}
+		worker_transmit(worker, &out);
 		result = jg_engine_reconfigure(engine,
 					       &command->arg.reconfigure.to);
 		if (result < 0 && command->result == 0)
 			command->result = result;
+	}
+}
+
+static void pack_all_held_caravans(struct nic_worker *worker)
+{
+	const struct nic *nic = nic_instance;
+	struct output out;
+
+	for (unsigned int p = 0; p < nic->port_count; p++) {
+		out.port_id = nic->ports[p].tx_port_id;
+		out.count = 0;
+		worker_pack_held_caravans(worker, p, &out);
+		worker_transmit(worker, &out);
 	}
 }
 
@@ -189,6 +209,9 @@ static void execute(struct nic_worker *worker, struct nic_command *command)
 		reconfigure_engines(worker, command);
 		break;
 	case NIC_CMD_SET_INTERNAL_PREFIXES:
+		/* A held flow may be classified otherwise from now on: what
+		 * it holds leaves ahead of its next datagrams. */
+		pack_all_held_caravans(worker);
 		worker->internal = command->arg.internal;
 		break;
 	}

@@ -40,6 +40,10 @@ void worker_emit(struct nic_worker *worker, struct output *out,
 /* worker.c: every run the engine holds, released into out; how many. */
 uint64_t worker_flush_engine(struct nic_worker *worker,
 			     struct jg_engine *engine, struct output *out);
+/* Pack what the port's caravan hold collected into out (which must be
+ * bound for that port's transmit port); how many datagrams it held. */
+uint16_t worker_pack_held_caravans(struct nic_worker *worker,
+				   unsigned int port_index, struct output *out);
 /* Merged packets are chains the engine built; count them per onloaded
  * flow for ListFlows. */
 void worker_count_merged(struct nic_worker *worker, struct rte_mbuf **pkts,

@@ -266,6 +266,13 @@ uint16_t jg_caravan_pack(struct jg_engine *e, struct rte_mbuf **pkts,
 		bool candidate = parsed && packable(e, m, &p);
 		int slot = -1;
 
+		/* A datagram whose flow cannot be read (a first fragment, a
+		 * UDP length that does not match) may belong to any open
+		 * caravan: they all leave first, so that it cannot overtake
+		 * the datagrams of its flow collected before it. */
+		if (!parsed || p.l4_protocol != IPPROTO_UDP || !p.l4_complete)
+			while (open_count > 0)
+				CLOSE_AT(open_count - 1);
 		for (int k = 0; k < open_count; k++) {
 			struct open_caravan *c = &open[k];
 

@@ -201,6 +201,11 @@ void jg_engine_destroy(struct jg_engine *e)
 	rte_free(e);
 }
 
+uint32_t jg_engine_max_delay_ns(const struct jg_engine *e)
+{
+	return e->max_delay_ns;
+}
+
 void jg_engine_get_stats(const struct jg_engine *e, struct jg_stats *stats)
 {
 	*stats = e->stats;

@@ -311,6 +311,48 @@ static void caravan_fits_header_buffer(void)
 	fixture_finish(&fx);
 }
 
+/*
+ * A first fragment shows no whole UDP datagram, so the packer cannot tell
+ * its flow; it was passed through at once, ahead of the caravan holding
+ * its flow's earlier datagrams (which leaves at the end of the burst, or
+ * of the worker's hold). It now leaves after every caravan opened before.
+ */
+static void caravan_keeps_order_around_a_fragment(void)
+{
+	for (uint8_t version = 4; version <= 6; version += 2) {
+		struct fixture fx;
+		struct rte_mbuf *in[4], *out[4];
+		static uint8_t original[1600];
+		static uint8_t data[1600];
+		uint32_t length;
+		uint16_t consumed, count;
+		struct pb_spec spec;
+
+		fixture_config(&fx);
+		fixture_start(&fx);
+		for (uint32_t i = 0; i < 3; i++)
+			in[i] = datagram(version, i, 200, 5000, &length,
+					 original);
+		pb_defaults(&spec, version);
+		spec.l4_protocol = 17;
+		spec.src_port = 5000;
+		spec.more_fragments = true;
+		spec.ipv6_fragment_header = version == 6;
+		spec.udp_checksum_override = 0x1234; /* of the whole datagram */
+		pb_stream_fill(9, 0, data, 1000);
+		spec.payload = data;
+		spec.payload_length = 1000;
+		in[3] = pb_build(fixture_pool, &spec);
+		CHECK(in[3] != NULL);
+		count = jg_caravan_pack(fx.engine, in, 4, out, 4, &consumed);
+		CHECK_EQ(consumed, 4);
+		CHECK_EQ(count, 2);
+		CHECK(out[count - 1] == in[3]);
+		rte_pktmbuf_free_bulk(out, count);
+		fixture_finish(&fx);
+	}
+}
+
 /* Corrupt caravans in every way the format can be wrong. */
 static void caravan_malformed_dropped(void)
 {
@@ -392,4 +434,5 @@ HARNESS_MAIN("jg_test_split_caravan", HARNESS_CASE(split_every_size),
 	     HARNESS_CASE(split_passes_small_and_udp),
 	     HARNESS_CASE(caravan_round_trip),
 	     HARNESS_CASE(caravan_fits_header_buffer),
+	     HARNESS_CASE(caravan_keeps_order_around_a_fragment),
 	     HARNESS_CASE(caravan_malformed_dropped))

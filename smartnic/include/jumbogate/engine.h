@@ -240,6 +240,11 @@ uint16_t jg_merge_timer(struct jg_engine *engine, uint64_t now_ns,
  *  enough to ask after every empty poll. */
 uint64_t jg_merge_next_deadline(const struct jg_engine *engine);
 
+/** The longest an input may wait in the engine (delay.max_delay_us, in
+ *  ns): a program that holds packets itself before handing them over
+ *  (jumbogate-nic's caravan holds) keeps to the same bound. */
+uint32_t jg_engine_max_delay_ns(const struct jg_engine *engine);
+
 /** Release everything held (shutdown, failover). Call repeatedly until
  *  it returns 0 when out_cap is small. */
 uint16_t jg_merge_flush_all(struct jg_engine *engine, struct rte_mbuf **out,

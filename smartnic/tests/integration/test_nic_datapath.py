@@ -4,6 +4,7 @@ counters and telemetry, checked on the frames that come back."""
 from __future__ import annotations
 
 import itertools
+import time
 
 import pytest
 
@@ -160,6 +161,38 @@ def test_inbound_udp_datagrams_travel_as_a_caravan(single_port, tmp_path):
     checksums_valid(tmp_path, [bytes(p) for p in out])
 
 
+def test_datagrams_of_several_bursts_share_a_caravan(log_dir):
+    """A receive burst seldom holds more than a few datagrams of one flow:
+    the caravan hold collects them over bursts, for up to the max delay.
+    Sent 2 ms apart, each datagram arrives in a burst of its own, so
+    packing burst by burst would send all six back alone."""
+    wiring = SinglePort(log_dir, ["--internal-prefix", "10.10.0.0/16", "--caravan-pack", "on", "--delay-max-us", "10000"])
+    try:
+        datagrams = [udp_datagram(INTERNET, INSTANCE, 44100, 53, pattern(i, 300 + i), ident=400 + i, tos=0) for i in range(6)]
+        before = wiring.nic.telemetry("/jumbogate/stats")
+        wiring.port.drain()
+        for datagram in datagrams:
+            wiring.port.send([datagram])
+            time.sleep(0.002)
+        out = [parse(f) for f in wiring.port.receive()]
+        after = wiring.nic.telemetry("/jumbogate/stats")
+    finally:
+        wiring.close()
+    out = [p for p in out if UDP in p and p[UDP].sport == 44100]
+    caravans = [p for p in out if p[IP].tos >> 2 == CARAVAN_DSCP]
+    assert caravans and len(out) < len(datagrams), f"{len(out)} packets left for {len(datagrams)} datagrams"
+    carried = []
+    for packet in out:
+        if packet in caravans:
+            carried += [(ident, payload) for ident, _checksum, payload in decode_caravan(packet)[1]]
+        else:
+            carried.append((packet[IP].id, bytes(packet[UDP].payload)))
+    assert carried == [(Ether(d)[IP].id, bytes(Ether(d)[UDP].payload)) for d in datagrams]
+    assert after["rx_bursts"] - before["rx_bursts"] >= 2
+    assert after["caravan_held"] == 0 and after["packets_held"] == 0
+    assert after["datagrams_packed"] - before["datagrams_packed"] >= 2
+
+
 def test_outbound_caravans_are_unpacked_byte_for_byte(single_port):
     datagrams = [udp_datagram(INSTANCE, INTERNET, 45000, 4500, pattern(i, 300 + 10 * i), ident=700 + i) for i in range(4)]
     caravan = encode_caravan(datagrams)
@@ -216,7 +249,6 @@ def test_telemetry_serves_info_and_the_delay_histogram(single_port):
 
 def test_an_idle_worker_sleeps_instead_of_spinning(single_port):
     before = single_port.nic.telemetry("/jumbogate/stats")
-    import time
 
     time.sleep(0.5)
     after = single_port.nic.telemetry("/jumbogate/stats")

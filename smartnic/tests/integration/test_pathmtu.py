@@ -537,7 +537,10 @@ def test_an_icmp_too_big_about_a_path_sends_a_new_round(log_dir):
         relearned = learned(a, B4, 2996)
         assert relearned["method"] == "fragments"
         stats = a.telemetry("/jumbogate/pathmtu")
-        assert stats["icmp_reprobes"] == 1, "one round answers every error within --pmtu-icmp-gap-s"
+        # One round answers every error within --pmtu-icmp-gap-s (2 s): a
+        # transfer slowed past the gap by a loaded machine may take one
+        # more round for each gap it spans, never more.
+        assert 1 <= stats["icmp_reprobes"] <= 1 + int(seconds // 2), (stats["icmp_reprobes"], seconds)
         print(
             f"forged errors: {stats['icmp_unmatched']} unmatched; the router's during {seconds:.1f} s of TCP: {stats['icmp_reprobes']} round(s), {stats['icmp_ignored']} ignored, 2996 learned"
         )
