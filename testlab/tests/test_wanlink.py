@@ -98,8 +98,9 @@ def test_ping_round_trip_is_twice_the_delay(tmp_path):
         assert match, out
         low, average = float(match.group(1)), float(match.group(2))
         assert 40.0 <= low, f"a round trip of {low} ms is shorter than twice the 20 ms delay"
-        # A loaded machine adds scheduling delay, never takes any away.
-        assert average < 40.0 + 25.0, out
+        # A loaded machine adds scheduling delay, never takes any away: the
+        # fastest round trip, not the mean, is bounded from above.
+        assert low < 40.0 + 25.0, out
         counters = wan.counters()
         assert counters["delay_us"] == 20000
         # Five echo requests and five replies (ARP aside), none lost.
@@ -162,6 +163,7 @@ def test_the_rate_cap_spreads_a_burst(tmp_path):
         sender, receiver = PacketPort(left, names["jgll"]), PacketPort(right, names["jglr"])
         buffers = wan.buffers()
         try:
+            started = time.monotonic()
             send_frames(sender, 100, size=1000, batch=100)
             times = arrival_times(receiver, 100, timeout=5)
         finally:
@@ -171,7 +173,9 @@ def test_the_rate_cap_spreads_a_burst(tmp_path):
         assert wan.buffers() == buffers, "buffers are missing from a pool once the link is idle"
         totals = wan.stop()["a_to_b"]
     assert len(times) == 100
-    assert times[-1] - times[0] >= 0.08, f"100 kB at 8 Mbit/s arrived within {1000 * (times[-1] - times[0]):.0f} ms"
+    # From before the first frame was sent: the reader may start late, so
+    # the first arrival it sees is no bound.
+    assert times[-1] - started >= 0.09, f"100 kB at 8 Mbit/s arrived within {1000 * (times[-1] - started):.0f} ms"
     assert totals["shaped"] >= 90
     # The exit line and the telemetry count the same.
     assert {k: v for k, v in totals.items() if k != "held"} == {k: v for k, v in counters.items() if k != "held"}

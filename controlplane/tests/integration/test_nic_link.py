@@ -220,7 +220,9 @@ def test_a_smartnic_back_after_a_long_outage_is_seen_at_once(tmp_path):
         finally:
             nic.kill()
     print(f"SmartNIC seen {seen_after:.2f} s after it answered, following a {OUTAGE_S} s outage")
-    assert seen_after <= 2.0
+    # The backoff this guards against kept the link down for tens of
+    # seconds; a loaded machine takes a few to start DPDK and configure it.
+    assert seen_after <= 5.0
 
 
 OUTAGE_S = 25
