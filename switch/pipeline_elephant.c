@@ -12,15 +12,12 @@
 
 /* action count_flow (control FlowSketch, v1model/sketch.p4) */
 static uint32_t count_flow(struct sw_sketch *sketch, uint32_t wire_bytes,
-			   const uint8_t fields[SW_KEY_MAX], uint16_t epoch)
+			   const struct sw_sketch_cells *cells, uint16_t epoch)
 {
-	static const uint8_t salts[3] = {P4_SALT_ROW0, P4_SALT_ROW1,
-					 P4_SALT_ROW2};
 	uint32_t estimate = UINT32_MAX;
 
 	for (int row = 0; row < 3; row++) {
-		uint32_t index =
-			sw_flow_hash(fields, salts[row], P4_SKETCH_COLUMNS);
+		uint32_t index = cells->row[row];
 		uint32_t count = __atomic_load_n(&sketch->row_bytes[row][index],
 						 __ATOMIC_RELAXED);
 		uint16_t stamp = __atomic_load_n(&sketch->row_epoch[row][index],
@@ -39,14 +36,12 @@ static uint32_t count_flow(struct sw_sketch *sketch, uint32_t wire_bytes,
 
 /* action mark_reported (control ReportedFilter, v1model/sketch.p4) */
 static bool mark_reported(struct sw_sketch *sketch,
-			  const uint8_t fields[SW_KEY_MAX], uint16_t epoch)
+			  const struct sw_sketch_cells *cells, uint16_t epoch)
 {
-	uint32_t bloom0 = sw_flow_hash(fields, P4_SALT_BLOOM0, P4_BLOOM_BITS);
-	uint32_t bloom1 = sw_flow_hash(fields, P4_SALT_BLOOM1, P4_BLOOM_BITS);
-	uint16_t seen0 = __atomic_exchange_n(&sketch->bloom_epoch[bloom0],
-					     epoch, __ATOMIC_RELAXED);
-	uint16_t seen1 = __atomic_exchange_n(&sketch->bloom_epoch[bloom1],
-					     epoch, __ATOMIC_RELAXED);
+	uint16_t seen0 = __atomic_exchange_n(
+		&sketch->bloom_epoch[cells->bloom[0]], epoch, __ATOMIC_RELAXED);
+	uint16_t seen1 = __atomic_exchange_n(
+		&sketch->bloom_epoch[cells->bloom[1]], epoch, __ATOMIC_RELAXED);
 
 	return seen0 != epoch || seen1 != epoch;
 }
@@ -59,6 +54,7 @@ void sw_elephant_detector(struct sw_pipeline *pipeline, unsigned int worker,
 	const struct flow *flow = &meta->flow;
 	uint64_t now_us = (now_ns - pipeline->start_ns) / 1000;
 	struct sw_elephant_digest digest;
+	struct sw_sketch_cells cells;
 	uint8_t fields[SW_KEY_MAX];
 	uint32_t estimate;
 	uint16_t epoch;
@@ -70,10 +66,11 @@ void sw_elephant_detector(struct sw_pipeline *pipeline, unsigned int worker,
 	 * never looks current. */
 	epoch = (uint16_t)((now_us >> P4_ELEPHANT_EPOCH_LOG2_US) | 0x8000);
 	sw_flow_key(flow, fields);
+	sw_sketch_cells(fields, &cells);
 	/* The frame as received, never the length the packet claims. */
-	estimate = count_flow(&pipeline->sketch, wire_bytes, fields, epoch);
+	estimate = count_flow(&pipeline->sketch, wire_bytes, &cells, epoch);
 	if (estimate < meta->elephant_threshold ||
-	    !mark_reported(&pipeline->sketch, fields, epoch))
+	    !mark_reported(&pipeline->sketch, &cells, epoch))
 		return;
 	digest.ip_version = flow->ip_version;
 	memcpy(digest.src_addr, flow->src_addr, 16);

@@ -5,6 +5,8 @@
  */
 #include "pipeline_internal.h"
 
+#include <string.h>
+
 #include <rte_hash_crc.h>
 
 /* -- hashes -------------------------------------------------------------------
@@ -52,15 +54,49 @@ uint32_t sw_crc32(const uint8_t *data, uint32_t length)
 	return ~crc;
 }
 
-/* FLOW_HASH_FIELDS(salt, flow) of flow_hash.p4, as an index below `size`. BMv2
- * runs CRC32 over the bit-packed field list; here the same fields, byte
- * aligned, go through the CPU's CRC32-C seeded with the salt (a few
- * instructions instead of a table walk per byte, and this runs five times
- * for every bypassed packet). The sketch's rows and the Bloom filter only
- * need independent hashes, so the cells differ from BMv2's and nothing
- * else does: no test or behaviour depends on which cell a flow lands in. */
-uint32_t sw_flow_hash(const uint8_t fields[SW_KEY_MAX], uint8_t salt,
-		      uint32_t size)
+/* The cells of the sketch's three rows and the Bloom filter's two
+ * (flow_hash.p4). The P4 takes five CRCs, each another linear map of the
+ * flow (another polynomial, or the fields in another order), since a CRC is
+ * affine in its message: salts in front of the same fields, as the program
+ * once had, move every flow's hash by one constant, so two flows that share
+ * one row's cell share every row's, and the three rows count like one
+ * (tests/test_sketch.c failed so). Here the fields, byte aligned, give 64
+ * bits from two CRC32-C passes, each cell a slice of its own: disjoint
+ * slices are independent functions of the flow, and the second pass reads
+ * the key's words in another order (each word at another place), another
+ * linear map, so there are 64 such bits and not 32. Two passes of five
+ * words cost less than five CRCs.
+ *
+ * The cells differ from BMv2's; no test or behaviour depends on which
+ * cell a flow lands in, only on the rows not sharing collisions. A CRC is
+ * not secret: someone who chooses many flows can still aim them all at
+ * one flow's cells, on every target (docs/switch.md). */
+_Static_assert(P4_SKETCH_COLUMNS == 1u << SW_SKETCH_COLUMN_BITS &&
+		       P4_BLOOM_BITS == 1u << SW_BLOOM_INDEX_BITS,
+	       "the sketch's sizes must be the powers of two sliced here");
+_Static_assert(3 * SW_SKETCH_COLUMN_BITS + 2 * SW_BLOOM_INDEX_BITS <= 64,
+	       "the cells' slices must fit in the 64 hashed bits");
+/* sw_flow_key zeroes the key's padding, so whole words can be hashed. */
+_Static_assert(SW_KEY_MAX == 5 * sizeof(uint64_t),
+	       "the passes below read the key as five words");
+
+void sw_sketch_cells(const uint8_t fields[SW_KEY_MAX],
+		     struct sw_sketch_cells *cells)
 {
-	return sw_crc32c(fields, SW_FLOW_KEY_LEN, salt * 0x9e3779b9u) % size;
+	uint64_t w[5], bits;
+	uint32_t forward = 0, shifted = 0;
+	unsigned int shift = 0;
+
+	memcpy(w, fields, sizeof(w));
+	for (int i = 0; i < 5; i++) {
+		forward = rte_hash_crc_8byte(w[i], forward);
+		shifted = rte_hash_crc_8byte(w[(i + 2) % 5], shifted);
+	}
+	bits = (uint64_t)forward << 32 | shifted;
+	for (int row = 0; row < 3; row++, shift += SW_SKETCH_COLUMN_BITS)
+		cells->row[row] =
+			(uint32_t)(bits >> shift) & (P4_SKETCH_COLUMNS - 1);
+	for (int i = 0; i < 2; i++, shift += SW_BLOOM_INDEX_BITS)
+		cells->bloom[i] =
+			(uint32_t)(bits >> shift) & (P4_BLOOM_BITS - 1);
 }

@@ -150,8 +150,15 @@ void sw_flow_key(const struct flow *flow, uint8_t key[SW_KEY_MAX]);
 
 /* The hashes of flow_hash.p4: pipeline_flow_hash.c */
 void sw_init_crc_tables(void);
-uint32_t sw_flow_hash(const uint8_t fields[SW_KEY_MAX], uint8_t salt,
-		      uint32_t size);
+/* Where a flow counts in the elephant sketch and its Bloom filter. */
+#define SW_SKETCH_COLUMN_BITS 12
+#define SW_BLOOM_INDEX_BITS   13
+struct sw_sketch_cells {
+	uint32_t row[3];   /* a column of each of the sketch's rows */
+	uint32_t bloom[2]; /* the Bloom filter's two cells */
+};
+void sw_sketch_cells(const uint8_t fields[SW_KEY_MAX],
+		     struct sw_sketch_cells *cells);
 
 /* control ElephantDetector (elephant.p4): pipeline_elephant.c */
 void sw_elephant_detector(struct sw_pipeline *pipeline, unsigned int worker,

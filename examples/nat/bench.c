@@ -219,8 +219,12 @@ static void open_connections(struct nat *nat, struct rte_mempool *pool,
 {
 	for (uint32_t f = 0; f < flows; f++) {
 		struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
-		uint8_t *data = (uint8_t *)rte_pktmbuf_append(m, 54);
+		uint8_t *data =
+			m != NULL ? (uint8_t *)rte_pktmbuf_append(m, 54) : NULL;
 
+		if (data == NULL)
+			rte_exit(EXIT_FAILURE,
+				 "no mbuf for connection %u of %u\n", f, flows);
 		build(data, client_ip(f), server_ip(f),
 		      (uint16_t)(40000 + f % 20000), (uint16_t)(80 + f % 1000),
 		      1, 1, 0, 0);

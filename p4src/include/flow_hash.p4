@@ -5,15 +5,24 @@
 
 #include "headers.p4"
 
-// Hash salts: one per sketch row and Bloom hash, so the indices differ.
-const bit<8> SALT_ROW0 = 0x11;
-const bit<8> SALT_ROW1 = 0x5a;
-const bit<8> SALT_ROW2 = 0xc3;
-const bit<8> SALT_BLOOM0 = 0x27;
-const bit<8> SALT_BLOOM1 = 0x9e;
-
-// What the sketch and the Bloom filter hash: the flow's 5-tuple and a salt.
-#define FLOW_HASH_FIELDS(salt, flow) { salt, flow.ip_version, flow.src_addr, \
+// The sketch's three rows and the Bloom filter's two cells each need a hash
+// whose collisions are its own. A CRC is affine in its message: a salt put
+// in front of the same fields changes every flow's hash by one constant, so
+// two flows that share one salted hash's cell share every salted hash's cell,
+// and three rows count like one. So each hash here is another linear map of
+// the flow: another polynomial (crc16 against crc32), or the same fields in
+// another order, which puts every field at another distance from the end of
+// the message. The crc32 orders below place no field at the same distance
+// twice.
+//
+//   row 0: crc32 of FLOW_FIELDS_FORWARD    Bloom 0: crc16 of FLOW_FIELDS_REVERSED
+//   row 1: crc32 of FLOW_FIELDS_REVERSED   Bloom 1: crc32 of FLOW_FIELDS_SHUFFLED
+//   row 2: crc16 of FLOW_FIELDS_FORWARD
+#define FLOW_FIELDS_FORWARD(flow) { flow.ip_version, flow.src_addr, \
     flow.dst_addr, flow.protocol, flow.src_port, flow.dst_port }
+#define FLOW_FIELDS_REVERSED(flow) { flow.dst_port, flow.src_port, \
+    flow.protocol, flow.dst_addr, flow.src_addr, flow.ip_version }
+#define FLOW_FIELDS_SHUFFLED(flow) { flow.protocol, flow.dst_port, \
+    flow.dst_addr, flow.ip_version, flow.src_port, flow.src_addr }
 
 #endif

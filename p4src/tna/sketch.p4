@@ -21,9 +21,9 @@ struct sketch_cell_t {
 // epoch starts again from zero) and put the new count in `count_field`
 // (0 when the packet is not counted); `on_count` and `on_pass` run beside
 // it, when it counts and when not.
-#define SKETCH_ROW(row, salt, count_field, on_count, on_pass) \
+#define SKETCH_ROW(row, algo, fields, count_field, on_count, on_pass) \
     Register<sketch_cell_t, bit<SKETCH_INDEX_BITS>>(SKETCH_COLUMNS) sketch_##row; \
-    Hash<bit<SKETCH_INDEX_BITS>>(HashAlgorithm_t.CRC32) row##_hash; \
+    Hash<bit<SKETCH_INDEX_BITS>>(HashAlgorithm_t.algo) row##_hash; \
     RegisterAction<sketch_cell_t, bit<SKETCH_INDEX_BITS>, bit<32>>(sketch_##row) count_##row = { \
         void apply(inout sketch_cell_t cell, out bit<32> count) { \
             if (cell.epoch == (bit<32>)epoch) { \
@@ -36,7 +36,7 @@ struct sketch_cell_t {
         } \
     }; \
     @hidden action count_in_##row() { \
-        count_field = count_##row.execute(row##_hash.get(FLOW_HASH_FIELDS(salt, flow))); \
+        count_field = count_##row.execute(row##_hash.get(fields(flow))); \
         on_count \
     } \
     @hidden action pass_##row() { \
@@ -84,9 +84,9 @@ control FlowSketch(in flow_t flow, in bit<16> epoch, in bit<16> packet_bytes,
     bit<32> count2;
     // Only the first row says whether it counted: fields written by
     // several tables of one stage would be written one stage after another.
-    SKETCH_ROW(row0, SALT_ROW0, count0, verdict.counted = 1;, verdict.counted = 0;)
-    SKETCH_ROW(row1, SALT_ROW1, count1, , )
-    SKETCH_ROW(row2, SALT_ROW2, count2, , )
+    SKETCH_ROW(row0, CRC32, FLOW_FIELDS_FORWARD, count0, verdict.counted = 1;, verdict.counted = 0;)
+    SKETCH_ROW(row1, CRC32, FLOW_FIELDS_REVERSED, count1, , )
+    SKETCH_ROW(row2, CRC16, FLOW_FIELDS_FORWARD, count2, , )
     bit<32> smaller_of_0_1;
     DIFFERENCE_STEP(measure_counts,
         verdict.short0 = threshold |-| count0;
@@ -104,9 +104,9 @@ control FlowSketch(in flow_t flow, in bit<16> epoch, in bit<16> packet_bytes,
 }
 
 // One Bloom cell: stamp it with this epoch; 1 when it held another epoch.
-#define BLOOM_CELL(cell, salt) \
+#define BLOOM_CELL(cell, algo) \
     Register<bit<16>, bit<BLOOM_INDEX_BITS>>(BLOOM_BITS) reported_##cell; \
-    Hash<bit<BLOOM_INDEX_BITS>>(HashAlgorithm_t.CRC32) cell##_hash; \
+    Hash<bit<BLOOM_INDEX_BITS>>(HashAlgorithm_t.algo) cell##_hash; \
     RegisterAction<bit<16>, bit<BLOOM_INDEX_BITS>, bit<1>>(reported_##cell) stamp_##cell = { \
         void apply(inout bit<16> stamp, out bit<1> fresh) { \
             if (stamp == epoch) { \
@@ -124,15 +124,15 @@ control FlowSketch(in flow_t flow, in bit<16> epoch, in bit<16> packet_bytes,
 // nested gateways share a stage with the Bloom cells they guard.
 control ReportedFilter(in flow_t flow, in bit<16> epoch, in sketch_verdict_t verdict,
                        inout elephant_report_t report) {
-    BLOOM_CELL(bloom0, SALT_BLOOM0)
-    BLOOM_CELL(bloom1, SALT_BLOOM1)
+    BLOOM_CELL(bloom0, CRC16)
+    BLOOM_CELL(bloom1, CRC32)
 
     apply {
         if (verdict.counted == 1 && verdict.short0 == 0) {
             if (verdict.short1 == 0) {
                 if (verdict.short2 == 0) {
-                    bit<1> fresh0 = stamp_bloom0.execute(bloom0_hash.get(FLOW_HASH_FIELDS(SALT_BLOOM0, flow)));
-                    bit<1> fresh1 = stamp_bloom1.execute(bloom1_hash.get(FLOW_HASH_FIELDS(SALT_BLOOM1, flow)));
+                    bit<1> fresh0 = stamp_bloom0.execute(bloom0_hash.get(FLOW_FIELDS_REVERSED(flow)));
+                    bit<1> fresh1 = stamp_bloom1.execute(bloom1_hash.get(FLOW_FIELDS_SHUFFLED(flow)));
                     if (fresh0 == 1 || fresh1 == 1) {
                         report = ELEPHANT_REPORTED;
                     }

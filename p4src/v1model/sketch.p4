@@ -31,9 +31,9 @@ control FlowSketch(in flow_t flow, in bit<16> epoch, in bit<16> packet_bytes,
         bit<32> index0;
         bit<32> index1;
         bit<32> index2;
-        hash(index0, HashAlgorithm.crc32, 32w0, FLOW_HASH_FIELDS(SALT_ROW0, flow), (bit<32>)SKETCH_COLUMNS);
-        hash(index1, HashAlgorithm.crc32, 32w0, FLOW_HASH_FIELDS(SALT_ROW1, flow), (bit<32>)SKETCH_COLUMNS);
-        hash(index2, HashAlgorithm.crc32, 32w0, FLOW_HASH_FIELDS(SALT_ROW2, flow), (bit<32>)SKETCH_COLUMNS);
+        hash(index0, HashAlgorithm.crc32, 32w0, FLOW_FIELDS_FORWARD(flow), (bit<32>)SKETCH_COLUMNS);
+        hash(index1, HashAlgorithm.crc32, 32w0, FLOW_FIELDS_REVERSED(flow), (bit<32>)SKETCH_COLUMNS);
+        hash(index2, HashAlgorithm.crc16, 32w0, FLOW_FIELDS_FORWARD(flow), (bit<32>)SKETCH_COLUMNS);
         bit<32> count0;
         bit<32> count1;
         bit<32> count2;
@@ -82,8 +82,8 @@ control ReportedFilter(in flow_t flow, in bit<16> epoch, in sketch_verdict_t ver
     action mark_reported(out bool unmarked) {
         bit<32> bloom0;
         bit<32> bloom1;
-        hash(bloom0, HashAlgorithm.crc32, 32w0, FLOW_HASH_FIELDS(SALT_BLOOM0, flow), (bit<32>)BLOOM_BITS);
-        hash(bloom1, HashAlgorithm.crc32, 32w0, FLOW_HASH_FIELDS(SALT_BLOOM1, flow), (bit<32>)BLOOM_BITS);
+        hash(bloom0, HashAlgorithm.crc16, 32w0, FLOW_FIELDS_REVERSED(flow), (bit<32>)BLOOM_BITS);
+        hash(bloom1, HashAlgorithm.crc32, 32w0, FLOW_FIELDS_SHUFFLED(flow), (bit<32>)BLOOM_BITS);
         bit<16> seen0;
         bit<16> seen1;
         reported_bloom_epoch.read(seen0, bloom0);

@@ -26,6 +26,7 @@ from scapy.packet import Raw
 from jumbogate.p4 import DropReason, IcmpSignal, Path, names
 from jumbogate.p4 import entries as e
 from jumbogate.p4.constants import ICMP_SOURCE_METER_SIZE
+from jumbogate.p4.hashes import crc16_arc
 
 
 class _HostileTest(JumbogateTest):
@@ -168,16 +169,6 @@ class SketchCountsBytesOnTheWire(_HostileTest):
         report = e.decode_elephant_digest(got[0])
         self.assertEqual(report.flow.src_port, sport)
         self.assertGreaterEqual(report.estimated_bytes, threshold)
-
-
-def crc16_arc(data: bytes) -> int:
-    """BMv2's crc16 (CRC-16/ARC), as icmp_signal.p4 hashes source prefixes."""
-    crc = 0
-    for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return crc
 
 
 def source_cell(address: str) -> int:

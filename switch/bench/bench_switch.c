@@ -19,12 +19,7 @@
 #include <time.h>
 
 #include "pipeline.h"
-
-#define FRAME_BYTES	1514 /* a 1500-byte IP packet */
-#define PORT_EXTERNAL	1
-#define PORT_EXTERNAL_2 2
-#define PORT_INTERNAL	3
-#define PORT_NIC	5
+#include "rack_fixture.h"
 
 static uint64_t now_ns(void)
 {
@@ -32,143 +27,6 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
-static void store16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static uint16_t checksum(const uint8_t *data, int length)
-{
-	uint32_t sum = 0;
-
-	for (int i = 0; i + 1 < length; i += 2)
-		sum += (uint32_t)(data[i] << 8 | data[i + 1]);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
-/* Ethernet / IPv4 or IPv6 / TCP or UDP, 1500 bytes of IP, from the
- * Internet to an instance (10.1.0.5 or fd00:1::5), source port `sport`. */
-static void build_frame(uint8_t *frame, bool v6, uint8_t protocol,
-			uint16_t sport)
-{
-	uint8_t *ip = frame + 14, *l4;
-
-	memset(frame, 0, FRAME_BYTES);
-	memcpy(frame, "\x00\x00\x00\x00\x00\xfe\x00\x00\x00\x00\xaa\x01", 12);
-	if (v6) {
-		store16(frame + 12, P4_ETHERTYPE_IPV6);
-		ip[0] = 0x60;
-		store16(ip + 4, 1460);
-		ip[6] = protocol;
-		ip[7] = 64;
-		memcpy(ip + 8, "\x20\x01\x0d\xb8\x01\x00", 6);
-		ip[23] = 0x10;
-		memcpy(ip + 24, "\xfd\x00\x00\x01", 4);
-		ip[39] = 5;
-		l4 = ip + 40;
-	} else {
-		store16(frame + 12, P4_ETHERTYPE_IPV4);
-		ip[0] = 0x45;
-		store16(ip + 2, 1500);
-		ip[6] = 0x40; /* DF */
-		ip[8] = 64;
-		ip[9] = protocol;
-		memcpy(ip + 12, "\xc6\x33\x64\x0a", 4); /* 198.51.100.10 */
-		memcpy(ip + 16, "\x0a\x01\x00\x05", 4); /* 10.1.0.5 */
-		store16(ip + 10, checksum(ip, 20));
-		l4 = ip + 20;
-	}
-	store16(l4, sport);
-	store16(l4 + 2, 443);
-	if (protocol == P4_IP_PROTO_UDP) {
-		store16(l4 + 4, (uint16_t)(FRAME_BYTES - (l4 - frame)));
-	} else {
-		l4[12] = 0x50;
-		l4[13] = P4_TCP_FLAG_ACK;
-	}
-}
-
-static struct sw_hop_set *hops(int count, const uint16_t *ports)
-{
-	struct sw_hop_set *set =
-		calloc(1, sizeof(*set) + (size_t)count * sizeof(set->hops[0]));
-
-	set->count = (uint32_t)count;
-	for (int i = 0; i < count; i++)
-		set->hops[i].port = ports[i];
-	return set;
-}
-
-/* The tables the controller would write for a small rack. */
-#define FLOW_AT(field) P4_TABLE_MERGE_FLOWS_KEY_##field##_OFFSET
-
-static void program(struct sw_pipeline *pipeline, int flows)
-{
-	struct sw_tables *t = &pipeline->tables;
-	static const uint16_t uplinks[] = {PORT_EXTERNAL, PORT_EXTERNAL_2};
-	static const uint16_t rack[] = {PORT_INTERNAL};
-	uint8_t key[SW_KEY_MAX] = {0};
-	uint8_t v4[4] = {10, 1, 0, 0}, v6[16] = {0xfd, 0, 0, 1};
-
-	t->port_role[PORT_EXTERNAL] = P4_PORT_ROLE_EXTERNAL;
-	t->port_role[PORT_EXTERNAL_2] = P4_PORT_ROLE_EXTERNAL;
-	t->port_role[PORT_INTERNAL] = P4_PORT_ROLE_INTERNAL;
-	t->port_role[PORT_NIC] = P4_PORT_ROLE_NIC;
-	t->fleet_jumbo = true;
-	t->nic_port = PORT_NIC;
-	/* Elephant detection on, with a threshold these flows never reach
-	 * within an epoch of the run: the sketch is updated for every
-	 * bypassed packet, as in service. */
-	t->elephant_threshold = 4000000000u;
-	memcpy(key, "\x0a\x01\x00\x05", 4);
-	sw_hash_put(&t->instances_v4, key, 1, 0);
-	memset(key, 0, sizeof(key));
-	memcpy(key, "\xfd\x00\x00\x01", 4);
-	key[15] = 5;
-	sw_hash_put(&t->instances_v6, key, 1, 0);
-	sw_lpm_put(&t->routes_v4, v4, 16, 2);
-	sw_lpm_put(&t->routes_v6, v6, 32, 2);
-	t->next_hops[1] = hops(2, uplinks);
-	t->next_hops[2] = hops(1, rack);
-	/* The steering scenarios' flows (source ports 20000..) are onloaded,
-	 * TCP and UDP, over IPv4 and IPv6. */
-	for (int flow = 0; flow < 4 * flows; flow++) {
-		int v = flow / flows % 2, f = flow % flows;
-		uint8_t protocol =
-			flow < 2 * flows ? P4_IP_PROTO_TCP : P4_IP_PROTO_UDP;
-
-		uint8_t *src = key + FLOW_AT(SRC_ADDR);
-		uint8_t *dst = key + FLOW_AT(DST_ADDR);
-
-		/* At the compile's offsets (p4_tables.h), as the
-		 * data path packs a packet's flow. */
-		memset(key, 0, sizeof(key));
-		key[FLOW_AT(IP_VERSION)] = v ? 6 : 4;
-		if (v) {
-			memcpy(src, "\x20\x01\x0d\xb8\x01\x00", 6);
-			src[15] = 0x10;
-			memcpy(dst, "\xfd\x00\x00\x01", 4);
-			dst[15] = 5;
-		} else {
-			memcpy(src + 12, "\xc6\x33\x64\x0a", 4);
-			memcpy(dst + 12, "\x0a\x01\x00\x05", 4);
-		}
-		key[FLOW_AT(PROTOCOL)] = protocol;
-		store16(key + FLOW_AT(SRC_PORT), (uint16_t)(20000 + f));
-		store16(key + FLOW_AT(DST_PORT), 443);
-		if (sw_hash_put(&t->merge_flows, key, 0, 0) != 0) {
-			fprintf(stderr,
-				"bench: merge_flows holds fewer than "
-				"%d flows\n",
-				4 * flows);
-			exit(1);
-		}
-	}
 }
 
 struct scenario {
@@ -187,8 +45,8 @@ static double run(struct sw_pipeline *pipeline, const struct scenario *s,
 	uint64_t packets = 0, start = now_ns(), deadline;
 
 	for (int f = 0; f < flows; f++)
-		build_frame(templates + (size_t)f * FRAME_BYTES, s->v6,
-			    s->protocol, (uint16_t)(s->first_port + f));
+		rack_fixture_frame(templates + (size_t)f * FRAME_BYTES, s->v6,
+				   s->protocol, (uint16_t)(s->first_port + f));
 	deadline = start + (uint64_t)(seconds * 1e9);
 	for (;;) {
 		uint64_t burst_time = now_ns();
@@ -281,7 +139,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench: out of memory\n");
 		return 1;
 	}
-	program(&pipeline, flows);
+	rack_fixture_program(&pipeline, flows);
 	printf("jumbogate-switch pipeline, one core, %d flows, 1500-byte IP "
 	       "packets, %.1f s per run\n",
 	       flows, seconds);

@@ -332,7 +332,7 @@ class Test0(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 0;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 0 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -366,9 +366,9 @@ class Test0(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -851,7 +851,7 @@ class Test1(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 0;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 1 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -889,9 +889,9 @@ class Test1(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -1390,7 +1390,7 @@ class Test2(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 0;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 0 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -1424,9 +1424,9 @@ class Test2(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -1881,7 +1881,7 @@ class Test3(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 0;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 0 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -1915,9 +1915,9 @@ class Test3(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -2434,7 +2434,7 @@ class Test4(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 0;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 1 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -2472,9 +2472,9 @@ class Test4(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -2970,7 +2970,7 @@ class Test5(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 0;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 1 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -3008,9 +3008,9 @@ class Test5(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -3574,7 +3574,7 @@ class Test6(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 0;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 1 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -3612,9 +3612,9 @@ class Test6(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -4180,7 +4180,7 @@ class Test8(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 0;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 1 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -4218,9 +4218,9 @@ class Test8(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -4787,7 +4787,7 @@ class Test34(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 269180735873383361552685918214391070720;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 1 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -4825,9 +4825,9 @@ class Test34(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -5381,7 +5381,7 @@ class Test39(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 284626209537054320045233941716488159232;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: 0 == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: 0 == 3 && 1 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -5419,9 +5419,9 @@ class Test39(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -5975,7 +5975,7 @@ class Test40(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 103078529886583850792261463547733606400;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 1 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -6018,9 +6018,9 @@ class Test40(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -6586,7 +6586,7 @@ class Test41(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 69627246514124300767092256246683664384;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 1 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -6634,9 +6634,9 @@ class Test41(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -7156,7 +7156,7 @@ class Test42(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 94150439838463236573071696832801800192;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 1 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -7193,9 +7193,9 @@ class Test42(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -7747,7 +7747,7 @@ class Test43(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 0;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(0 == 1 && 0 == 1); Result: true
     [If Statement]: (meta.instance_mtu) < (meta.path_mtu) Condition: 1500 < |V1ModelIngress.jumbo_policy.path_mtu_v6_arg_V1ModelIngress.jumbo_policy.set_path_mtu0(bit<16>)|; Result: true
     [AssignmentStatement]: meta.signal_mtu = ((meta.instance_mtu) < (meta.path_mtu) ? (meta.instance_mtu) : (meta.path_mtu));| Computed: mtu_enforcement_tmp = 1500;
@@ -7786,9 +7786,9 @@ class Test43(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -8342,7 +8342,7 @@ class Test44(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 0;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 1 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -8378,9 +8378,9 @@ class Test44(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -8925,7 +8925,7 @@ class Test45(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 0;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 1 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -8963,9 +8963,9 @@ class Test45(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -9529,7 +9529,7 @@ class Test51(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 0;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 0 == 0; Result: true
     [AssignmentStatement]: meta.signal_mtu = meta.path_mtu;| Computed: meta.signal_mtu = 1280;
@@ -9565,9 +9565,9 @@ class Test51(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -10079,7 +10079,7 @@ class Test57(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 280883920168384481816786044528025927680;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(1 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 1 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -10117,9 +10117,9 @@ class Test57(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -10687,7 +10687,7 @@ class Test58(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 43707064487247415986537705474418016256;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(1 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 1 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -10725,9 +10725,9 @@ class Test58(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -11246,7 +11246,7 @@ class Test119(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 0;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: 0 == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: 0 == 3 && 0 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -11280,9 +11280,9 @@ class Test119(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -11800,7 +11800,7 @@ class Test155(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 179930058560707293360371508276623310848;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 1 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -11850,9 +11850,9 @@ class Test155(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
@@ -12432,7 +12432,7 @@ class Test191(AbstractTest):
     [Table Branch: V1ModelIngress.mtu_enforcement.source_prefix_length Choosing default action: mtu_enforcement_source_prefix_v6_0/source_prefix_v6;]
     [MethodCall]: mtu_enforcement_source_prefix_v6_0/source_prefix_v6();
     [AssignmentStatement]: source_prefix = meta.flow.src_addr & 128w0xffffffffffff00000000000000000000;| Computed: mtu_enforcement_source_prefix/source_prefix = 167320764257904278327964597535211782144;
-    [MethodCall]: hash<bit<32>, bit<32>, tuple_1, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
+    [MethodCall]: hash<bit<32>, bit<32>, tuple_3, bit<32>>(mtu_enforcement_source_cell/source_cell, 2, 0, {  f0:mtu_enforcement_source_prefix/source_prefix; }, 256);
     [If Statement]: meta.port_role == PORT_ROLE_INTERNAL && !(meta.flow.is_tcp == 1 && meta.nic_port_set == 1) Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 2 && !(0 == 1 && 0 == 1); Result: false
     [If Statement]: meta.port_role == PORT_ROLE_NIC && meta.instance_known == 0 Condition: |V1ModelIngress.port_roles.port_roles_arg_V1ModelIngress.port_roles.set_port_role0(bit<3>)| == 3 && 1 == 0; Result: false
     [AssignmentStatement]: meta.signal_mtu = meta.instance_mtu;| Computed: meta.signal_mtu = 1500;
@@ -12475,9 +12475,9 @@ class Test191(AbstractTest):
     [P4Testgen MethodCall]: *.copy_out("V1ModelEgress");
     [P4Testgen MethodCall]: *.copy_in("V1ModelComputeChecksum");
     [Control V1ModelComputeChecksum start]
-    [MethodCall]: update_checksum<tuple_2, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
-    [MethodCall]: update_checksum<tuple_3, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
-    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_4, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_ipv4.version;  f1:hdr.signal_ipv4.ihl;  f2:hdr.signal_ipv4.dscp;  f3:hdr.signal_ipv4.ecn;  f4:hdr.signal_ipv4.total_len;  f5:hdr.signal_ipv4.identification;  f6:hdr.signal_ipv4.flag_reserved;  f7:hdr.signal_ipv4.flag_dont_fragment;  f8:hdr.signal_ipv4.flag_more_fragments;  f9:hdr.signal_ipv4.frag_offset;  f10:hdr.signal_ipv4.ttl;  f11:hdr.signal_ipv4.protocol;  f12:hdr.signal_ipv4.src_addr;  f13:hdr.signal_ipv4.dst_addr; }, hdr.signal_ipv4.hdr_checksum, 6);
+    [MethodCall]: update_checksum<tuple_5, bit<16>>(hdr.signal_ipv4.isValid(), {  f0:hdr.signal_icmp.icmp_type;  f1:hdr.signal_icmp.code;  f2:hdr.signal_icmp.rest;  f3:hdr.icmpv4_quote.part0;  f4:hdr.icmpv4_quote.part1;  f5:hdr.icmpv4_quote.part2; }, hdr.signal_icmp.checksum, 6);
+    [MethodCall]: update_checksum<tuple_6, bit<16>>(hdr.signal_ipv6.isValid(), {  f0:hdr.signal_ipv6.src_addr;  f1:hdr.signal_ipv6.dst_addr;  f2:meta.signal_upper_len;  f3:0;  f4:58;  f5:hdr.signal_icmp.icmp_type;  f6:hdr.signal_icmp.code;  f7:hdr.signal_icmp.rest;  f8:hdr.icmpv6_quote.part0;  f9:hdr.icmpv6_quote.part1;  f10:hdr.icmpv6_quote.part2;  f11:hdr.icmpv6_quote.part3;  f12:hdr.icmpv6_quote.part4; }, hdr.signal_icmp.checksum, 6);
     [P4Testgen MethodCall]: *.copy_out("V1ModelComputeChecksum");
     [P4Testgen MethodCall]: *.copy_in("V1ModelDeparser");
     [Control V1ModelDeparser start]
