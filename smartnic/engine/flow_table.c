@@ -60,14 +60,46 @@ _Static_assert(offsetof(struct jg_flow_key, dst_port) ==
 		       offsetof(struct jg_flow_key, src_port) + 2,
 	       "a key's ports lie as on the wire");
 
+/*
+ * A lookup's hashes, the second taken only when needed: a flow sits in
+ * its first bucket unless that was the fuller one when it came, so most
+ * lookups find it, or learn it is absent from a bucket pair, after one
+ * keyed sum instead of two.
+ */
+struct lookup {
+	uint32_t words[10];
+	uint32_t count;
+	uint32_t signature;
+	uint32_t first;
+	uint64_t primary;
+};
+
+static void lookup_start(const struct jg_engine *e,
+			 const struct jg_flow_key *key, struct lookup *l)
+{
+	l->count = key_words(key, l->words);
+	l->primary = jg_keyed_hash(l->words, e->hash_key[0], l->count);
+	l->signature = (uint32_t)l->primary | 1u;
+	l->first = (uint32_t)(l->primary >> 32) & e->bucket_mask;
+}
+
 void jg_flow_hash(const struct jg_engine *e, const struct jg_flow_key *key,
 		  struct jg_flow_hash *hash)
 {
-	uint32_t words[10];
-	uint32_t count = key_words(key, words);
+	struct lookup l;
 
-	hash->primary = jg_keyed_hash(words, e->hash_key[0], count);
-	hash->secondary = jg_keyed_hash(words, e->hash_key[1], count);
+	lookup_start(e, key, &l);
+	hash->primary = l.primary;
+	hash->secondary = jg_keyed_hash(l.words, e->hash_key[1], l.count);
+}
+
+/* The second candidate bucket, never the first (jg_flow_hash's pair). */
+static uint32_t lookup_second(const struct jg_engine *e, const struct lookup *l)
+{
+	uint64_t secondary = jg_keyed_hash(l->words, e->hash_key[1], l->count);
+	uint32_t second = (uint32_t)(secondary >> 32) & e->bucket_mask;
+
+	return second == l->first ? l->first ^ 1u : second;
 }
 
 bool jg_flow_key_equal(const struct jg_flow_key *a, const struct jg_flow_key *b)
@@ -79,21 +111,6 @@ bool jg_flow_key_equal(const struct jg_flow_key *a, const struct jg_flow_key *b)
 		return a->src.v4 == b->src.v4 && a->dst.v4 == b->dst.v4;
 	return memcmp(a->src.v6, b->src.v6, 16) == 0 &&
 	       memcmp(a->dst.v6, b->dst.v6, 16) == 0;
-}
-
-static inline uint32_t signature_of(const struct jg_flow_hash *hash)
-{
-	return (uint32_t)hash->primary | 1u;
-}
-
-static inline void candidate_buckets(const struct jg_engine *e,
-				     const struct jg_flow_hash *hash,
-				     uint32_t *first, uint32_t *second)
-{
-	*first = (uint32_t)(hash->primary >> 32) & e->bucket_mask;
-	*second = (uint32_t)(hash->secondary >> 32) & e->bucket_mask;
-	if (*second == *first)
-		*second = *first ^ 1u;
 }
 
 int jg_flow_table_init(struct jg_engine *e)
@@ -186,18 +203,15 @@ static struct jg_flow *find_in_bucket(struct jg_engine *e, uint32_t bucket,
 
 struct jg_flow *jg_flow_find(struct jg_engine *e, const struct jg_flow_key *key)
 {
-	struct jg_flow_hash hash;
-	uint32_t first, second, signature;
+	struct lookup l;
 	struct jg_flow *f = find_recent(e, key);
 
 	if (f != NULL)
 		return f;
-	jg_flow_hash(e, key, &hash);
-	signature = signature_of(&hash);
-	candidate_buckets(e, &hash, &first, &second);
-	f = find_in_bucket(e, first, signature, key);
+	lookup_start(e, key, &l);
+	f = find_in_bucket(e, l.first, l.signature, key);
 	if (f == NULL)
-		f = find_in_bucket(e, second, signature, key);
+		f = find_in_bucket(e, lookup_second(e, &l), l.signature, key);
 	if (f != NULL)
 		note_recent(e, f);
 	return f;
@@ -279,8 +293,8 @@ static void evict(struct jg_engine *e, uint32_t slot)
 struct jg_flow *jg_flow_find_or_create(struct jg_engine *e,
 				       const struct jg_flow_key *key)
 {
-	struct jg_flow_hash hash;
-	uint32_t first, second, signature;
+	struct lookup l;
+	uint32_t first, second;
 	uint32_t slot = JG_INDEX_NONE;
 	struct jg_flow *f = find_recent(e, key);
 	unsigned int free_first, free_second;
@@ -288,12 +302,15 @@ struct jg_flow *jg_flow_find_or_create(struct jg_engine *e,
 
 	if (f != NULL)
 		return f;
-	jg_flow_hash(e, key, &hash);
-	signature = signature_of(&hash);
-	candidate_buckets(e, &hash, &first, &second);
-	f = find_in_bucket(e, first, signature, key);
-	if (f == NULL)
-		f = find_in_bucket(e, second, signature, key);
+	lookup_start(e, key, &l);
+	first = l.first;
+	f = find_in_bucket(e, first, l.signature, key);
+	if (f != NULL) {
+		note_recent(e, f);
+		return f;
+	}
+	second = lookup_second(e, &l);
+	f = find_in_bucket(e, second, l.signature, key);
 	if (f != NULL) {
 		note_recent(e, f);
 		return f;
@@ -331,13 +348,13 @@ struct jg_flow *jg_flow_find_or_create(struct jg_engine *e,
 
 	f = &e->flows[slot];
 	memset(f, 0, sizeof(*f));
-	f->fingerprint = hash.primary;
+	f->fingerprint = l.primary;
 	f->timer_list = JG_TIMER_NONE;
 	f->timer_prev = f->timer_next = JG_INDEX_NONE;
 	f->last_seen_coarse = (uint32_t)(e->now_ns >> JG_COARSE_SHIFT);
 	e->keys[slot] = *key;
 	e->buckets[slot / JG_BUCKET_WAYS].signature[slot % JG_BUCKET_WAYS] =
-		signature;
+		l.signature;
 	e->flows_now++;
 	e->stats.merge.flows_created++;
 	note_recent(e, f);
