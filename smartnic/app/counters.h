@@ -49,6 +49,11 @@ struct nic_counters {
 	 * often a full hold was packed before its deadline. */
 	uint64_t caravan_held_now;
 	uint64_t caravan_hold_full_packs;
+	/* How long each datagram waited in a hold, from its receive burst to
+	 * the packing, in the merge-delay histogram's buckets
+	 * (jg_delay_bucket), and their sum. */
+	uint64_t caravan_hold_delay_us[JG_DELAY_HISTOGRAM_BUCKETS];
+	uint64_t caravan_hold_delay_sum_ns;
 };
 
 /*

@@ -88,6 +88,7 @@ struct nic_caravan_hold {
 	uint16_t count;
 	uint64_t deadline_ns; /* when the first of them must leave */
 	struct rte_mbuf *pkts[NIC_CARAVAN_HOLD_MAX];
+	uint64_t arrival_ns[NIC_CARAVAN_HOLD_MAX]; /* for the hold's delays */
 };
 
 struct nic_worker {

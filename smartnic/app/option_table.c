@@ -200,7 +200,8 @@ void nic_options_print_help(const char *program)
 	print_wrapped(
 		"Statistics: the GetStats RPC, and DPDK telemetry "
 		"(dpdk-telemetry.py -f PREFIX, commands /jumbogate/stats, "
-		"/jumbogate/delay, /jumbogate/info). SIGINT/SIGTERM flush "
+		"/jumbogate/delay, /jumbogate/caravan_delay, /jumbogate/info). "
+		"SIGINT/SIGTERM flush "
 		"held packets and exit.",
 		0);
 	(void)program;

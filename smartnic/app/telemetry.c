@@ -5,6 +5,7 @@
  *
  *   /jumbogate/stats   totals, the accounting identity's terms, drops
  *   /jumbogate/delay   merge-delay histogram (upper bound us -> count)
+ *   /jumbogate/caravan_delay  the same for datagrams in caravan holds
  *   /jumbogate/info    boot id, workers, ports
  *   /jumbogate/buffers buffers of each pool outside it (in rings, caches,
  *                      engines or in flight), to see that none leak
@@ -82,6 +83,8 @@ static int stats_command(const char *command, const char *params,
 	add_u64(d, "caravan_held", totals.counters.caravan_held_now);
 	add_u64(d, "caravan_hold_full_packs",
 		totals.counters.caravan_hold_full_packs);
+	add_u64(d, "caravan_hold_delay_sum_ns",
+		totals.counters.caravan_hold_delay_sum_ns);
 	add_u64(d, "datagrams_packed", totals.engine.caravan.datagrams_packed);
 	add_u64(d, "caravans_unpacked",
 		totals.engine.caravan.caravans_unpacked);
@@ -114,15 +117,11 @@ static int stats_command(const char *command, const char *params,
 	return 0;
 }
 
-static int delay_command(const char *command, const char *params,
-			 struct rte_tel_data *d)
+/* A delay histogram as le_1 ... le_inf: upper bound in us -> count. */
+static void
+add_delay_histogram(struct rte_tel_data *d,
+		    const uint64_t buckets[JG_DELAY_HISTOGRAM_BUCKETS])
 {
-	struct nic_totals totals;
-
-	(void)command;
-	(void)params;
-	if (nic_control_stats(&totals).status != NIC_STATUS_OK)
-		return -1;
 	rte_tel_data_start_dict(d);
 	for (unsigned int b = 0; b < JG_DELAY_HISTOGRAM_BUCKETS; b++) {
 		double upper = nic_delay_bucket_upper_us(b);
@@ -132,8 +131,22 @@ static int delay_command(const char *command, const char *params,
 			snprintf(name, sizeof(name), "le_inf");
 		else
 			snprintf(name, sizeof(name), "le_%.0f", upper);
-		add_u64(d, name, totals.engine.merge.delay_histogram_us[b]);
+		add_u64(d, name, buckets[b]);
 	}
+}
+
+static int delay_command(const char *command, const char *params,
+			 struct rte_tel_data *d)
+{
+	struct nic_totals totals;
+
+	(void)params;
+	if (nic_control_stats(&totals).status != NIC_STATUS_OK)
+		return -1;
+	if (strcmp(command, "/jumbogate/caravan_delay") == 0)
+		add_delay_histogram(d, totals.counters.caravan_hold_delay_us);
+	else
+		add_delay_histogram(d, totals.engine.merge.delay_histogram_us);
 	return 0;
 }
 
@@ -297,6 +310,10 @@ void nic_telemetry_register(void)
 			      delay_command,
 			      "jumbogate-nic merge-delay histogram, "
 			      "bucket upper bound in us -> segments");
+	jg_telemetry_register("jumbogate-nic", "/jumbogate/caravan_delay",
+			      delay_command,
+			      "jumbogate-nic caravan-hold delay histogram, "
+			      "bucket upper bound in us -> datagrams");
 	jg_telemetry_register("jumbogate-nic", "/jumbogate/info", info_command,
 			      "jumbogate-nic boot id, version, workers, "
 			      "ports");

@@ -114,9 +114,20 @@ uint16_t worker_pack_held_caravans(struct nic_worker *worker,
 {
 	struct nic_caravan_hold *hold = &worker->caravan_holds[port_index];
 	uint16_t count = hold->count;
+	uint64_t now_ns;
 
 	if (count == 0)
 		return 0;
+	now_ns = nic_now_ns();
+	for (uint16_t i = 0; i < count; i++) {
+		uint64_t waited = now_ns > hold->arrival_ns[i]
+					  ? now_ns - hold->arrival_ns[i]
+					  : 0;
+
+		worker->counters
+			.caravan_hold_delay_us[jg_delay_bucket(waited)]++;
+		worker->counters.caravan_hold_delay_sum_ns += waited;
+	}
 	hold->count = 0;
 	hold->deadline_ns = UINT64_MAX;
 	worker->counters.caravan_held_now -= count;
@@ -135,6 +146,7 @@ static void hold_caravans(struct nic_worker *worker, unsigned int port_index,
 	for (uint16_t i = 0; i < count; i++) {
 		if (hold->count == 0)
 			hold->deadline_ns = now_ns + wait_ns;
+		hold->arrival_ns[hold->count] = now_ns;
 		hold->pkts[hold->count++] = pkts[i];
 		worker->counters.caravan_held_now++;
 		if (hold->count == NIC_CARAVAN_HOLD_MAX) {

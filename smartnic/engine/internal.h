@@ -424,13 +424,7 @@ void jg_observe_poll(struct jg_engine *e, uint64_t now_ns,
 /* Account one input segment's delay; inline, as it runs per segment. */
 static inline void jg_record_delay(struct jg_engine *e, uint64_t delay_ns)
 {
-	uint64_t delay_us = delay_ns / 1000;
-	unsigned int bucket = 0;
-
-	if (delay_us > 0)
-		bucket = RTE_MIN(64u - (unsigned int)__builtin_clzll(delay_us),
-				 JG_DELAY_HISTOGRAM_BUCKETS - 1);
-	e->stats.merge.delay_histogram_us[bucket]++;
+	e->stats.merge.delay_histogram_us[jg_delay_bucket(delay_ns)]++;
 	e->stats.merge.delay_sum_ns += delay_ns;
 	if (delay_ns > e->stats.merge_delay_max_ns)
 		e->stats.merge_delay_max_ns = delay_ns;

@@ -67,6 +67,22 @@ struct jg_engine;
 #define JG_MIN_PATH_MTU_V6 1280u
 /** Number of buckets in the merge-delay histogram. */
 #define JG_DELAY_HISTOGRAM_BUCKETS 16u
+
+/** The delay histogram's bucket of a delay: 0 below 1 us, i for
+ *  [2^(i-1), 2^i) us, the last for everything above. Shared by the
+ *  engine's merge delays and the program's caravan holds. */
+static inline unsigned int jg_delay_bucket(uint64_t delay_ns)
+{
+	uint64_t delay_us = delay_ns / 1000;
+	unsigned int bucket;
+
+	if (delay_us == 0)
+		return 0;
+	bucket = 64u - (unsigned int)__builtin_clzll(delay_us);
+	return bucket < JG_DELAY_HISTOGRAM_BUCKETS
+		       ? bucket
+		       : JG_DELAY_HISTOGRAM_BUCKETS - 1;
+}
 /** A flow may hold at most this many disjoint runs (holes between them). */
 #define JG_MAX_RUNS_PER_FLOW 4u
 /** Datagrams a caravan can carry; the count is one byte on the wire. */

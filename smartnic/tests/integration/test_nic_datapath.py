@@ -170,12 +170,14 @@ def test_datagrams_of_several_bursts_share_a_caravan(log_dir):
     try:
         datagrams = [udp_datagram(INTERNET, INSTANCE, 44100, 53, pattern(i, 300 + i), ident=400 + i, tos=0) for i in range(6)]
         before = wiring.nic.telemetry("/jumbogate/stats")
+        delays_before = wiring.nic.telemetry("/jumbogate/caravan_delay")
         wiring.port.drain()
         for datagram in datagrams:
             wiring.port.send([datagram])
             time.sleep(0.002)
         out = [parse(f) for f in wiring.port.receive()]
         after = wiring.nic.telemetry("/jumbogate/stats")
+        delays = wiring.nic.telemetry("/jumbogate/caravan_delay")
     finally:
         wiring.close()
     out = [p for p in out if UDP in p and p[UDP].sport == 44100]
@@ -191,6 +193,15 @@ def test_datagrams_of_several_bursts_share_a_caravan(log_dir):
     assert after["rx_bursts"] - before["rx_bursts"] >= 2
     assert after["caravan_held"] == 0 and after["packets_held"] == 0
     assert after["datagrams_packed"] - before["datagrams_packed"] >= 2
+    # Every datagram's wait in the hold is counted, in microseconds: the
+    # first waited for the others, sent over 10 ms, so at least 4 ms (the
+    # buckets from le_8192 up); the mean stays far from a second (a wait
+    # counted in the wrong unit) on a loaded machine.
+    waited = {bucket: delays[bucket] - delays_before[bucket] for bucket in delays}
+    assert sum(waited.values()) == len(datagrams), waited
+    assert waited["le_8192"] + waited["le_16384"] + waited["le_inf"] >= 1, waited
+    mean_ns = (after["caravan_hold_delay_sum_ns"] - before["caravan_hold_delay_sum_ns"]) / len(datagrams)
+    assert 0 < mean_ns < 100_000_000, mean_ns
 
 
 def test_outbound_caravans_are_unpacked_byte_for_byte(single_port):
