@@ -191,9 +191,8 @@ void sw_meter_set(struct sw_meter *meter, uint64_t cir, uint64_t cburst,
 		  uint64_t pir, uint64_t pburst, uint64_t now_ns);
 enum sw_color sw_meter_execute(struct sw_meter *meter, uint64_t now_ns);
 
-/* BMv2's hash algorithms, over the same bytes BMv2 hashes. */
+/* BMv2's crc16, over the same bytes BMv2 hashes. */
 uint16_t sw_crc16(const uint8_t *data, uint32_t length);
-uint32_t sw_crc32(const uint8_t *data, uint32_t length);
 
 /* A counter cell summed over workers plus its base. */
 struct sw_packets_bytes sw_counter_read(const struct sw_pipeline *pipeline,

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The hashes of p4src/include/flow_hash.p4: CRC-16 and CRC-32 as the P4
- * program computes them.
+ * The hashes the pipeline computes: BMv2's crc16, for the ECMP selector and
+ * the ICMP source meter, where a flow must land where it lands on BMv2; and
+ * the elephant sketch's cells (p4src/include/flow_hash.p4), where it need
+ * not.
  */
 #include "pipeline_internal.h"
 
@@ -12,26 +14,19 @@
 /* -- hashes -------------------------------------------------------------------
  */
 
-/* BMv2's crc16 (CRC-16/ARC: reflected polynomial 0x8005, init 0) and
- * crc32 (the IEEE 802.3 CRC), a byte at a time from tables: the elephant
- * detector hashes every bypassed packet five times, and a bit-at-a-time
- * loop made that the pipeline's largest cost. */
+/* BMv2's crc16 (CRC-16/ARC: reflected polynomial 0x8005, init 0), a byte
+ * at a time from a table. */
 static uint16_t crc16_table[256];
-static uint32_t crc32_table[256];
 
 void sw_init_crc_tables(void)
 {
 	for (uint32_t byte = 0; byte < 256; byte++) {
 		uint16_t c16 = (uint16_t)byte;
-		uint32_t c32 = byte;
 
-		for (int bit = 0; bit < 8; bit++) {
+		for (int bit = 0; bit < 8; bit++)
 			c16 = (c16 & 1) ? (uint16_t)((c16 >> 1) ^ 0xa001)
 					: (uint16_t)(c16 >> 1);
-			c32 = (c32 & 1) ? (c32 >> 1) ^ 0xedb88320 : c32 >> 1;
-		}
 		crc16_table[byte] = c16;
-		crc32_table[byte] = c32;
 	}
 }
 
@@ -43,15 +38,6 @@ uint16_t sw_crc16(const uint8_t *data, uint32_t length)
 		crc = (uint16_t)((crc >> 8) ^
 				 crc16_table[(crc ^ data[i]) & 0xff]);
 	return crc;
-}
-
-uint32_t sw_crc32(const uint8_t *data, uint32_t length)
-{
-	uint32_t crc = 0xffffffff;
-
-	for (uint32_t i = 0; i < length; i++)
-		crc = (crc >> 8) ^ crc32_table[(crc ^ data[i]) & 0xff];
-	return ~crc;
 }
 
 /* The cells of the sketch's three rows and the Bloom filter's two
@@ -70,7 +56,8 @@ uint32_t sw_crc32(const uint8_t *data, uint32_t length)
  * The cells differ from BMv2's; no test or behaviour depends on which
  * cell a flow lands in, only on the rows not sharing collisions. A CRC is
  * not secret: someone who chooses many flows can still aim them all at
- * one flow's cells, on every target (docs/switch.md). */
+ * one flow's cells, on every target (docs/dataplane.md, "Elephant
+ * detection"). */
 _Static_assert(P4_SKETCH_COLUMNS == 1u << SW_SKETCH_COLUMN_BITS &&
 		       P4_BLOOM_BITS == 1u << SW_BLOOM_INDEX_BITS,
 	       "the sketch's sizes must be the powers of two sliced here");
