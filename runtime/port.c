@@ -118,14 +118,37 @@ uint16_t jg_port_max_tx_segments(uint16_t port_id)
 	return UINT16_MAX;
 }
 
-uint32_t jg_port_pool_reserved(uint16_t workers, uint16_t ports, uint16_t burst)
+/*
+ * Buffers a receive queue keeps of the pool. Most PMDs keep one per
+ * descriptor. net_af_xdp hands the kernel twice as many, its socket's
+ * default ring size (2048), at set-up, tops them up one for one as frames
+ * arrive, and receives nothing while it cannot (DPDK 22.11,
+ * rte_eth_af_xdp.c): counted as one ring, a pool that looked large enough
+ * stopped receiving for good under a TCP transfer (test_nic_tcp.py).
+ */
+#define AF_XDP_FILL_BUFFERS 2048u
+
+static uint32_t rx_queue_buffers(uint16_t port_id)
+{
+	struct rte_eth_dev_info info;
+
+	if (rte_eth_dev_info_get(port_id, &info) == 0 &&
+	    info.driver_name != NULL &&
+	    strcmp(info.driver_name, "net_af_xdp") == 0)
+		return AF_XDP_FILL_BUFFERS;
+	return RX_DESCRIPTORS;
+}
+
+uint32_t jg_port_pool_reserved(uint16_t port_id, uint16_t workers,
+			       uint16_t ports, uint16_t burst)
 {
 	/* A per-core cache fills up to 1.5 times its size before it
 	 * flushes back to the pool (RTE_MEMPOOL_CACHE_FLUSHTHRESH). */
 	const uint32_t cache = POOL_CACHE * 3 / 2;
 
-	return (uint32_t)workers * (RX_DESCRIPTORS + cache + 2u * burst +
-				    (uint32_t)ports * TX_DESCRIPTORS);
+	return (uint32_t)workers *
+	       (rx_queue_buffers(port_id) + cache + 2u * burst +
+		(uint32_t)ports * TX_DESCRIPTORS);
 }
 
 bool jg_port_setup(const struct jg_port_params *p, struct rte_mempool **out)

@@ -29,13 +29,14 @@ struct jg_port_params {
 #define JG_PORT_TX_DESCRIPTORS 1024u
 
 /* Buffers of one port's pool that can be out of a program's hands at once
- * while it holds none: for each of `workers` queues, a full receive ring,
+ * while it holds none: for each of `workers` queues, what its receive
+ * queue keeps (a full ring; more for net_af_xdp),
  * a full per-core cache and two bursts in flight, and a full transmit
  * ring on each of the `ports` its buffers may leave by (a NIC frees what
  * it sent only later). What remains of the pool is what the program may
  * keep (held segments) without starving reception (rx_nombuf). */
-uint32_t jg_port_pool_reserved(uint16_t workers, uint16_t ports,
-			       uint16_t burst);
+uint32_t jg_port_pool_reserved(uint16_t port_id, uint16_t workers,
+			       uint16_t ports, uint16_t burst);
 
 /* The most buffers one transmitted packet may span on this port: 1 when it
  * cannot send chains at all (no MULTI_SEGS), else what its transmit

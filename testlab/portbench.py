@@ -14,7 +14,9 @@ the far ends of the same ports:
   generator the client, which receives what comes back itself;
 - xdp: the same veth pairs at MTU 1500 (XDP_MTU), the forwarder's ends and
   the generator's sending end opened as AF_XDP sockets (net_af_xdp) instead
-  of af_packet; the kernel still counts what comes back.
+  of af_packet; the kernel still counts what comes back. A port that must
+  carry jumbo frames (Ports.jumbo_ports: the SmartNIC's merged output) stays
+  on af_packet.
 """
 
 from __future__ import annotations
@@ -107,6 +109,9 @@ class Ports:
     default buffers the generator counted more frames and bytes coming back
     from jumbogate-nic than it had sent. Benchmarks that send jumbo frames
     over memif give buffers that hold one whole.
+
+    `jumbo_ports`: on xdp, the ports that stay af_packet veths at their
+    jumbo MTU, since AF_XDP carries at most XDP_MTU here.
     """
 
     kind: str
@@ -115,6 +120,7 @@ class Ports:
     host_side: dict[int, str]
     tx: int
     memif_buffer: int = 0
+    jumbo_ports: tuple[int, ...] = ()
 
     @property
     def _memif_options(self) -> str:
@@ -124,6 +130,17 @@ class Ports:
     def driver(self) -> str:
         """The DPDK driver, which a vdev's name must start with."""
         return {"veth": "net_af_packet", "memif": "net_memif", "xdp": "net_af_xdp"}[self.kind]
+
+    def driver_of(self, port: int) -> str:
+        """The DPDK driver of one forwarder port."""
+        return "net_af_packet" if self.kind == "xdp" and port in self.jumbo_ports else self.driver
+
+    @property
+    def xdp_veths(self) -> list[str]:
+        """Both ends of every veth pair whose forwarder end is an AF_XDP socket (to be at XDP_MTU)."""
+        if self.kind != "xdp":
+            return []
+        return [end for port in self.forwarder_side if port not in self.jumbo_ports for end in (self.forwarder_side[port], self.host_side[port])]
 
     @property
     def on_veth(self) -> bool:
@@ -166,9 +183,13 @@ class Ports:
             return {dev: port for port, dev in self.host_side.items()}[received]
         return int(received.removeprefix("net_memif_gen"))
 
-    def forwarder_vdev(self, port: int, name: str) -> str:
+    def forwarder_vdev(self, port: int, name: str, whole_jumbo_frames: bool = True) -> str:
+        """The vdev of a forwarder's port. Without whole_jumbo_frames a jumbo port next to AF_XDP ones keeps
+        af_packet's default ring, whose frames fit the page-sized buffers of a forwarder with one pool (testpmd)."""
         if self.kind == "veth":
             return f"{name},iface={self.forwarder_side[port]},{AF_PACKET_RING}"
+        if self.kind == "xdp" and port in self.jumbo_ports:
+            return f"{name},iface={self.forwarder_side[port]}" + (f",{AF_PACKET_RING}" if whole_jumbo_frames else "")
         if self.kind == "xdp":
             return f"{name},iface={self.forwarder_side[port]}"
         return f"{name},role=server,id={port},socket={self.socket}{self._memif_options}"
@@ -189,7 +210,7 @@ class Testpmd:
         # Line-buffered: testpmd says it forwards on stdout, which is a file here.
         args = ["stdbuf", "-oL", testpmd, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", self.prefix, "-l", "0-1", "--log-level=lib.eal:error"]
         for i, number in enumerate(self.numbers):
-            args += ["--vdev", self.ports.forwarder_vdev(number, f"{self.ports.driver}_pass{i}")]
+            args += ["--vdev", self.ports.forwarder_vdev(number, f"{self.ports.driver_of(number)}_pass{i}", whole_jumbo_frames=False)]
         args += ["--", "--forward-mode=io", "--auto-start", f"--mbuf-size={self.ports.forwarder_mbuf_size}", "--total-num-mbufs=8192", "--burst=32"]
         out = open(self.log, "wb")  # noqa: SIM115 (kept open for the process)
         self.popen = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

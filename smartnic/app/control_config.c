@@ -67,7 +67,8 @@ static struct nic_result validate_config(const struct nic_config_request *req,
 	if (out_of_range_u32(v->internal_mtu, NIC_MIN_INTERNAL_MTU, port_mtu))
 		return control_fail(
 			NIC_STATUS_INVALID_ARGUMENT,
-			"internal_mtu %u is outside %u..%u (the port MTU)",
+			"internal_mtu %u is outside %u..%u (the largest port "
+			"MTU)",
 			v->internal_mtu, NIC_MIN_INTERNAL_MTU, port_mtu);
 	if (out_of_range_u32(v->max_flows, NIC_MIN_MAX_FLOWS,
 			     NIC_MAX_MAX_FLOWS))
@@ -342,8 +343,8 @@ struct nic_result nic_control_configure(const struct nic_config_request *req,
 	nic = control_state.nic;
 	/* The whole request is checked before anything changes. */
 	result = validate_config(req, &nic->engine_config,
-				 nic->options->port_mtu, nic->max_tx_segments,
-				 &next);
+				 nic->options->largest_port_mtu,
+				 nic->max_tx_segments, &next);
 	if (result.status == NIC_STATUS_OK && req->set_internal_prefixes)
 		result = parse_internal_prefixes(req, &internal);
 	if (result.status == NIC_STATUS_OK &&

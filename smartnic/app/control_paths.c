@@ -33,7 +33,7 @@ struct nic_result nic_control_set_path_mtu(const char *cidr, uint32_t mtu)
 				    "instead",
 				    cidr);
 	pthread_mutex_lock(&control_state.lock);
-	port_mtu = control_state.nic->options->port_mtu;
+	port_mtu = control_state.nic->options->largest_port_mtu;
 	if (mtu < NIC_MIN_PATH_MTU || mtu > port_mtu) {
 		result = control_fail(NIC_STATUS_INVALID_ARGUMENT,
 				      "mtu %u for %s is outside %u..%u", mtu,

@@ -15,7 +15,9 @@ extern "C" {
 #endif
 
 /* Reasons the program itself (not the engine) drops a packet. */
-#define NIC_APP_DROP_REASONS(X) X(NIC_DROP_TX_FAILED, "tx-failed")
+#define NIC_APP_DROP_REASONS(X)                                                \
+	X(NIC_DROP_TX_FAILED, "tx-failed")                                     \
+	X(NIC_DROP_OVER_PORT_MTU, "over-port-mtu")
 
 enum nic_app_drop_reason {
 #define NIC_DROP_ENUM(name, text) name,

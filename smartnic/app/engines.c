@@ -9,11 +9,25 @@
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 
+uint32_t nic_pool_reserved(const struct nic *nic)
+{
+	uint32_t reserved = 0;
+
+	/* Every port's pool has --mbufs buffers: the port that keeps the
+	 * most in its rings decides. */
+	for (unsigned int p = 0; p < nic->port_count; p++)
+		reserved = RTE_MAX(
+			reserved,
+			jg_port_pool_reserved(nic->ports[p].port_id,
+					      (uint16_t)nic->queues.count,
+					      (uint16_t)nic->port_count,
+					      nic->options->burst));
+	return reserved;
+}
+
 uint32_t nic_held_share(const struct nic *nic)
 {
-	uint32_t reserved = jg_port_pool_reserved((uint16_t)nic->queues.count,
-						  (uint16_t)nic->port_count,
-						  nic->options->burst);
+	uint32_t reserved = nic_pool_reserved(nic);
 
 	if (nic->options->mbufs_per_port <= reserved)
 		return 0;

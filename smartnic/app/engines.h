@@ -7,9 +7,13 @@
 
 #include "nic.h"
 
-/* Buffers of each port's pool one worker may hold in merge runs: what the
- * rings and caches of every worker cannot take (jg_port_pool_reserved),
- * shared evenly. 0 when the pool is too small to hold anything. */
+/* Buffers of a port's pool the rings, caches and bursts of every worker
+ * may take (jg_port_pool_reserved), for the port that takes the most. */
+uint32_t nic_pool_reserved(const struct nic *nic);
+
+/* Buffers of each port's pool one worker may hold in merge runs: what
+ * nic_pool_reserved leaves, shared evenly. 0 when the pool is too small
+ * to hold anything. */
 uint32_t nic_held_share(const struct nic *nic);
 
 /* The smallest share that lets merging work at all: a burst's worth of

@@ -114,16 +114,15 @@ static bool create_workers(struct nic *nic)
 static bool check_buffer_budget(const struct nic *nic)
 {
 	const struct nic_options *options = nic->options;
-	uint32_t reserved = jg_port_pool_reserved((uint16_t)nic->queues.count,
-						  (uint16_t)nic->port_count,
-						  options->burst);
+	uint32_t reserved = nic_pool_reserved(nic);
 	uint32_t needed = reserved + NIC_MIN_HELD_SHARE * nic->worker_count;
 
 	if (options->mbufs_per_port < needed) {
 		fprintf(stderr,
 			"jumbogate-nic: --mbufs %u is too few: %u queues on "
 			"%u ports can leave %u buffers of each port's pool in "
-			"receive and transmit rings (%u descriptors each), "
+			"receive and transmit rings (%u descriptors each; "
+			"net_af_xdp keeps twice that for receiving), "
 			"buffer caches and bursts of %u, and merging needs %u "
 			"more per worker; give --mbufs %u or more\n",
 			options->mbufs_per_port, nic->queues.count,
@@ -183,12 +182,13 @@ static bool create_pathmtu(struct nic *nic)
 	if (!options->pmtu_discovery)
 		return true;
 	if (options->pmtu.probe_mtu == 0)
-		options->pmtu.probe_mtu = (uint16_t)options->port_mtu;
-	if (options->pmtu.probe_mtu > options->port_mtu) {
+		options->pmtu.probe_mtu = (uint16_t)options->largest_port_mtu;
+	if (options->pmtu.probe_mtu > options->largest_port_mtu) {
 		fprintf(stderr,
 			"jumbogate-nic: --pmtu-probe-mtu %u is larger than "
-			"--port-mtu %u: the probes could not leave\n",
-			options->pmtu.probe_mtu, options->port_mtu);
+			"the largest --port-mtu, %u: the probes could not "
+			"leave\n",
+			options->pmtu.probe_mtu, options->largest_port_mtu);
 		return false;
 	}
 	nic->pathmtu_pool = rte_pktmbuf_pool_create(

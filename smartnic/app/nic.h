@@ -56,6 +56,8 @@ struct nic_port {
 	unsigned int split_engine_port;
 	/* The port cannot send buffer chains: copy them into one buffer. */
 	bool flatten_chains;
+	/* Largest IP packet it carries: --port-mtu, or its own. */
+	uint32_t mtu;
 	char name[NIC_NAME_LEN];
 };
 

@@ -21,8 +21,10 @@ static const struct option_spec option_specs[] = {
 	{OPT_RETURN_PORT, "return-port", "RX=TX",
 	 "send what arrives on device RX out of device TX instead of back "
 	 "out of RX; repeatable"},
-	{OPT_PORT_MTU, "port-mtu", "BYTES",
-	 "largest IP packet the ports carry (default 9000)"},
+	{OPT_PORT_MTU, "port-mtu", "[PORT=]BYTES",
+	 "largest IP packet the ports carry (default 9000); PORT=BYTES "
+	 "sets one port's own (a 1500-byte Internet side, such as "
+	 "net_af_xdp, which carries no jumbo frame); repeatable"},
 	{OPT_MBUFS, "mbufs", "N",
 	 "packet buffers per port (default 8192); held segments use them"},
 	{OPT_MBUF_SIZE, "mbuf-size", "BYTES",
@@ -125,7 +127,7 @@ static const struct option_spec option_specs[] = {
 	{OPT_PMTU_PORT, "pmtu-port", "PORT",
 	 "UDP port of probes and replies (default 48999)"},
 	{OPT_PMTU_PROBE_MTU, "pmtu-probe-mtu", "BYTES",
-	 "largest probe: the next hop's MTU (default --port-mtu)"},
+	 "largest probe: the next hop's MTU (default: the largest --port-mtu)"},
 	{OPT_PMTU_DESTINATIONS, "pmtu-destinations", "N",
 	 "destinations tracked; the least recently used is evicted past it "
 	 "(default 4096)"},

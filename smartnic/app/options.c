@@ -133,6 +133,54 @@ static bool set_eal_arguments(struct nic_options *options, const char *text,
 	return true;
 }
 
+/* --port-mtu BYTES sets every port's MTU; --port-mtu NAME=BYTES one
+ * port's (a DPDK device name, checked against the served ports once they
+ * are known, ports.c). */
+static bool parse_port_mtu(struct nic_options *options, const char *value,
+			   const struct origin *origin)
+{
+	const char *equals = strchr(value, '=');
+	struct nic_port_mtu *own;
+	uint64_t number;
+	size_t length;
+
+	if (equals == NULL) {
+		if (!parse_unsigned("port-mtu", value, NIC_MIN_PORT_MTU,
+				    NIC_MAX_PORT_MTU, &number, origin))
+			return false;
+		options->port_mtu = (uint32_t)number;
+		return true;
+	}
+	length = (size_t)(equals - value);
+	if (length == 0 || length >= NIC_NAME_LEN) {
+		report(origin,
+		       "--port-mtu '%s': expected BYTES or PORT=BYTES, e.g. "
+		       "net_af_xdp0=1500",
+		       value);
+		return false;
+	}
+	if (!parse_unsigned("port-mtu", equals + 1, NIC_MIN_PORT_MTU,
+			    NIC_MAX_PORT_MTU, &number, origin))
+		return false;
+	for (unsigned int i = 0; i < options->port_mtu_count; i++)
+		if (strlen(options->port_mtus[i].port) == length &&
+		    strncmp(options->port_mtus[i].port, value, length) == 0) {
+			report(origin, "--port-mtu: port '%.*s' is given twice",
+			       (int)length, value);
+			return false;
+		}
+	if (options->port_mtu_count >= NIC_MAX_PORTS) {
+		report(origin, "--port-mtu: at most %d ports of their own",
+		       NIC_MAX_PORTS);
+		return false;
+	}
+	own = &options->port_mtus[options->port_mtu_count++];
+	memcpy(own->port, value, length);
+	own->port[length] = '\0';
+	own->mtu = (uint32_t)number;
+	return true;
+}
+
 static enum nic_parse_result read_config(struct nic_options *options,
 					 const char *path, unsigned int depth);
 
@@ -192,9 +240,7 @@ apply(struct nic_options *options, const struct option_spec *spec,
 		break;
 	}
 	case OPT_PORT_MTU:
-		ok = parse_unsigned(name, value, NIC_MIN_PORT_MTU,
-				    NIC_MAX_PORT_MTU, &number, origin);
-		options->port_mtu = (uint32_t)number;
+		ok = parse_port_mtu(options, value, origin);
 		break;
 	case OPT_MBUFS:
 		ok = parse_unsigned(name, value, 1024, 1u << 20, &number,
@@ -596,16 +642,21 @@ enum nic_parse_result nic_options_parse(struct nic_options *options, int argc,
 		if (result != NIC_PARSE_OK)
 			return result;
 	}
-	if (options->engine.default_path_mtu_v4 > options->port_mtu ||
-	    options->engine.default_path_mtu_v6 > options->port_mtu ||
-	    options->engine.internal_mtu > options->port_mtu) {
+	options->largest_port_mtu = options->port_mtu;
+	for (unsigned int i = 0; i < options->port_mtu_count; i++)
+		options->largest_port_mtu = RTE_MAX(options->largest_port_mtu,
+						    options->port_mtus[i].mtu);
+	if (options->engine.default_path_mtu_v4 > options->largest_port_mtu ||
+	    options->engine.default_path_mtu_v6 > options->largest_port_mtu ||
+	    options->engine.internal_mtu > options->largest_port_mtu) {
 		fprintf(stderr,
 			"jumbogate-nic: --internal-mtu %u, "
 			"--default-path-mtu-v4 %u and --default-path-mtu-v6 %u "
-			"must not exceed --port-mtu %u\n",
+			"must not exceed the largest --port-mtu, %u\n",
 			options->engine.internal_mtu,
 			options->engine.default_path_mtu_v4,
-			options->engine.default_path_mtu_v6, options->port_mtu);
+			options->engine.default_path_mtu_v6,
+			options->largest_port_mtu);
 		return NIC_PARSE_ERROR;
 	}
 	{

@@ -35,6 +35,12 @@ struct nic_return_port {
 	char tx[NIC_NAME_LEN];
 };
 
+/* One port's own MTU (--port-mtu NAME=BYTES), over the ports' default. */
+struct nic_port_mtu {
+	char port[NIC_NAME_LEN];
+	uint32_t mtu;
+};
+
 struct nic_startup_path_mtu {
 	struct jg_prefix prefix;
 	uint16_t mtu;
@@ -52,8 +58,16 @@ struct nic_options {
 	unsigned int return_port_count;
 	struct nic_return_port return_ports[NIC_MAX_PORTS];
 
-	/* Largest IP packet a port carries (9000 for the rack underlay). */
+	/* Largest IP packet a port carries (9000 for the rack underlay),
+	 * unless the port has its own (an Internet-side port at 1500, such
+	 * as an AF_XDP socket, which carries no jumbo frame). */
 	uint32_t port_mtu;
+	unsigned int port_mtu_count;
+	struct nic_port_mtu port_mtus[NIC_MAX_PORTS];
+	/* The largest of them all: what the engine may build for some port
+	 * (internal and path MTUs are held to it; a packet larger than the
+	 * port it leaves by is dropped there, worker_tx.c). */
+	uint32_t largest_port_mtu;
 	uint32_t mbufs_per_port;
 	/* Data bytes per buffer; 0 means one frame of port_mtu. */
 	uint32_t mbuf_size;

@@ -41,6 +41,56 @@ static void pair_flow_engines(struct nic *nic)
 	}
 }
 
+/* Each port's MTU: its own where --port-mtu NAME=BYTES names it, else the
+ * default. A name that is no served port is a mistake, not a no-op. */
+static bool assign_port_mtus(struct nic *nic)
+{
+	struct nic_options *options = nic->options;
+	const struct jg_engine_config *engine = &options->engine;
+
+	for (unsigned int p = 0; p < nic->port_count; p++)
+		nic->ports[p].mtu = options->port_mtu;
+	for (unsigned int i = 0; i < options->port_mtu_count; i++) {
+		const struct nic_port_mtu *own = &options->port_mtus[i];
+		uint16_t port_id;
+		unsigned int p;
+
+		if (!jg_port_find("jumbogate-nic", own->port, &port_id))
+			return false;
+		for (p = 0; p < nic->port_count; p++)
+			if (nic->ports[p].port_id == port_id)
+				break;
+		if (p == nic->port_count) {
+			fprintf(stderr,
+				"jumbogate-nic: --port-mtu %s=%u: %s is not "
+				"one of the served ports\n",
+				own->port, own->mtu, own->port);
+			return false;
+		}
+		nic->ports[p].mtu = own->mtu;
+	}
+	/* What the engine builds must fit some served port: the options
+	 * were checked against every MTU given, but a default that every
+	 * port overrides carries nothing. */
+	options->largest_port_mtu = 0;
+	for (unsigned int p = 0; p < nic->port_count; p++)
+		options->largest_port_mtu =
+			RTE_MAX(options->largest_port_mtu, nic->ports[p].mtu);
+	if (engine->internal_mtu > options->largest_port_mtu ||
+	    engine->default_path_mtu_v4 > options->largest_port_mtu ||
+	    engine->default_path_mtu_v6 > options->largest_port_mtu) {
+		fprintf(stderr,
+			"jumbogate-nic: --internal-mtu %u, "
+			"--default-path-mtu-v4 %u and --default-path-mtu-v6 %u "
+			"must not exceed %u, the largest MTU of the served "
+			"ports (--port-mtu)\n",
+			engine->internal_mtu, engine->default_path_mtu_v4,
+			engine->default_path_mtu_v6, options->largest_port_mtu);
+		return false;
+	}
+	return true;
+}
+
 bool nic_ports_resolve(struct nic *nic)
 {
 	const struct nic_options *options = nic->options;
@@ -122,7 +172,7 @@ bool nic_ports_resolve(struct nic *nic)
 		}
 	}
 	pair_flow_engines(nic);
-	return true;
+	return assign_port_mtus(nic);
 }
 
 static bool setup_port(struct nic *nic, struct nic_port *port)
@@ -133,7 +183,7 @@ static bool setup_port(struct nic *nic, struct nic_port *port)
 		.name = port->name,
 		.port_id = port->port_id,
 		.queues = (uint16_t)nic->queues.count,
-		.mtu = options->port_mtu,
+		.mtu = port->mtu,
 		.mbufs = options->mbufs_per_port,
 		.mbuf_size = options->mbuf_size,
 		/* Room for the engine's run metadata should a PMD take the

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <rte_ethdev.h>
+#include <rte_ether.h>
 #include <rte_mbuf.h>
 #include <rte_pause.h>
 
@@ -57,12 +58,37 @@ static struct rte_mbuf *flatten(struct rte_mbuf *m)
 	return copy;
 }
 
-static bool port_flattens(uint16_t port_id)
+static const struct nic_port *served_port(uint16_t port_id)
 {
 	for (unsigned int p = 0; p < nic_instance->port_count; p++)
 		if (nic_instance->ports[p].port_id == port_id)
-			return nic_instance->ports[p].flatten_chains;
-	return false;
+			return &nic_instance->ports[p];
+	return NULL;
+}
+
+/* Whether m's IP packet is larger than mtu. Only a frame longer than an
+ * untagged one of mtu can be, so the Ethernet header is read (through the
+ * chain: its first buffer may be a small header copy) only then. */
+static bool over_mtu(const struct rte_mbuf *m, uint32_t mtu)
+{
+	uint32_t l2_len = RTE_ETHER_HDR_LEN;
+
+	if (m->pkt_len <= mtu + RTE_ETHER_HDR_LEN)
+		return false;
+	for (int tags = 0; tags < 2; tags++) {
+		uint16_t buffer, type;
+		const void *at = rte_pktmbuf_read(m, l2_len - sizeof(type),
+						  sizeof(type), &buffer);
+
+		if (at == NULL)
+			break;
+		memcpy(&type, at, sizeof(type));
+		if (type != rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN) &&
+		    type != rte_cpu_to_be_16(RTE_ETHER_TYPE_QINQ))
+			break;
+		l2_len += RTE_VLAN_HLEN;
+	}
+	return m->pkt_len > mtu + l2_len;
 }
 
 /* rte_eth_tx_prepare: what the port needs done to a packet before it
@@ -71,9 +97,28 @@ static bool port_flattens(uint16_t port_id)
  * mangled or to stall the queue. */
 static void prepare(struct nic_worker *worker, struct output *out)
 {
+	const struct nic_port *port = served_port(out->port_id);
 	uint16_t done = 0;
 
-	if (port_flattens(out->port_id)) {
+	/* What the port's MTU cannot carry is dropped here, counted, rather
+	 * than left to the device, which may cut it, refuse it without a
+	 * count, or send a frame the next hop drops: only a port of its own
+	 * smaller MTU (--port-mtu NAME=BYTES) can receive a packet built for
+	 * another. */
+	if (port != NULL) {
+		uint16_t kept = 0;
+
+		for (uint16_t i = 0; i < out->count; i++) {
+			if (!over_mtu(out->pkts[i], port->mtu)) {
+				out->pkts[kept++] = out->pkts[i];
+				continue;
+			}
+			rte_pktmbuf_free(out->pkts[i]);
+			worker->counters.drops[NIC_DROP_OVER_PORT_MTU]++;
+		}
+		out->count = kept;
+	}
+	if (port != NULL && port->flatten_chains) {
 		uint16_t kept = 0;
 
 		for (uint16_t i = 0; i < out->count; i++) {

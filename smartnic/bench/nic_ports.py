@@ -2,7 +2,11 @@
 jumbogate-nic takes in and sends out while it merges 1500-byte TCP segments
 into jumbo frames, next to a pass-through forwarder (dpdk-testpmd, io mode)
 on the same ports and the same trace, first on veth ports (af_packet), then
-on shared-memory ports (DPDK net_memif), where no kernel copies frames.
+on shared-memory ports (DPDK net_memif), where no kernel copies frames, then
+on veth ports whose receiving end is an AF_XDP socket (xdp: net_af_xdp on
+port 0 at MTU 1500, jumbogate-nic's --port-mtu for that port alone; port 1,
+where merged frames leave, stays af_packet, since AF_XDP on veth carries
+no jumbo frame with DPDK 22.11).
 
 One load generator (jumbogate-loadgen) replays the trace out of port 0 as
 fast as the port takes it and counts what comes back on port 1. Each
@@ -43,7 +47,7 @@ portbench.Ports). The generator sends on one lcore (CPU 0); each forwarder
 runs its main lcore on CPU 0 and its one worker or forwarding lcore on
 CPU 1.
 
-    nic_ports.py [--seconds S] [--rounds N] [--ports veth,memif] [--pcap FILE] [--json FILE]
+    nic_ports.py [--seconds S] [--rounds N] [--ports veth,memif,xdp] [--pcap FILE] [--json FILE]
 
 JUMBOGATE_NIC names another build of jumbogate-nic (as for its tests).
 """
@@ -76,12 +80,15 @@ from testlab.portbench import (  # noqa: E402
     REPO,
     WINDOW_END,
     WINDOW_START,
+    XDP_MTU,
     BenchError,
     Ports,
     Testpmd,
     port_kinds,
     print_logs,
     run_loadgen,
+    veth_mtu,
+    xdp_unavailable,
 )
 
 NIC = lab.NIC
@@ -166,13 +173,19 @@ class Nic:
         if not NIC.exists():
             raise BenchError(f"{NIC} is not built; run 'make setup'")
         address = f"127.0.0.1:{lab.free_tcp_port()}"
-        names = {port: f"{self.ports.driver}_nic{port}" for port in self.ports.forwarder_side}
+        names = {port: f"{self.ports.driver_of(port)}_nic{port}" for port in self.ports.forwarder_side}
         # The main lcore serves control, the worker on the other CPU polls
         # both ports: the same two lcores testpmd gets.
         args = [NIC, "--no-huge", "-m", "1024", "--no-pci", "--file-prefix", self.prefix, "-l", "0-1", "--log-level=lib.eal:error"]
         for port, name in names.items():
             args += ["--vdev", self.ports.forwarder_vdev(port, name)]
-        args += ["--", "--grpc", address, "--mbuf-size", "12288"]
+        args += ["--", "--grpc", address]
+        if self.ports.kind == "xdp":
+            # AF_XDP's buffers are one page and its frames at most XDP_MTU;
+            # the af_packet port grows its buffers to its ring's frames.
+            args += ["--port-mtu", f"{names[PORT_IN]}={XDP_MTU}"]
+        else:
+            args += ["--mbuf-size", "12288"]
         for prefix in self.internal:
             args += ["--internal-prefix", prefix]
         args += ["--return-port", f"{names[PORT_IN]}={names[PORT_OUT]}", "--return-port", f"{names[PORT_OUT]}={names[PORT_IN]}"]
@@ -337,8 +350,7 @@ def report(kind: str, results: dict, trace: str) -> str:
     return "\n".join(lines)
 
 
-# Its merged frames are jumbo: not on AF_XDP (portbench.XDP_MTU).
-NIC_PORT_KINDS = ("veth", "memif")
+NIC_PORT_KINDS = ("veth", "memif", "xdp")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -346,14 +358,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=2.0, help="measured seconds of each forwarder's round on each kind of port")
     parser.add_argument(
         "--ports",
-        default="veth,memif",
-        help="comma-separated: veth, memif (not xdp: the NIC sends jumbo frames, which AF_XDP on veth does not carry; testlab/portbench.py XDP_MTU)",
+        default="veth,memif,xdp",
+        help="comma-separated: veth, memif, xdp (xdp: port 0, where the trace comes in, an AF_XDP socket at MTU 1500; port 1, "
+        "where merged frames leave, stays af_packet, since AF_XDP on veth carries no jumbo frame: testlab/portbench.py XDP_MTU)",
     )
     parser.add_argument("--rounds", type=int, default=3, help="runs of each forwarder per kind of port, taking turns; the best counts")
     parser.add_argument("--pcap", type=Path, help=f"replay this capture's first {LOADGEN_FRAMES} frames instead of the generated trace")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
     kinds = port_kinds(parser, args.ports, known=NIC_PORT_KINDS)
+    if "xdp" in kinds and (why := xdp_unavailable()):
+        print(f"nic ports: AF_XDP left out: {why}; veth ports stay on net_af_packet", file=sys.stderr)
+        kinds.remove("xdp")
     if args.rounds < 1:
         parser.error(f"--rounds takes a whole number of at least 1, got {args.rounds}")
     if args.pcap is not None and not args.pcap.is_file():
@@ -375,9 +391,12 @@ def main(argv: list[str] | None = None) -> int:
                 internal = receivers(capture)
                 trace = f"{capture.name} (its first {LOADGEN_FRAMES} frames at most), packets per second"
             for kind in kinds:
-                ports = Ports(kind, f"/run/jgnicbench-{os.getpid()}.sock", FORWARDER_SIDE, HOST_SIDE, PORT_IN, memif_buffer=MEMIF_BUFFER)
+                ports = Ports(
+                    kind, f"/run/jgnicbench-{os.getpid()}.sock", FORWARDER_SIDE, HOST_SIDE, PORT_IN, memif_buffer=MEMIF_BUFFER, jumbo_ports=(PORT_OUT,)
+                )
                 print(f"nic ports: jumbogate-nic and dpdk-testpmd on {kind} ...", file=sys.stderr, flush=True)
-                results[kind] = measure(kind, ports, capture, internal, args.seconds, args.rounds, workdir)
+                with veth_mtu(ports.xdp_veths, XDP_MTU, restore=lab.VethPair.mtu):
+                    results[kind] = measure(kind, ports, capture, internal, args.seconds, args.rounds, workdir)
         except (BenchError, lab.LabError) as error:
             print(f"nic ports: {error}", file=sys.stderr)
             print_logs(workdir)

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from jumbogate.v1 import common_pb2, nic_pb2
-from testlab.nic_harness import Netns, PacketPort, SinglePort, TapPort, start_nic, tshark_checksums, veth, wait_for, write_pcap
+from testlab.nic_harness import Netns, PacketPort, SinglePort, TapPort, af_packet_vdev, start_nic, tshark_checksums, veth, wait_for, write_pcap
 from testlab.nic_packets import (
     CARAVAN_DSCP,
     IP,
@@ -435,6 +435,58 @@ def test_a_port_that_takes_nothing_costs_counted_drops_not_a_stall(log_dir):
             nic.stop()
         nic_ns.delete()
         switch_ns.delete()
+
+
+def test_a_packet_larger_than_the_port_it_leaves_by_is_dropped_and_counted(log_dir):
+    """A port of its own smaller MTU (--port-mtu NAME=BYTES) on the side
+    merged packets leave by: they are dropped there and counted
+    over-port-mtu, never handed to a device that may cut them or lose them
+    uncounted; what fits still goes. Port 0 receives, port 1 sends."""
+    nic_ns, switch_ns = Netns("jgn"), Netns("jgs")
+    nic = port_in = port_out = None
+    try:
+        veth(nic_ns, "jgmin0", switch_ns, "jgmin1")
+        veth(nic_ns, "jgmout0", switch_ns, "jgmout1")
+        nic = start_nic(
+            [af_packet_vdev(0, "jgmin0"), af_packet_vdev(1, "jgmout0"), "-l", "0-1"],
+            [
+                "--internal-prefix",
+                "10.10.0.0/16",
+                "--mbuf-size",
+                "12288",
+                "--port-mtu",
+                "net_af_packet1=1500",
+                "--return-port",
+                "net_af_packet0=net_af_packet1",
+                "--return-port",
+                "net_af_packet1=net_af_packet0",
+            ],
+            nic_ns,
+            log_dir,
+            memory_mb=1024,
+        )
+        port_in, port_out = PacketPort(switch_ns, "jgmin1"), PacketPort(switch_ns, "jgmout1")
+        passing = [tcp_packet(INTERNET, "192.0.2.9", 52000 + i, 80, size=200) for i in range(10)]
+        segments = tcp_segments(INTERNET, INSTANCE, 52100, 80, count=12)
+        with nic.paused():
+            port_in.send(segments + passing)
+        out = port_out.receive()
+        stats = wait_for(lambda: (s := nic.telemetry("/jumbogate/stats"))["packets_held"] == 0 and s, "nothing held")
+    finally:
+        for port in (port_in, port_out):
+            if port:
+                port.close()
+        if nic:
+            nic.stop()
+        nic_ns.delete()
+        switch_ns.delete()
+    assert max(len(frame) for frame in out) <= 1514, sorted(len(frame) for frame in out)
+    assert {parse(f)[TCP].sport for f in out if TCP in parse(f)} >= {52000 + i for i in range(10)}
+    # 12 segments of 1,448 bytes fill two 8,500-byte packets to the byte
+    # (8,460 bytes of payload each); the 456 left over fit the port.
+    assert stats["merged_packets"] >= 2, stats
+    assert stats["drop_over_port_mtu"] == stats["packets_dropped"] == 2, stats
+    assert stats["packets_in"] + stats["packets_created"] == stats["packets_out"] + stats["packets_dropped"] + stats["packets_absorbed"], stats
 
 
 def test_split_segments_leave_a_port_that_takes_only_single_buffers(log_dir):
