@@ -59,6 +59,7 @@ static bool out_of_range_u32(uint32_t value, uint32_t min, uint32_t max)
 static struct nic_result validate_config(const struct nic_config_request *req,
 					 const struct jg_engine_config *current,
 					 uint32_t port_mtu,
+					 uint32_t path_mtu_limit,
 					 uint16_t max_tx_segments,
 					 struct jg_engine_config *next)
 {
@@ -103,17 +104,17 @@ static struct nic_result validate_config(const struct nic_config_request *req,
 				    "delay.max_delay_us %u is above %u",
 				    v->max_delay_us, NIC_MAX_DELAY_US);
 	if (out_of_range_u32(v->default_path_mtu_v4, JG_MIN_PATH_MTU_V4,
-			     port_mtu))
+			     path_mtu_limit))
 		return control_fail(NIC_STATUS_INVALID_ARGUMENT,
 				    "default_path_mtu_v4 %u is outside %u..%u",
 				    v->default_path_mtu_v4, JG_MIN_PATH_MTU_V4,
-				    port_mtu);
+				    path_mtu_limit);
 	if (out_of_range_u32(v->default_path_mtu_v6, JG_MIN_PATH_MTU_V6,
-			     port_mtu))
+			     path_mtu_limit))
 		return control_fail(NIC_STATUS_INVALID_ARGUMENT,
 				    "default_path_mtu_v6 %u is outside %u..%u",
 				    v->default_path_mtu_v6, JG_MIN_PATH_MTU_V6,
-				    port_mtu);
+				    path_mtu_limit);
 	*next = *current;
 	if (v->internal_mtu)
 		next->internal_mtu = v->internal_mtu;
@@ -342,9 +343,9 @@ struct nic_result nic_control_configure(const struct nic_config_request *req,
 	pthread_mutex_lock(&control_state.lock);
 	nic = control_state.nic;
 	/* The whole request is checked before anything changes. */
-	result = validate_config(req, &nic->engine_config,
-				 nic->options->largest_port_mtu,
-				 nic->max_tx_segments, &next);
+	result = validate_config(
+		req, &nic->engine_config, nic->options->largest_port_mtu,
+		nic->options->smallest_port_mtu, nic->max_tx_segments, &next);
 	if (result.status == NIC_STATUS_OK && req->set_internal_prefixes)
 		result = parse_internal_prefixes(req, &internal);
 	if (result.status == NIC_STATUS_OK &&

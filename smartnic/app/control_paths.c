@@ -21,7 +21,7 @@ struct nic_result nic_control_set_path_mtu(const char *cidr, uint32_t mtu)
 	char error[NIC_ERROR_LEN];
 	struct nic_result result;
 	struct jg_prefix prefix;
-	uint32_t port_mtu;
+	uint32_t limit;
 	size_t index;
 
 	if (!nic_prefix_parse(cidr, &prefix, error, sizeof(error)))
@@ -33,11 +33,12 @@ struct nic_result nic_control_set_path_mtu(const char *cidr, uint32_t mtu)
 				    "instead",
 				    cidr);
 	pthread_mutex_lock(&control_state.lock);
-	port_mtu = control_state.nic->options->largest_port_mtu;
-	if (mtu < NIC_MIN_PATH_MTU || mtu > port_mtu) {
+	/* Split packets leave by the Internet side: the smallest port. */
+	limit = control_state.nic->options->smallest_port_mtu;
+	if (mtu < NIC_MIN_PATH_MTU || mtu > limit) {
 		result = control_fail(NIC_STATUS_INVALID_ARGUMENT,
 				      "mtu %u for %s is outside %u..%u", mtu,
-				      cidr, NIC_MIN_PATH_MTU, port_mtu);
+				      cidr, NIC_MIN_PATH_MTU, limit);
 		goto out;
 	}
 	index = find_path_mtu(&prefix);

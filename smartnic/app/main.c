@@ -181,14 +181,16 @@ static bool create_pathmtu(struct nic *nic)
 
 	if (!options->pmtu_discovery)
 		return true;
+	/* Probes leave by the Internet side, which may be the port of its
+	 * own smaller MTU. */
 	if (options->pmtu.probe_mtu == 0)
-		options->pmtu.probe_mtu = (uint16_t)options->largest_port_mtu;
-	if (options->pmtu.probe_mtu > options->largest_port_mtu) {
+		options->pmtu.probe_mtu = (uint16_t)options->smallest_port_mtu;
+	if (options->pmtu.probe_mtu > options->smallest_port_mtu) {
 		fprintf(stderr,
 			"jumbogate-nic: --pmtu-probe-mtu %u is larger than "
-			"the largest --port-mtu, %u: the probes could not "
-			"leave\n",
-			options->pmtu.probe_mtu, options->largest_port_mtu);
+			"%u, the smallest MTU of the served ports "
+			"(--port-mtu): the probes could not leave\n",
+			options->pmtu.probe_mtu, options->smallest_port_mtu);
 		return false;
 	}
 	nic->pathmtu_pool = rte_pktmbuf_pool_create(

@@ -29,7 +29,7 @@ static const struct option_spec option_specs[] = {
 	 "packet buffers per port (default 8192); held segments use them"},
 	{OPT_MBUF_SIZE, "mbuf-size", "BYTES",
 	 "data bytes of a packet buffer (default: one whole frame of "
-	 "--port-mtu, doubled until the port accepts it; net_af_packet "
+	 "the port's MTU, doubled until the port accepts it; net_af_packet "
 	 "needs its framesz)"},
 	{OPT_BURST, "burst", "N", "packets per receive burst (default 32)"},
 	{OPT_IDLE_SLEEP, "idle-sleep-max-us", "US",

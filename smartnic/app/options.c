@@ -135,38 +135,61 @@ static bool set_eal_arguments(struct nic_options *options, const char *text,
 
 /* --port-mtu BYTES sets every port's MTU; --port-mtu NAME=BYTES one
  * port's (a DPDK device name, checked against the served ports once they
- * are known, ports.c). */
+ * are known, ports.c, where two names of one device are caught too). */
 static bool parse_port_mtu(struct nic_options *options, const char *value,
 			   const struct origin *origin)
 {
 	const char *equals = strchr(value, '=');
+	char name[NIC_NAME_LEN];
 	struct nic_port_mtu *own;
-	uint64_t number;
+	unsigned long long number;
+	const char *digits;
 	size_t length;
+	char *end;
 
 	if (equals == NULL) {
+		uint64_t all;
+
 		if (!parse_unsigned("port-mtu", value, NIC_MIN_PORT_MTU,
-				    NIC_MAX_PORT_MTU, &number, origin))
+				    NIC_MAX_PORT_MTU, &all, origin))
 			return false;
-		options->port_mtu = (uint32_t)number;
+		options->port_mtu = (uint32_t)all;
 		return true;
 	}
 	length = (size_t)(equals - value);
-	if (length == 0 || length >= NIC_NAME_LEN) {
+	while (length > 0 && isspace((unsigned char)value[length - 1]))
+		length--;
+	if (length == 0 || length >= sizeof(name)) {
 		report(origin,
-		       "--port-mtu '%s': expected BYTES or PORT=BYTES, e.g. "
-		       "net_af_xdp0=1500",
-		       value);
+		       "--port-mtu '%s': expected BYTES or PORT=BYTES (a port "
+		       "name of 1..%d characters), e.g. net_af_xdp0=1500",
+		       value, NIC_NAME_LEN - 1);
 		return false;
 	}
-	if (!parse_unsigned("port-mtu", equals + 1, NIC_MIN_PORT_MTU,
-			    NIC_MAX_PORT_MTU, &number, origin))
+	memcpy(name, value, length);
+	name[length] = '\0';
+	/* Spaces around the number, as a config file's "key = a = 1500". */
+	digits = equals + 1;
+	while (isspace((unsigned char)*digits))
+		digits++;
+	errno = 0;
+	number = isdigit((unsigned char)*digits) ? strtoull(digits, &end, 10)
+						 : 0;
+	if (number != 0)
+		while (isspace((unsigned char)*end))
+			end++;
+	if (number < NIC_MIN_PORT_MTU || number > NIC_MAX_PORT_MTU ||
+	    errno != 0 || *end != '\0') {
+		report(origin,
+		       "--port-mtu '%s': expected PORT=BYTES with BYTES a "
+		       "whole number %u..%u",
+		       value, NIC_MIN_PORT_MTU, NIC_MAX_PORT_MTU);
 		return false;
+	}
 	for (unsigned int i = 0; i < options->port_mtu_count; i++)
-		if (strlen(options->port_mtus[i].port) == length &&
-		    strncmp(options->port_mtus[i].port, value, length) == 0) {
-			report(origin, "--port-mtu: port '%.*s' is given twice",
-			       (int)length, value);
+		if (strcmp(options->port_mtus[i].port, name) == 0) {
+			report(origin, "--port-mtu: port '%s' is given twice",
+			       name);
 			return false;
 		}
 	if (options->port_mtu_count >= NIC_MAX_PORTS) {
@@ -175,8 +198,7 @@ static bool parse_port_mtu(struct nic_options *options, const char *value,
 		return false;
 	}
 	own = &options->port_mtus[options->port_mtu_count++];
-	memcpy(own->port, value, length);
-	own->port[length] = '\0';
+	strcpy(own->port, name);
 	own->mtu = (uint32_t)number;
 	return true;
 }
@@ -642,10 +664,15 @@ enum nic_parse_result nic_options_parse(struct nic_options *options, int argc,
 		if (result != NIC_PARSE_OK)
 			return result;
 	}
-	options->largest_port_mtu = options->port_mtu;
-	for (unsigned int i = 0; i < options->port_mtu_count; i++)
+	/* Until the ports are known (ports.c checks again), the MTUs given. */
+	options->largest_port_mtu = options->smallest_port_mtu =
+		options->port_mtu;
+	for (unsigned int i = 0; i < options->port_mtu_count; i++) {
 		options->largest_port_mtu = RTE_MAX(options->largest_port_mtu,
 						    options->port_mtus[i].mtu);
+		options->smallest_port_mtu = RTE_MIN(options->smallest_port_mtu,
+						     options->port_mtus[i].mtu);
+	}
 	if (options->engine.default_path_mtu_v4 > options->largest_port_mtu ||
 	    options->engine.default_path_mtu_v6 > options->largest_port_mtu ||
 	    options->engine.internal_mtu > options->largest_port_mtu) {

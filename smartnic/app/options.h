@@ -64,10 +64,14 @@ struct nic_options {
 	uint32_t port_mtu;
 	unsigned int port_mtu_count;
 	struct nic_port_mtu port_mtus[NIC_MAX_PORTS];
-	/* The largest of them all: what the engine may build for some port
-	 * (internal and path MTUs are held to it; a packet larger than the
-	 * port it leaves by is dropped there, worker_tx.c). */
+	/* The largest and the smallest MTU of the served ports (ports.c;
+	 * of the MTUs given until the ports are known). Merged packets leave
+	 * by the rack side, so the internal MTU is held to the largest; split
+	 * packets and path MTU probes leave by the Internet side, so path
+	 * MTUs and probes are held to the smallest. A packet larger than the
+	 * port it leaves by is dropped there (worker_tx.c). */
 	uint32_t largest_port_mtu;
+	uint32_t smallest_port_mtu;
 	uint32_t mbufs_per_port;
 	/* Data bytes per buffer; 0 means one frame of port_mtu. */
 	uint32_t mbuf_size;

@@ -10,6 +10,7 @@
 #include <rte_mbuf.h>
 
 #include "port.h"
+#include "prefix.h"
 
 /*
  * Both directions of a flow must meet in one engine: the merge path keeps
@@ -41,22 +42,81 @@ static void pair_flow_engines(struct nic *nic)
 	}
 }
 
-/* Each port's MTU: its own where --port-mtu NAME=BYTES names it, else the
- * default. A name that is no served port is a mistake, not a no-op. */
-static bool assign_port_mtus(struct nic *nic)
+/* Merged packets leave by the rack side, split packets and path MTU
+ * probes by the Internet side: the internal MTU must fit the largest
+ * served port, every path MTU the smallest (a port of its own smaller MTU
+ * is the Internet side). Checked again here because the options could
+ * only be checked against the MTUs given, not those of the ports served. */
+static bool check_mtus_fit_ports(struct nic *nic)
 {
 	struct nic_options *options = nic->options;
 	const struct jg_engine_config *engine = &options->engine;
+	char prefix[64];
+
+	options->largest_port_mtu = 0;
+	options->smallest_port_mtu = UINT32_MAX;
+	for (unsigned int p = 0; p < nic->port_count; p++) {
+		options->largest_port_mtu =
+			RTE_MAX(options->largest_port_mtu, nic->ports[p].mtu);
+		options->smallest_port_mtu =
+			RTE_MIN(options->smallest_port_mtu, nic->ports[p].mtu);
+	}
+	if (engine->internal_mtu > options->largest_port_mtu) {
+		fprintf(stderr,
+			"jumbogate-nic: --internal-mtu %u must not exceed %u, "
+			"the largest MTU of the served ports (--port-mtu)\n",
+			engine->internal_mtu, options->largest_port_mtu);
+		return false;
+	}
+	if (engine->default_path_mtu_v4 > options->smallest_port_mtu ||
+	    engine->default_path_mtu_v6 > options->smallest_port_mtu) {
+		fprintf(stderr,
+			"jumbogate-nic: --default-path-mtu-v4 %u and "
+			"--default-path-mtu-v6 %u must not exceed %u, the "
+			"smallest MTU of the served ports (--port-mtu): split "
+			"packets leave by the Internet side\n",
+			engine->default_path_mtu_v4,
+			engine->default_path_mtu_v6,
+			options->smallest_port_mtu);
+		return false;
+	}
+	for (unsigned int i = 0; i < options->path_mtu_count; i++) {
+		if (options->path_mtus[i].mtu <= options->smallest_port_mtu)
+			continue;
+		nic_prefix_format(&options->path_mtus[i].prefix, prefix,
+				  sizeof(prefix));
+		fprintf(stderr,
+			"jumbogate-nic: --path-mtu %s=%u must not exceed %u, "
+			"the smallest MTU of the served ports (--port-mtu)\n",
+			prefix, options->path_mtus[i].mtu,
+			options->smallest_port_mtu);
+		return false;
+	}
+	return true;
+}
+
+/* Each port's MTU: its own where --port-mtu NAME=BYTES names it, else the
+ * default. A name that is no served port, or a second name for a port
+ * that already has its own, is a mistake, not a no-op. */
+static bool assign_port_mtus(struct nic *nic)
+{
+	struct nic_options *options = nic->options;
+	bool own[NIC_MAX_PORTS] = {false};
 
 	for (unsigned int p = 0; p < nic->port_count; p++)
 		nic->ports[p].mtu = options->port_mtu;
 	for (unsigned int i = 0; i < options->port_mtu_count; i++) {
-		const struct nic_port_mtu *own = &options->port_mtus[i];
+		const struct nic_port_mtu *given = &options->port_mtus[i];
 		uint16_t port_id;
 		unsigned int p;
 
-		if (!jg_port_find("jumbogate-nic", own->port, &port_id))
+		if (!jg_port_find("jumbogate-nic", given->port, &port_id)) {
+			fprintf(stderr,
+				"jumbogate-nic: --port-mtu %s=%u: no such "
+				"port\n",
+				given->port, given->mtu);
 			return false;
+		}
 		for (p = 0; p < nic->port_count; p++)
 			if (nic->ports[p].port_id == port_id)
 				break;
@@ -64,31 +124,21 @@ static bool assign_port_mtus(struct nic *nic)
 			fprintf(stderr,
 				"jumbogate-nic: --port-mtu %s=%u: %s is not "
 				"one of the served ports\n",
-				own->port, own->mtu, own->port);
+				given->port, given->mtu, given->port);
 			return false;
 		}
-		nic->ports[p].mtu = own->mtu;
+		if (own[p]) {
+			fprintf(stderr,
+				"jumbogate-nic: --port-mtu %s=%u: port %s has "
+				"its own MTU already (%u)\n",
+				given->port, given->mtu, nic->ports[p].name,
+				nic->ports[p].mtu);
+			return false;
+		}
+		own[p] = true;
+		nic->ports[p].mtu = given->mtu;
 	}
-	/* What the engine builds must fit some served port: the options
-	 * were checked against every MTU given, but a default that every
-	 * port overrides carries nothing. */
-	options->largest_port_mtu = 0;
-	for (unsigned int p = 0; p < nic->port_count; p++)
-		options->largest_port_mtu =
-			RTE_MAX(options->largest_port_mtu, nic->ports[p].mtu);
-	if (engine->internal_mtu > options->largest_port_mtu ||
-	    engine->default_path_mtu_v4 > options->largest_port_mtu ||
-	    engine->default_path_mtu_v6 > options->largest_port_mtu) {
-		fprintf(stderr,
-			"jumbogate-nic: --internal-mtu %u, "
-			"--default-path-mtu-v4 %u and --default-path-mtu-v6 %u "
-			"must not exceed %u, the largest MTU of the served "
-			"ports (--port-mtu)\n",
-			engine->internal_mtu, engine->default_path_mtu_v4,
-			engine->default_path_mtu_v6, options->largest_port_mtu);
-		return false;
-	}
-	return true;
+	return check_mtus_fit_ports(nic);
 }
 
 bool nic_ports_resolve(struct nic *nic)

@@ -370,6 +370,9 @@ def main(argv: list[str] | None = None) -> int:
     if "xdp" in kinds and (why := xdp_unavailable()):
         print(f"nic ports: AF_XDP left out: {why}; veth ports stay on net_af_packet", file=sys.stderr)
         kinds.remove("xdp")
+        if not kinds:
+            print("nic ports: no kind of port left to measure", file=sys.stderr)
+            return 1
     if args.rounds < 1:
         parser.error(f"--rounds takes a whole number of at least 1, got {args.rounds}")
     if args.pcap is not None and not args.pcap.is_file():

@@ -8,6 +8,7 @@ import subprocess
 import threading
 import time
 
+import grpc
 import pytest
 
 from jumbogate.v1 import common_pb2, nic_pb2
@@ -53,7 +54,7 @@ def test_help_explains_usage_and_options():
         (["--", "--internal-mtu"], "--internal-mtu needs BYTES"),
         (["--", "--config", "/nonexistent/nic.conf"], "cannot read config file /nonexistent/nic.conf"),
         (["--", "--port-mtu", "=1500"], "--port-mtu '=1500': expected BYTES or PORT=BYTES"),
-        (["--", "--port-mtu", "net_af_xdp0=99"], "--port-mtu '99': expected a whole number 1280..9216"),
+        (["--", "--port-mtu", "net_af_xdp0=99"], "--port-mtu 'net_af_xdp0=99': expected PORT=BYTES with BYTES a whole number 1280..9216"),
         (["--", "--port-mtu", "a=1500", "--port-mtu", "a=1400"], "--port-mtu: port 'a' is given twice"),
         (["--", "--port-mtu", "1500"], "must not exceed the largest --port-mtu, 1500"),
     ],
@@ -91,9 +92,13 @@ def test_a_pool_the_rings_would_drain_is_refused_with_the_sum(log_dir):
         nic.stop()
 
 
+TWO_NULL_PORTS = ["--vdev=net_null0,no-rx=1", "--vdev=net_null1,no-rx=1", "-l", "0-1"]
+
+
 def test_a_port_mtu_names_a_served_port(log_dir):
-    two_ports = ["--vdev=net_null0,no-rx=1", "--vdev=net_null1,no-rx=1", "-l", "0-1"]
-    fails_with(log_dir, NULL_PORT, ["--port-mtu", "net_null7=1500"], "port 'net_null7' not found; the EAL probed: net_null0")
+    two_ports = TWO_NULL_PORTS
+    log = fails_with(log_dir, NULL_PORT, ["--port-mtu", "net_null7=1500"], "port 'net_null7' not found; the EAL probed: net_null0")
+    assert "--port-mtu net_null7=1500: no such port" in log, log
     fails_with(
         log_dir, two_ports, ["--port", "net_null0", "--port-mtu", "net_null1=1500"], "--port-mtu net_null1=1500: net_null1 is not one of the served ports"
     )
@@ -101,12 +106,47 @@ def test_a_port_mtu_names_a_served_port(log_dir):
     fails_with(log_dir, NULL_PORT, ["--port-mtu", "net_null0=1500"], "must not exceed 1500, the largest MTU of the served ports")
 
 
+def test_path_mtus_are_held_to_the_smallest_port(log_dir):
+    """Split packets and probes leave by the Internet side, the port of its own smaller MTU."""
+    fails_with(log_dir, TWO_NULL_PORTS, ["--port-mtu", "net_null1=1400"], "--default-path-mtu-v4 1500 and --default-path-mtu-v6 1280 must not exceed 1400")
+    fails_with(
+        log_dir,
+        TWO_NULL_PORTS,
+        ["--port-mtu", "net_null1=1400", "--default-path-mtu-v4", "1400", "--path-mtu", "198.51.100.0/24=1500"],
+        "--path-mtu 198.51.100.0/24=1500 must not exceed 1400, the smallest MTU of the served ports",
+    )
+    fails_with(
+        log_dir,
+        TWO_NULL_PORTS,
+        ["--port-mtu", "net_null1=1500", "--pmtu-discovery", "on", "--pmtu-probe-mtu", "9000"],
+        "--pmtu-probe-mtu 9000 is larger than 1500, the smallest MTU of the served ports",
+    )
+
+
+def test_a_port_mtu_given_twice_in_a_config_file_is_refused(tmp_path):
+    config = tmp_path / "nic.conf"
+    # Spaces around the second '=' name the same port.
+    config.write_text("port-mtu = net_null1=1500\nport-mtu = net_null1 = 1400\n")
+    result = run_nic("--", "--config", str(config))
+    assert result.returncode == 2
+    assert f"{config}:2: --port-mtu: port 'net_null1' is given twice" in result.stderr, result.stderr
+
+
 def test_each_port_gets_its_own_mtu(log_dir):
-    two_ports = ["--vdev=net_null0,no-rx=1", "--vdev=net_null1,no-rx=1", "-l", "0-1"]
-    nic = start_nic(two_ports, ["--port-mtu", "net_null1=1500"], None, log_dir, grpc_address=f"127.0.0.1:{free_tcp_port()}")
+    nic = start_nic(TWO_NULL_PORTS, ["--port-mtu", "net_null1=1500"], None, log_dir, grpc_address=f"127.0.0.1:{free_tcp_port()}")
     try:
         assert nic.telemetry("/ethdev/info,0")["mtu"] == 9000
         assert nic.telemetry("/ethdev/info,1")["mtu"] == 1500
+        stub = nic.stub()
+        # A path MTU above the Internet side's 1500 is refused; the internal MTU may use the rack side's 9000.
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.SetPathMtu(nic_pb2.SetPathMtuRequest(prefix=common_pb2.Prefix(cidr="192.0.2.0/24"), mtu=1501), timeout=5)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "mtu 1501 for 192.0.2.0/24 is outside 576..1500" in refused.value.details()
+        stub.SetPathMtu(nic_pb2.SetPathMtuRequest(prefix=common_pb2.Prefix(cidr="192.0.2.0/24"), mtu=1500), timeout=5)
+        config = stub.GetConfig(nic_pb2.GetConfigRequest(), timeout=5)
+        config.internal_mtu = 9000
+        assert stub.Configure(config, timeout=5).internal_mtu == 9000
     finally:
         nic.stop()
 
@@ -118,8 +158,10 @@ def test_an_af_xdp_pool_is_counted_with_the_buffers_its_receive_queue_keeps(log_
     (test_nic_tcp.py runs at the least now allowed)."""
     if why := xdp_unavailable():
         pytest.skip(f"af_xdp: {why}")
-    nic_ns, peer_ns = Netns("jgn"), Netns("jgp")
+    nic_ns = Netns("jgn")
+    peer_ns = None
     try:
+        peer_ns = Netns("jgp")
         veth(nic_ns, "jgxdp0", peer_ns, "jgxdp1", mtu_a=1500, mtu_b=1500)
         eal = ["--vdev=net_af_xdp0,iface=jgxdp0", "-l", "0-1"]
         nic = start_nic(eal, ["--mbufs", "3600", "--port-mtu", "1500", "--internal-mtu", "1500"], nic_ns, log_dir, wait_ready=False)
@@ -133,7 +175,8 @@ def test_an_af_xdp_pool_is_counted_with_the_buffers_its_receive_queue_keeps(log_
         assert "leave 3520 buffers" in nic.log() and "give --mbufs 3776 or more" in nic.log(), nic.log()
     finally:
         nic_ns.delete()
-        peer_ns.delete()
+        if peer_ns:
+            peer_ns.delete()
 
 
 def test_grpc_address_in_use_is_named(log_dir):
