@@ -127,7 +127,8 @@ static const struct option_spec option_specs[] = {
 	{OPT_PMTU_PORT, "pmtu-port", "PORT",
 	 "UDP port of probes and replies (default 48999)"},
 	{OPT_PMTU_PROBE_MTU, "pmtu-probe-mtu", "BYTES",
-	 "largest probe: the next hop's MTU (default: the largest --port-mtu)"},
+	 "largest probe: the next hop's MTU (default: the smallest "
+	 "--port-mtu)"},
 	{OPT_PMTU_DESTINATIONS, "pmtu-destinations", "N",
 	 "destinations tracked; the least recently used is evicted past it "
 	 "(default 4096)"},

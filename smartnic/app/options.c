@@ -133,59 +133,56 @@ static bool set_eal_arguments(struct nic_options *options, const char *text,
 	return true;
 }
 
+static char *trim(char *text)
+{
+	char *end;
+
+	while (isspace((unsigned char)*text))
+		text++;
+	end = text + strlen(text);
+	while (end > text && isspace((unsigned char)end[-1]))
+		*--end = '\0';
+	return text;
+}
+
 /* --port-mtu BYTES sets every port's MTU; --port-mtu NAME=BYTES one
  * port's (a DPDK device name, checked against the served ports once they
  * are known, ports.c, where two names of one device are caught too). */
 static bool parse_port_mtu(struct nic_options *options, const char *value,
 			   const struct origin *origin)
 {
-	const char *equals = strchr(value, '=');
-	char name[NIC_NAME_LEN];
+	/* A name, '=' and a number; spaces around either are dropped, as a
+	 * config file's "port-mtu = a = 1500" has them. */
+	char text[NIC_NAME_LEN + 16], *equals, *name;
 	struct nic_port_mtu *own;
-	unsigned long long number;
-	const char *digits;
-	size_t length;
-	char *end;
+	uint64_t number;
 
-	if (equals == NULL) {
-		uint64_t all;
-
+	if (strchr(value, '=') == NULL) {
 		if (!parse_unsigned("port-mtu", value, NIC_MIN_PORT_MTU,
-				    NIC_MAX_PORT_MTU, &all, origin))
+				    NIC_MAX_PORT_MTU, &number, origin))
 			return false;
-		options->port_mtu = (uint32_t)all;
+		options->port_mtu = (uint32_t)number;
 		return true;
 	}
-	length = (size_t)(equals - value);
-	while (length > 0 && isspace((unsigned char)value[length - 1]))
-		length--;
-	if (length == 0 || length >= sizeof(name)) {
+	if (strlen(value) >= sizeof(text)) {
+		report(origin, "--port-mtu '%s': too long for PORT=BYTES",
+		       value);
+		return false;
+	}
+	strcpy(text, value);
+	equals = strchr(text, '=');
+	*equals = '\0';
+	name = trim(text);
+	if (*name == '\0' || strlen(name) >= NIC_NAME_LEN) {
 		report(origin,
 		       "--port-mtu '%s': expected BYTES or PORT=BYTES (a port "
 		       "name of 1..%d characters), e.g. net_af_xdp0=1500",
 		       value, NIC_NAME_LEN - 1);
 		return false;
 	}
-	memcpy(name, value, length);
-	name[length] = '\0';
-	/* Spaces around the number, as a config file's "key = a = 1500". */
-	digits = equals + 1;
-	while (isspace((unsigned char)*digits))
-		digits++;
-	errno = 0;
-	number = isdigit((unsigned char)*digits) ? strtoull(digits, &end, 10)
-						 : 0;
-	if (number != 0)
-		while (isspace((unsigned char)*end))
-			end++;
-	if (number < NIC_MIN_PORT_MTU || number > NIC_MAX_PORT_MTU ||
-	    errno != 0 || *end != '\0') {
-		report(origin,
-		       "--port-mtu '%s': expected PORT=BYTES with BYTES a "
-		       "whole number %u..%u",
-		       value, NIC_MIN_PORT_MTU, NIC_MAX_PORT_MTU);
+	if (!parse_unsigned("port-mtu", trim(equals + 1), NIC_MIN_PORT_MTU,
+			    NIC_MAX_PORT_MTU, &number, origin))
 		return false;
-	}
 	for (unsigned int i = 0; i < options->port_mtu_count; i++)
 		if (strcmp(options->port_mtus[i].port, name) == 0) {
 			report(origin, "--port-mtu: port '%s' is given twice",
@@ -198,7 +195,7 @@ static bool parse_port_mtu(struct nic_options *options, const char *value,
 		return false;
 	}
 	own = &options->port_mtus[options->port_mtu_count++];
-	strcpy(own->port, name);
+	snprintf(own->port, sizeof(own->port), "%s", name);
 	own->mtu = (uint32_t)number;
 	return true;
 }
@@ -491,18 +488,6 @@ apply(struct nic_options *options, const struct option_spec *spec,
 		break;
 	}
 	return ok ? NIC_PARSE_OK : NIC_PARSE_ERROR;
-}
-
-static char *trim(char *text)
-{
-	char *end;
-
-	while (isspace((unsigned char)*text))
-		text++;
-	end = text + strlen(text);
-	while (end > text && isspace((unsigned char)end[-1]))
-		*--end = '\0';
-	return text;
 }
 
 /* "key = value" lines; '#' starts a comment; blank lines are ignored.

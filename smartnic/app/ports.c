@@ -42,6 +42,26 @@ static void pair_flow_engines(struct nic *nic)
 	}
 }
 
+/* Which of the served ports the device `name` is, or -1 after saying why;
+ * `option` (the option as given) starts the message. */
+static int served_port_index(const struct nic *nic, const char *name,
+			     const char *option)
+{
+	uint16_t port_id;
+
+	if (!jg_port_find("jumbogate-nic", name, &port_id)) {
+		fprintf(stderr, "jumbogate-nic: %s: no such port\n", option);
+		return -1;
+	}
+	for (unsigned int p = 0; p < nic->port_count; p++)
+		if (nic->ports[p].port_id == port_id)
+			return (int)p;
+	fprintf(stderr,
+		"jumbogate-nic: %s: %s is not one of the served ports\n",
+		option, name);
+	return -1;
+}
+
 /* Merged packets leave by the rack side, split packets and path MTU
  * probes by the Internet side: the internal MTU must fit the largest
  * served port, every path MTU the smallest (a port of its own smaller MTU
@@ -107,26 +127,14 @@ static bool assign_port_mtus(struct nic *nic)
 		nic->ports[p].mtu = options->port_mtu;
 	for (unsigned int i = 0; i < options->port_mtu_count; i++) {
 		const struct nic_port_mtu *given = &options->port_mtus[i];
-		uint16_t port_id;
-		unsigned int p;
+		char option[NIC_NAME_LEN + 32];
+		int p;
 
-		if (!jg_port_find("jumbogate-nic", given->port, &port_id)) {
-			fprintf(stderr,
-				"jumbogate-nic: --port-mtu %s=%u: no such "
-				"port\n",
-				given->port, given->mtu);
+		snprintf(option, sizeof(option), "--port-mtu %s=%u",
+			 given->port, given->mtu);
+		p = served_port_index(nic, given->port, option);
+		if (p < 0)
 			return false;
-		}
-		for (p = 0; p < nic->port_count; p++)
-			if (nic->ports[p].port_id == port_id)
-				break;
-		if (p == nic->port_count) {
-			fprintf(stderr,
-				"jumbogate-nic: --port-mtu %s=%u: %s is not "
-				"one of the served ports\n",
-				given->port, given->mtu, given->port);
-			return false;
-		}
 		if (own[p]) {
 			fprintf(stderr,
 				"jumbogate-nic: --port-mtu %s=%u: port %s has "
@@ -189,22 +197,15 @@ bool nic_ports_resolve(struct nic *nic)
 		nic->ports[p].tx_port_id = nic->ports[p].port_id;
 	for (unsigned int i = 0; i < options->return_port_count; i++) {
 		const struct nic_return_port *pair = &options->return_ports[i];
-		uint16_t rx, tx;
-		unsigned int p;
+		char option[2 * NIC_NAME_LEN + 16];
+		uint16_t tx;
+		int p;
 
-		if (!jg_port_find("jumbogate-nic", pair->rx, &rx) ||
-		    !jg_port_find("jumbogate-nic", pair->tx, &tx))
+		snprintf(option, sizeof(option), "--return-port %s=%s",
+			 pair->rx, pair->tx);
+		p = served_port_index(nic, pair->rx, option);
+		if (p < 0 || !jg_port_find("jumbogate-nic", pair->tx, &tx))
 			return false;
-		for (p = 0; p < nic->port_count; p++)
-			if (nic->ports[p].port_id == rx)
-				break;
-		if (p == nic->port_count) {
-			fprintf(stderr,
-				"jumbogate-nic: --return-port %s=%s: %s is not "
-				"one of the served ports\n",
-				pair->rx, pair->tx, pair->rx);
-			return false;
-		}
 		nic->ports[p].tx_port_id = tx;
 	}
 	for (unsigned int p = 0; p < nic->port_count; p++) {

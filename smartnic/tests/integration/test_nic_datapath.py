@@ -3,6 +3,7 @@ counters and telemetry, checked on the frames that come back."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 
@@ -387,25 +388,42 @@ def test_held_segments_stay_within_the_buffer_budget(log_dir):
             assert stats["merge_held_full_passes"] == 0, stats
 
 
+@contextlib.contextmanager
+def in_and_out(log_dir, eal: list[str], options: list[str], **start):
+    """jumbogate-nic in a namespace of its own, joined to a 'switch' namespace
+    by two veths: frames sent to `into` reach the program's end jgin0, and
+    what it sends out of jgout0 arrives at `out`. `eal` names its ports on
+    them. Yields (the program's namespace, the program, into, out)."""
+    nic_ns, switch_ns = Netns("jgn"), Netns("jgs")
+    nic = into = out = None
+    try:
+        veth(nic_ns, "jgin0", switch_ns, "jgin1")
+        veth(nic_ns, "jgout0", switch_ns, "jgout1")
+        nic = start_nic(eal, options, nic_ns, log_dir, **start)
+        into, out = PacketPort(switch_ns, "jgin1"), PacketPort(switch_ns, "jgout1")
+        yield nic_ns, nic, into, out
+    finally:
+        for port in (into, out):
+            if port:
+                port.close()
+        if nic:
+            nic.stop()
+        nic_ns.delete()
+        switch_ns.delete()
+
+
 def test_a_port_that_takes_nothing_costs_counted_drops_not_a_stall(log_dir):
     """A port whose link went down refuses every packet: the worker tries
     again, then drops and counts tx-failed, frees the buffers and keeps
     serving. net_pcap receives on one veth and sends on another, which is
     taken down once the program runs."""
-    nic_ns, switch_ns = Netns("jgn"), Netns("jgs")
-    nic = port = None
-    try:
-        veth(nic_ns, "jgin0", switch_ns, "jgin1")
-        veth(nic_ns, "jgout0", switch_ns, "jgout1")
-        nic = start_nic(
-            ["--vdev=net_pcap0,rx_iface_in=jgin0,tx_iface=jgout0", "-l", "0-1"],
-            ["--internal-prefix", "10.10.0.0/16", "--mbuf-size", "12288", "--mbufs", "4096"],
-            nic_ns,
-            log_dir,
-        )
+    with in_and_out(
+        log_dir,
+        ["--vdev=net_pcap0,rx_iface_in=jgin0,tx_iface=jgout0", "-l", "0-1"],
+        ["--internal-prefix", "10.10.0.0/16", "--mbuf-size", "12288", "--mbufs", "4096"],
+    ) as (nic_ns, nic, port, _out):
         nic_ns.exec("ip", "link", "set", "jgout0", "down")
         before = nic.telemetry("/jumbogate/buffers")
-        port = PacketPort(switch_ns, "jgin1")
         # Passing packets, and segments that merge: net_pcap takes part of
         # the mbuf dynamic-field space, so merge state lives in the buffers'
         # private area.
@@ -428,13 +446,6 @@ def test_a_port_that_takes_nothing_costs_counted_drops_not_a_stall(log_dir):
         # Still serving, and every buffer is back in the pool.
         assert nic.stub().GetStats(nic_pb2.GetNicStatsRequest(), timeout=5).packets_in == len(frames)
         assert nic.telemetry("/jumbogate/buffers") == before
-    finally:
-        if port:
-            port.close()
-        if nic:
-            nic.stop()
-        nic_ns.delete()
-        switch_ns.delete()
 
 
 def test_a_packet_larger_than_the_port_it_leaves_by_is_dropped_and_counted(log_dir):
@@ -442,44 +453,29 @@ def test_a_packet_larger_than_the_port_it_leaves_by_is_dropped_and_counted(log_d
     merged packets leave by: they are dropped there and counted
     over-port-mtu, never handed to a device that may cut them or lose them
     uncounted; what fits still goes. Port 0 receives, port 1 sends."""
-    nic_ns, switch_ns = Netns("jgn"), Netns("jgs")
-    nic = port_in = port_out = None
-    try:
-        veth(nic_ns, "jgmin0", switch_ns, "jgmin1")
-        veth(nic_ns, "jgmout0", switch_ns, "jgmout1")
-        nic = start_nic(
-            [af_packet_vdev(0, "jgmin0"), af_packet_vdev(1, "jgmout0"), "-l", "0-1"],
-            [
-                "--internal-prefix",
-                "10.10.0.0/16",
-                "--mbuf-size",
-                "12288",
-                "--port-mtu",
-                "net_af_packet1=1500",
-                "--return-port",
-                "net_af_packet0=net_af_packet1",
-                "--return-port",
-                "net_af_packet1=net_af_packet0",
-            ],
-            nic_ns,
-            log_dir,
-            memory_mb=1024,
-        )
-        port_in, port_out = PacketPort(switch_ns, "jgmin1"), PacketPort(switch_ns, "jgmout1")
+    with in_and_out(
+        log_dir,
+        [af_packet_vdev(0, "jgin0"), af_packet_vdev(1, "jgout0"), "-l", "0-1"],
+        [
+            "--internal-prefix",
+            "10.10.0.0/16",
+            "--mbuf-size",
+            "12288",
+            "--port-mtu",
+            "net_af_packet1=1500",
+            "--return-port",
+            "net_af_packet0=net_af_packet1",
+            "--return-port",
+            "net_af_packet1=net_af_packet0",
+        ],
+        memory_mb=1024,
+    ) as (_nic_ns, nic, port_in, port_out):
         passing = [tcp_packet(INTERNET, "192.0.2.9", 52000 + i, 80, size=200) for i in range(10)]
         segments = tcp_segments(INTERNET, INSTANCE, 52100, 80, count=12)
         with nic.paused():
             port_in.send(segments + passing)
         out = port_out.receive()
         stats = wait_for(lambda: (s := nic.telemetry("/jumbogate/stats"))["packets_held"] == 0 and s, "nothing held")
-    finally:
-        for port in (port_in, port_out):
-            if port:
-                port.close()
-        if nic:
-            nic.stop()
-        nic_ns.delete()
-        switch_ns.delete()
     assert max(len(frame) for frame in out) <= 1514, sorted(len(frame) for frame in out)
     assert {parse(f)[TCP].sport for f in out if TCP in parse(f)} >= {52000 + i for i in range(10)}
     # 12 segments of 1,448 bytes fill two 8,500-byte packets to the byte
@@ -495,32 +491,17 @@ def test_split_segments_leave_a_port_that_takes_only_single_buffers(log_dir):
     both from the small header pool; the copy must go to a buffer of the
     received packet's pool, or every split segment is dropped (tx-failed)
     and outbound jumbo traffic dies on such a port."""
-    nic_ns, switch_ns = Netns("jgn"), Netns("jgs")
-    nic = port = out = None
-    try:
-        veth(nic_ns, "jgin0", switch_ns, "jgin1")
-        veth(nic_ns, "jgout0", switch_ns, "jgout1")
-        nic = start_nic(
-            ["--vdev=net_pcap0,rx_iface_in=jgin0,tx_iface=jgout0", "-l", "0-1"],
-            ["--internal-prefix", "10.10.0.0/16", "--mbuf-size", "12288", "--mbufs", "4096"],
-            nic_ns,
-            log_dir,
-        )
+    with in_and_out(
+        log_dir,
+        ["--vdev=net_pcap0,rx_iface_in=jgin0,tx_iface=jgout0", "-l", "0-1"],
+        ["--internal-prefix", "10.10.0.0/16", "--mbuf-size", "12288", "--mbufs", "4096"],
+    ) as (_nic_ns, nic, port, out):
         assert "cannot send a packet in more than one buffer" in nic.log()
-        port, out = PacketPort(switch_ns, "jgin1"), PacketPort(switch_ns, "jgout1")
         port.send([tcp_packet(INSTANCE, INTERNET, 40000, 443, size=4000)])
         segments = out.receive(count=3)
         stats = nic.telemetry("/jumbogate/stats")
         assert stats["drop_tx_failed"] == 0 and stats["split_segments_out"] == 3, stats
         assert sorted(len(f) - 14 for f in segments) == [1120, 1500, 1500], "4000 bytes of payload cut to the default path MTU of 1500"
-    finally:
-        for p in (port, out):
-            if p:
-                p.close()
-        if nic:
-            nic.stop()
-        nic_ns.delete()
-        switch_ns.delete()
 
 
 def test_configure_keeps_the_flows_unless_the_table_size_changes(log_dir):
