@@ -34,6 +34,7 @@ void nic_stats_add(struct jg_stats *sum, const struct jg_stats *add)
 	sum->flows_now += add->flows_now;
 	sum->flow_capacity += add->flow_capacity;
 	sum->flow_entry_bytes = add->flow_entry_bytes;
+	sum->flow_state_bytes = add->flow_state_bytes;
 	sum->memory_bytes += add->memory_bytes;
 	sum->merge_delay_max_ns =
 		RTE_MAX(sum->merge_delay_max_ns, add->merge_delay_max_ns);

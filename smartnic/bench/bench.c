@@ -114,6 +114,7 @@ static bool path_start(struct path *p, struct feed *feed, enum path_kind kind,
 			return false;
 		jg_engine_get_stats(p->engine, &stats);
 		feed->results[kind].static_memory = stats.memory_bytes;
+		feed->results[kind].flow_state_bytes = stats.flow_state_bytes;
 	} else if (kind == PATH_GRO) {
 		p->gro_param.gro_types = RTE_GRO_TCP_IPV4;
 		p->gro_param.max_flow_num = BURST;
@@ -358,6 +359,7 @@ static bool run_path(struct feed *feed, enum path_kind kind, uint32_t run)
 	}
 	memset(&fresh, 0, sizeof(fresh));
 	fresh.static_memory = r->static_memory;
+	fresh.flow_state_bytes = r->flow_state_bytes;
 	for (uint32_t first = 0; first < feed->count; first += CHUNK) {
 		uint32_t count = RTE_MIN(CHUNK, feed->count - first);
 
@@ -485,6 +487,7 @@ static bool run_workers(struct bench *b, enum path_kind kind, uint32_t run)
 		total->static_memory += r->static_memory;
 		total->peak_held_mbufs += r->peak_held_mbufs;
 		total->mbuf_bytes = r->mbuf_bytes;
+		total->flow_state_bytes = r->flow_state_bytes;
 		total->digest += r->digest;
 		total->timer_calls += r->timer_calls;
 	}

@@ -67,6 +67,7 @@ struct result {
 	uint64_t delay_bins[DELAY_BINS + 1];
 	uint64_t best_cycles, last_cycles;
 	uint64_t static_memory, peak_held_mbufs, mbuf_bytes;
+	uint32_t flow_state_bytes; /* the engine's memory per flow; 0 else */
 	uint64_t digest;
 	uint64_t timer_calls;
 	bool ran;

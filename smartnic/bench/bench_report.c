@@ -93,6 +93,10 @@ void bench_print_summary(const struct bench *b)
 				    b->input_payload) -
 			      share(engine->full_within_mtu,
 				    b->input_payload)));
+	if (engine->ran)
+		printf("per-flow state: %u bytes (flow entry, full key, bucket "
+		       "signature)\n",
+		       engine->flow_state_bytes);
 	if (b->opt.workers > 1) {
 		printf("%u workers, flows split as RSS would (packets:",
 		       b->opt.workers);
@@ -150,6 +154,7 @@ void bench_write_json(const struct bench *b)
 			"\"delay_max_us\": %.3f, \"delays\": %" PRIu64
 			", \"memory_mib\": %.2f, \"static_memory\": %" PRIu64
 			", \"peak_held_mbufs\": %" PRIu64
+			", \"flow_state_bytes\": %u"
 			", \"max_delay_bound_us\": %u}",
 			first ? "" : ", ", path_names[k], mpps(r),
 			r->packets_in, r->bytes_in, r->packets_out,
@@ -159,7 +164,7 @@ void bench_write_json(const struct bench *b)
 			r->largest_ip_length, mean_delay_us(r),
 			delay_quantile_us(r, 0.99), r->delay_max_ns / 1e3,
 			r->delays, memory_mib(r), r->static_memory,
-			r->peak_held_mbufs,
+			r->peak_held_mbufs, r->flow_state_bytes,
 			path_max_delay_us(b, (enum path_kind)k));
 		first = false;
 	}

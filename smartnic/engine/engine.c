@@ -214,6 +214,9 @@ void jg_engine_get_stats(const struct jg_engine *e, struct jg_stats *stats)
 	stats->flows_now = e->flows_now;
 	stats->flow_capacity = e->flow_capacity;
 	stats->flow_entry_bytes = sizeof(struct jg_flow);
+	stats->flow_state_bytes = sizeof(struct jg_flow) +
+				  sizeof(struct jg_flow_key) +
+				  sizeof(struct jg_bucket) / JG_BUCKET_WAYS;
 	stats->memory_bytes = e->memory_bytes;
 }
 

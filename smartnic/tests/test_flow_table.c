@@ -443,6 +443,11 @@ static void flow_entry_size(void)
 	jg_engine_get_stats(fx.engine, &stats);
 	/* One cache line, as docs/engine.md promises. */
 	CHECK(stats.flow_entry_bytes <= 64);
+	/* Every flow the table can hold costs what the stats say: the
+	 * table's share of the engine's memory is capacity times that. */
+	CHECK(stats.flow_state_bytes > stats.flow_entry_bytes);
+	CHECK((uint64_t)stats.flow_capacity * stats.flow_state_bytes <=
+	      stats.memory_bytes);
 	CHECK(jg_drop_reason_name(JG_DROP_CARAVAN_BAD_MAGIC) != NULL &&
 	      strcmp(jg_drop_reason_name(JG_DROP_CARAVAN_BAD_MAGIC),
 		     "caravan-bad-magic") == 0);

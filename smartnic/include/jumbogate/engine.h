@@ -552,7 +552,10 @@ struct jg_stats {
 	uint32_t flows_now;
 	uint32_t flow_capacity;
 	uint32_t flow_entry_bytes; /**< memory per flow-table entry */
-	uint64_t memory_bytes;	   /**< memory the engine allocated */
+	/** Memory per flow in all: the entry, the full key it is checked
+	 *  against and its share of the bucket's signatures. */
+	uint32_t flow_state_bytes;
+	uint64_t memory_bytes; /**< memory the engine allocated */
 	/** The longest any input segment waited (ns), exactly: the
 	 *  histogram's power-of-two buckets cannot show a bound. */
 	uint64_t merge_delay_max_ns;
