@@ -174,7 +174,7 @@ void jg_flow_release_all(struct jg_engine *e, struct jg_flow *f)
 }
 
 /* Release closed runs from the front; runs behind a hole wait for it. */
-bool jg_flow_emit_closed_front(struct jg_engine *e, struct jg_flow *f)
+bool jg_flow_emit_closed_runs(struct jg_engine *e, struct jg_flow *f)
 {
 	bool emitted = false;
 

@@ -53,10 +53,23 @@ struct jg_parsed {
 	uint32_t payload_length; /* bytes after the L4 header */
 };
 
+/* Header lengths of what nearly all TCP is, which the parse and the join
+ * rules each take a path of their own for: untagged Ethernet, IPv4
+ * without options or IPv6 without extension headers, TCP without options
+ * or with timestamps (padded to 12 bytes, as Linux sends them). */
+#define JG_PLAIN_L2_LEN	      14u
+#define JG_PLAIN_IPV4_LEN     20u
+#define JG_PLAIN_IPV6_LEN     40u
+#define JG_PLAIN_TCP_LEN      20u
+#define JG_TCP_TIMESTAMPS_LEN 32u
+
 /* Parse Ethernet/VLAN/IP/(TCP|UDP). Returns false when the packet is not
  * IPv4/IPv6 or is inconsistent (lengths beyond the frame, truncated
  * headers); such packets are never transformed. */
 bool jg_parse(const struct rte_mbuf *m, struct jg_parsed *parsed);
+/* The same parse without jg_parse's path for plain TCP over IPv4 and
+ * IPv6: the reference that path is tested against. */
+bool jg_parse_general(const struct rte_mbuf *m, struct jg_parsed *parsed);
 
 static inline uint16_t jg_header_length(const struct jg_parsed *p)
 {
@@ -383,8 +396,16 @@ static inline uint32_t jg_flow_index(const struct jg_engine *e,
  * release every run a flow holds, in sequence order. */
 void jg_flow_release_all(struct jg_engine *e, struct jg_flow *f);
 /* Release the closed runs at the front of a flow (runs behind a hole
- * wait for it); true when any was. */
-bool jg_flow_emit_closed_front(struct jg_engine *e, struct jg_flow *f);
+ * wait for it); true when any was. Asked after every segment, and most
+ * leave the front run open: that answer is given here, without a call. */
+bool jg_flow_emit_closed_runs(struct jg_engine *e, struct jg_flow *f);
+static inline bool jg_flow_emit_closed_front(struct jg_engine *e,
+					     struct jg_flow *f)
+{
+	return f->runs != NULL &&
+	       (jg_meta(e, f->runs)->flags & JG_RUN_CLOSED) &&
+	       jg_flow_emit_closed_runs(e, f);
+}
 /* Hand an input packet on untouched, accounted as passed through. */
 void jg_pass_through(struct jg_engine *e, struct rte_mbuf *m);
 void jg_ready_push(struct jg_engine *e, struct rte_mbuf *m);

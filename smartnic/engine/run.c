@@ -157,34 +157,26 @@ static inline uint64_t bytes_diff(const uint8_t *a, const uint8_t *b,
 }
 
 /*
- * May a packet whose headers are `later` follow a run whose first headers
- * are `first` and that carries `segments` inputs? Returns the IPv4 ID mode
- * the run then has (JG_RUN_ID_*; 0 for IPv6), or -1.
- *
- * Fields are compared as raw words of the wire bytes, all differences
- * OR-ed together, so a segment that may follow costs no branch per field.
+ * The comparison of may_follow for two frames whose headers have the same
+ * lengths and IP version. Always inlined: called with constant lengths,
+ * every bytes_diff becomes a fixed few word loads.
  */
-static int may_follow(const struct header_view *first, uint8_t run_flags,
-		      uint16_t segments, const struct header_view *later)
+static __rte_always_inline int
+compare_headers(const uint8_t *a, const uint8_t *b, uint16_t l2_len,
+		uint16_t l3_len, uint16_t l4_len, uint8_t ip_version,
+		uint8_t run_flags, uint16_t segments)
 {
-	const uint8_t *a3, *b3, *a4, *b4;
+	const uint8_t *a3 = a + l2_len, *b3 = b + l2_len;
+	const uint8_t *a4 = a3 + l3_len, *b4 = b3 + l3_len;
 	uint64_t diff;
 	int id_mode = 0;
 
-	if (first->l2_len != later->l2_len || first->l3_len != later->l3_len ||
-	    first->l4_len != later->l4_len ||
-	    first->ip_version != later->ip_version)
-		return -1;
-	a3 = first->frame + first->l2_len;
-	b3 = later->frame + later->l2_len;
-	a4 = a3 + first->l3_len;
-	b4 = b3 + later->l3_len;
-	diff = bytes_diff(first->frame, later->frame, first->l2_len);
-	if (first->ip_version == 4) {
-		const struct rte_ipv4_hdr *a = (const void *)a3;
-		const struct rte_ipv4_hdr *b = (const void *)b3;
-		uint16_t a_id = rte_be_to_cpu_16(a->packet_id);
-		uint16_t b_id = rte_be_to_cpu_16(b->packet_id);
+	diff = bytes_diff(a, b, l2_len);
+	if (ip_version == 4) {
+		const struct rte_ipv4_hdr *ip_a = (const void *)a3;
+		const struct rte_ipv4_hdr *ip_b = (const void *)b3;
+		uint16_t a_id = rte_be_to_cpu_16(ip_a->packet_id);
+		uint16_t b_id = rte_be_to_cpu_16(ip_b->packet_id);
 
 		/* Version and TOS; fragment field, TTL and protocol;
 		 * addresses. Length, ID and checksum may differ. */
@@ -211,7 +203,7 @@ static int may_follow(const struct header_view *first, uint8_t run_flags,
 		 * headers. Only the payload length may differ. */
 		diff |= (uint64_t)(load32(a3) ^ load32(b3)) |
 			(load16(a3 + 6) ^ load16(b3 + 6)) |
-			bytes_diff(a3 + 8, b3 + 8, first->l3_len - 8u);
+			bytes_diff(a3 + 8, b3 + 8, l3_len - 8u);
 	}
 	/* Ports; ACK number; data offset; window; options. Sequence number
 	 * and checksum may differ, and the flags PSH and FIN; every other
@@ -231,9 +223,56 @@ static int may_follow(const struct header_view *first, uint8_t run_flags,
 		(load16(a4 + 14) ^ load16(b4 + 14)) |
 		bytes_diff(a4 + sizeof(struct rte_tcp_hdr),
 			   b4 + sizeof(struct rte_tcp_hdr),
-			   first->l4_len -
-				   (uint32_t)sizeof(struct rte_tcp_hdr));
+			   l4_len - (uint32_t)sizeof(struct rte_tcp_hdr));
 	return diff == 0 ? id_mode : -1;
+}
+
+/*
+ * May a packet whose headers are `later` follow a run whose first headers
+ * are `first` and that carries `segments` inputs? Returns the IPv4 ID mode
+ * the run then has (JG_RUN_ID_*; 0 for IPv6), or -1.
+ *
+ * Fields are compared as raw words of the wire bytes, all differences
+ * OR-ed together, so a segment that may follow costs no branch per field.
+ * The shapes nearly all TCP has get comparisons of their own, made with
+ * constant lengths (about 20 fewer instructions a segment); any other
+ * takes the same comparison with its own.
+ */
+static __rte_always_inline int may_follow(const struct header_view *first,
+					  uint8_t run_flags, uint16_t segments,
+					  const struct header_view *later)
+{
+	const uint8_t *a = first->frame, *b = later->frame;
+
+	if (first->l2_len != later->l2_len || first->l3_len != later->l3_len ||
+	    first->l4_len != later->l4_len ||
+	    first->ip_version != later->ip_version)
+		return -1;
+	/* The plain shapes (internal.h), each with its own comparison. */
+	if (first->l2_len == JG_PLAIN_L2_LEN && first->ip_version == 4 &&
+	    first->l3_len == JG_PLAIN_IPV4_LEN) {
+		if (first->l4_len == JG_TCP_TIMESTAMPS_LEN)
+			return compare_headers(
+				a, b, JG_PLAIN_L2_LEN, JG_PLAIN_IPV4_LEN,
+				JG_TCP_TIMESTAMPS_LEN, 4, run_flags, segments);
+		if (first->l4_len == JG_PLAIN_TCP_LEN)
+			return compare_headers(
+				a, b, JG_PLAIN_L2_LEN, JG_PLAIN_IPV4_LEN,
+				JG_PLAIN_TCP_LEN, 4, run_flags, segments);
+	} else if (first->l2_len == JG_PLAIN_L2_LEN && first->ip_version == 6 &&
+		   first->l3_len == JG_PLAIN_IPV6_LEN) {
+		if (first->l4_len == JG_TCP_TIMESTAMPS_LEN)
+			return compare_headers(
+				a, b, JG_PLAIN_L2_LEN, JG_PLAIN_IPV6_LEN,
+				JG_TCP_TIMESTAMPS_LEN, 6, run_flags, segments);
+		if (first->l4_len == JG_PLAIN_TCP_LEN)
+			return compare_headers(
+				a, b, JG_PLAIN_L2_LEN, JG_PLAIN_IPV6_LEN,
+				JG_PLAIN_TCP_LEN, 6, run_flags, segments);
+	}
+	return compare_headers(a, b, first->l2_len, first->l3_len,
+			       first->l4_len, first->ip_version, run_flags,
+			       segments);
 }
 
 /* ------------------------------------------------------------------ */
@@ -479,6 +518,17 @@ enum jg_insert_result jg_run_insert(struct jg_engine *e, struct jg_flow *f,
 	uint8_t new_run_flags = 0;
 	int id_mode = -1;
 
+	/* Most segments continue the flow's only run: no search then, and
+	 * only what was released to check against (a run started in a hole
+	 * after too many others left may lie before it). */
+	if (f->run_count == 1 && s->seq == run_end(e, next) &&
+	    !((f->flags & JG_FLOW_RELEASED_VALID) &&
+	      jg_seq_before(s->seq, f->released_end))) {
+		previous = next;
+		previous_end = s->seq;
+		next = NULL;
+		goto neighbours_known;
+	}
 	while (next != NULL && !jg_seq_before(s->seq, jg_meta(e, next)->seq)) {
 		previous = next;
 		next = jg_meta(e, next)->next_run;
@@ -510,6 +560,7 @@ enum jg_insert_result jg_run_insert(struct jg_engine *e, struct jg_flow *f,
 		new_run_flags = JG_RUN_NO_WAIT;
 	}
 
+neighbours_known:
 	if (previous != NULL && previous_end == s->seq) {
 		struct jg_run_meta *meta = jg_meta(e, previous);
 		struct header_view first, later;

@@ -13,6 +13,7 @@
 
 #include <jumbogate/engine.h>
 
+#include "../engine/internal.h"
 #include "fixture.h"
 #include "harness.h"
 #include "packet_builder.h"
@@ -169,8 +170,121 @@ static void refused(void)
 	}
 }
 
+static bool same_parse(const struct jg_parsed *a, const struct jg_parsed *b)
+{
+	return a->l2_len == b->l2_len && a->l3_len == b->l3_len &&
+	       a->l4_len == b->l4_len && a->ip_version == b->ip_version &&
+	       a->l4_protocol == b->l4_protocol &&
+	       a->tcp_flags == b->tcp_flags &&
+	       a->ipv4_has_options == b->ipv4_has_options &&
+	       a->is_fragment == b->is_fragment &&
+	       a->fragment_shows_ports == b->fragment_shows_ports &&
+	       a->ipv6_routing == b->ipv6_routing &&
+	       a->l4_complete == b->l4_complete &&
+	       a->ip_length == b->ip_length &&
+	       a->payload_length == b->payload_length;
+}
+
+/* The bytes every check of the plain TCP parse reads: Ethernet type; IPv4
+ * version and header length, total length, fragment field and protocol,
+ * TCP data offset and flags; IPv6 version, payload length and next
+ * header, TCP data offset and flags. */
+static const uint16_t checked_bytes[] = {12, 13, 14, 16, 17, 18, 19,
+					 20, 21, 23, 46, 47, 66, 67};
+
+/*
+ * jg_parse reads plain TCP frames on a path of its own and hands the
+ * rest to the general parse. Frames of many shapes, each with one of the
+ * bytes that path checks changed or cut short, must get the general
+ * parse's answer, field by field. The unchanged frames of shapes 0-2 and 7
+ * are plain TCP, and so are many of the changed ones.
+ */
+static void plain_tcp_path_agrees_with_the_general_parse(void)
+{
+	static uint8_t frame[PB_MAX_FRAME];
+	static const uint8_t data[1448];
+	uint64_t state = 0x9e3779b97f4a7c15ull;
+	uint32_t compared = 0;
+
+	fixture_pools();
+	for (int shape = 0; shape < 10; shape++) {
+		struct pb_spec spec;
+		uint32_t length;
+
+		pb_defaults(&spec, shape >= 7 ? 6 : 4);
+		spec.payload = data;
+		spec.payload_length = shape == 1 ? 0 : 1448;
+		if (shape == 2) {
+			spec.tcp_options_length = 12; /* timestamps' size */
+			memset(spec.tcp_options, 1, 12);
+		}
+		if (shape == 3)
+			spec.vlan = true;
+		if (shape == 4) {
+			spec.ip_options_length = 4;
+			memset(spec.ip_options, 1, 4);
+		}
+		if (shape == 5) {
+			spec.dont_fragment = false;
+			spec.more_fragments = true;
+		}
+		if (shape == 6)
+			spec.l4_protocol = 17;
+		if (shape == 8)
+			spec.ipv6_destination_options_length = 8;
+		if (shape == 9)
+			spec.ipv6_fragment_header = true;
+		spec.ethernet_padding = shape == 1 ? 6 : 0;
+		length = pb_frame(&spec, frame);
+		for (int trial = 0; trial < 2000; trial++) {
+			uint8_t copy[1600];
+			uint32_t cut = length;
+			struct jg_parsed fast, general;
+			struct rte_mbuf *m;
+			uint16_t segment;
+			bool fast_ok, general_ok;
+
+			memcpy(copy, frame, length);
+			state = state * 6364136223846793005ull +
+				1442695040888963407ull;
+			if (trial > 0) {
+				uint32_t pick = (uint32_t)(state >> 33);
+				uint16_t at =
+					checked_bytes[pick %
+						      RTE_DIM(checked_bytes)];
+
+				if (pick & 0x100)
+					copy[at] ^= (uint8_t)(1u << (pick >> 9 &
+								     7));
+				else
+					copy[at] = (uint8_t)(pick >> 12);
+				if ((pick & 0x3000) == 0)
+					cut = RTE_MIN(length,
+						      (pick >> 16) % 80u);
+			}
+			if (cut == 0)
+				continue;
+			/* Now and then the headers span two mbufs. */
+			segment = trial > 0 && (state >> 20 & 3) == 0
+					  ? (uint16_t)(34 + (state >> 40) % 40)
+					  : 0;
+			m = pb_from_bytes(fixture_pool, copy, cut, segment);
+			CHECK(m != NULL);
+			fast_ok = jg_parse(m, &fast);
+			general_ok = jg_parse_general(m, &general);
+			CHECK_EQ(fast_ok, general_ok);
+			if (fast_ok && general_ok)
+				CHECK(same_parse(&fast, &general));
+			compared++;
+			rte_pktmbuf_free(m);
+		}
+	}
+	CHECK(compared > 19000);
+}
+
 HARNESS_MAIN("jg_test_packet_summary",
 	     HARNESS_CASE(tcp_behind_vlan_and_ipv4_options),
 	     HARNESS_CASE(tcp_behind_ipv6_destination_options),
 	     HARNESS_CASE(udp_ports), HARNESS_CASE(fragments),
-	     HARNESS_CASE(refused))
+	     HARNESS_CASE(refused),
+	     HARNESS_CASE(plain_tcp_path_agrees_with_the_general_parse))
