@@ -4,7 +4,8 @@
  * engine's own parser, so the cases here are about what a classifier
  * needs: addresses and ports behind VLAN tags, IPv4 options and IPv6
  * extension headers, no ports from later fragments, and no answer at all
- * for what the engine would refuse to touch.
+ * for what the engine would refuse to touch. The last case holds the
+ * parser's own path for plain TCP to its general parse.
  */
 #include <string.h>
 
