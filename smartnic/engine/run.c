@@ -227,6 +227,27 @@ compare_headers(const uint8_t *a, const uint8_t *b, uint16_t l2_len,
 	return diff == 0 ? id_mode : -1;
 }
 
+/* compare_headers for untagged Ethernet and a plain IP header of l3_len
+ * bytes: constant lengths for the two common TCP header lengths, the
+ * given one otherwise. */
+static __rte_always_inline int compare_plain(const uint8_t *a, const uint8_t *b,
+					     uint16_t l3_len,
+					     uint8_t ip_version,
+					     uint16_t l4_len, uint8_t run_flags,
+					     uint16_t segments)
+{
+	if (l4_len == JG_TCP_TIMESTAMPS_LEN)
+		return compare_headers(a, b, JG_PLAIN_L2_LEN, l3_len,
+				       JG_TCP_TIMESTAMPS_LEN, ip_version,
+				       run_flags, segments);
+	if (l4_len == JG_PLAIN_TCP_LEN)
+		return compare_headers(a, b, JG_PLAIN_L2_LEN, l3_len,
+				       JG_PLAIN_TCP_LEN, ip_version, run_flags,
+				       segments);
+	return compare_headers(a, b, JG_PLAIN_L2_LEN, l3_len, l4_len,
+			       ip_version, run_flags, segments);
+}
+
 /*
  * May a packet whose headers are `later` follow a run whose first headers
  * are `first` and that carries `segments` inputs? Returns the IPv4 ID mode
@@ -250,26 +271,13 @@ static __rte_always_inline int may_follow(const struct header_view *first,
 		return -1;
 	/* The plain shapes (internal.h), each with its own comparison. */
 	if (first->l2_len == JG_PLAIN_L2_LEN && first->ip_version == 4 &&
-	    first->l3_len == JG_PLAIN_IPV4_LEN) {
-		if (first->l4_len == JG_TCP_TIMESTAMPS_LEN)
-			return compare_headers(
-				a, b, JG_PLAIN_L2_LEN, JG_PLAIN_IPV4_LEN,
-				JG_TCP_TIMESTAMPS_LEN, 4, run_flags, segments);
-		if (first->l4_len == JG_PLAIN_TCP_LEN)
-			return compare_headers(
-				a, b, JG_PLAIN_L2_LEN, JG_PLAIN_IPV4_LEN,
-				JG_PLAIN_TCP_LEN, 4, run_flags, segments);
-	} else if (first->l2_len == JG_PLAIN_L2_LEN && first->ip_version == 6 &&
-		   first->l3_len == JG_PLAIN_IPV6_LEN) {
-		if (first->l4_len == JG_TCP_TIMESTAMPS_LEN)
-			return compare_headers(
-				a, b, JG_PLAIN_L2_LEN, JG_PLAIN_IPV6_LEN,
-				JG_TCP_TIMESTAMPS_LEN, 6, run_flags, segments);
-		if (first->l4_len == JG_PLAIN_TCP_LEN)
-			return compare_headers(
-				a, b, JG_PLAIN_L2_LEN, JG_PLAIN_IPV6_LEN,
-				JG_PLAIN_TCP_LEN, 6, run_flags, segments);
-	}
+	    first->l3_len == JG_PLAIN_IPV4_LEN)
+		return compare_plain(a, b, JG_PLAIN_IPV4_LEN, 4, first->l4_len,
+				     run_flags, segments);
+	if (first->l2_len == JG_PLAIN_L2_LEN && first->ip_version == 6 &&
+	    first->l3_len == JG_PLAIN_IPV6_LEN)
+		return compare_plain(a, b, JG_PLAIN_IPV6_LEN, 6, first->l4_len,
+				     run_flags, segments);
 	return compare_headers(a, b, first->l2_len, first->l3_len,
 			       first->l4_len, first->ip_version, run_flags,
 			       segments);

@@ -29,16 +29,17 @@ static uint64_t now_ns(void)
 	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
-/* The rack fixture onloads the flows from port 20000 on, not those from
+/* The first source port of each path's flows: the rack fixture onloads
+ * (lists in merge_flows) the flows from port 20000 on, not those from
  * port 10000 on. */
-#define BYPASS_FIRST_PORT 10000
-#define STEER_FIRST_PORT  20000
+#define BYPASS 10000
+#define STEER  20000
 
 struct scenario {
 	const char *label;
 	bool v6;
 	uint8_t protocol;
-	uint16_t first_port; /* BYPASS_ or STEER_FIRST_PORT */
+	uint16_t first_port; /* BYPASS or STEER */
 	int expected_port;   /* where every packet must go */
 };
 
@@ -107,22 +108,15 @@ int main(int argc, char **argv)
 	double seconds = 1.0;
 	int flows = 1024, opt;
 	const struct scenario scenarios[] = {
-		{"bypass-ipv4", false, P4_IP_PROTO_TCP, BYPASS_FIRST_PORT,
+		{"bypass-ipv4", false, P4_IP_PROTO_TCP, BYPASS, PORT_INTERNAL},
+		{"bypass-ipv6", true, P4_IP_PROTO_TCP, BYPASS, PORT_INTERNAL},
+		{"steer-ipv4", false, P4_IP_PROTO_TCP, STEER, PORT_NIC},
+		{"steer-ipv6", true, P4_IP_PROTO_TCP, STEER, PORT_NIC},
+		{"udp-bypass-v4", false, P4_IP_PROTO_UDP, BYPASS,
 		 PORT_INTERNAL},
-		{"bypass-ipv6", true, P4_IP_PROTO_TCP, BYPASS_FIRST_PORT,
-		 PORT_INTERNAL},
-		{"steer-ipv4", false, P4_IP_PROTO_TCP, STEER_FIRST_PORT,
-		 PORT_NIC},
-		{"steer-ipv6", true, P4_IP_PROTO_TCP, STEER_FIRST_PORT,
-		 PORT_NIC},
-		{"udp-bypass-v4", false, P4_IP_PROTO_UDP, BYPASS_FIRST_PORT,
-		 PORT_INTERNAL},
-		{"udp-bypass-v6", true, P4_IP_PROTO_UDP, BYPASS_FIRST_PORT,
-		 PORT_INTERNAL},
-		{"udp-steer-v4", false, P4_IP_PROTO_UDP, STEER_FIRST_PORT,
-		 PORT_NIC},
-		{"udp-steer-v6", true, P4_IP_PROTO_UDP, STEER_FIRST_PORT,
-		 PORT_NIC},
+		{"udp-bypass-v6", true, P4_IP_PROTO_UDP, BYPASS, PORT_INTERNAL},
+		{"udp-steer-v4", false, P4_IP_PROTO_UDP, STEER, PORT_NIC},
+		{"udp-steer-v6", true, P4_IP_PROTO_UDP, STEER, PORT_NIC},
 	};
 
 	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
@@ -169,7 +163,7 @@ int main(int argc, char **argv)
 		printf("%-14s %14.2f %16.2f %6.2fx\n", scenarios[i].label,
 		       switched, passed, switched / passed);
 		if (scenarios[i].protocol == P4_IP_PROTO_TCP &&
-		    scenarios[i].first_port == BYPASS_FIRST_PORT)
+		    scenarios[i].first_port == BYPASS)
 			bypass_ratio[scenarios[i].v6] = switched / passed;
 	}
 	/* Issue #36's target for the path mice and non-jumbo traffic take. */
