@@ -30,6 +30,9 @@ int sw_pipeline_run(struct sw_pipeline *pipeline, unsigned int worker,
 	struct sw_counters *counters = &pipeline->counters[worker];
 	struct headers hdr;
 	struct metadata meta;
+	/* meta.flow packed as merge_flows matches it and the elephant sketch
+	 * hashes it, once for both (sw_flow_key). */
+	uint8_t flow_key[SW_KEY_MAX];
 	struct parser parser = {frame, *length, pipeline->parse_depth_bytes,
 				&meta.parsing};
 	enum parser_error error;
@@ -68,9 +71,11 @@ int sw_pipeline_run(struct sw_pipeline *pipeline, unsigned int worker,
 	/* Steering and the elephant sketch before MtuEnforcement, as in the
 	 * P4: they read what JumboPolicy found (over_limit), not what
 	 * MtuEnforcement decides. */
-	sw_steering(tables, &meta, held_to_mtu, now_ns);
+	sw_flow_key(&meta.flow, flow_key);
+	sw_steering(tables, &meta, flow_key, held_to_mtu, now_ns);
 	if (meta.elephant_candidate)
-		sw_elephant_detector(pipeline, worker, &meta, now_ns, *length);
+		sw_elephant_detector(pipeline, worker, &meta, flow_key, now_ns,
+				     *length);
 	sw_mtu_enforcement(pipeline, ingress_port, &meta, held_to_mtu, now_ns);
 	if (meta.drop_reason == P4_DROP_NONE) {
 		if (meta.steer_reason != P4_STEER_NONE)

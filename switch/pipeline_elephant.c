@@ -48,14 +48,14 @@ static bool mark_reported(struct sw_sketch *sketch,
 
 /* control ElephantDetector */
 void sw_elephant_detector(struct sw_pipeline *pipeline, unsigned int worker,
-			  struct metadata *meta, uint64_t now_ns,
+			  struct metadata *meta,
+			  const uint8_t flow_key[SW_KEY_MAX], uint64_t now_ns,
 			  uint32_t wire_bytes)
 {
 	const struct flow *flow = &meta->flow;
 	uint64_t now_us = (now_ns - pipeline->start_ns) / 1000;
 	struct sw_elephant_digest digest;
 	struct sw_sketch_cells cells;
-	uint8_t fields[SW_KEY_MAX];
 	uint32_t estimate;
 	uint16_t epoch;
 
@@ -65,8 +65,7 @@ void sw_elephant_detector(struct sw_pipeline *pipeline, unsigned int worker,
 	/* The top bit is always set so that a never-written cell (stamp 0)
 	 * never looks current. */
 	epoch = (uint16_t)((now_us >> P4_ELEPHANT_EPOCH_LOG2_US) | 0x8000);
-	sw_flow_key(flow, fields);
-	sw_sketch_cells(fields, &cells);
+	sw_sketch_cells(flow_key, &cells);
 	/* The frame as received, never the length the packet claims. */
 	estimate = count_flow(&pipeline->sketch, wire_bytes, &cells, epoch);
 	if (estimate < meta->elephant_threshold ||

@@ -143,8 +143,10 @@ void sw_mtu_enforcement(struct sw_pipeline *pipeline, uint16_t ingress_port,
 /* steering.p4: pipeline_steering.c */
 void sw_nic_port(const struct sw_tables *tables, struct metadata *meta);
 void sw_path_probes(struct metadata *meta, bool *held_to_mtu);
+/* flow_key is sw_flow_key's of meta->flow. */
 void sw_steering(const struct sw_tables *tables, struct metadata *meta,
-		 bool held_to_mtu, uint64_t now_ns);
+		 const uint8_t flow_key[SW_KEY_MAX], bool held_to_mtu,
+		 uint64_t now_ns);
 /* merge_flows' key: the flow's fields as the table matches them. */
 void sw_flow_key(const struct flow *flow, uint8_t key[SW_KEY_MAX]);
 
@@ -162,7 +164,8 @@ void sw_sketch_cells(const uint8_t fields[SW_KEY_MAX],
 
 /* control ElephantDetector (elephant.p4): pipeline_elephant.c */
 void sw_elephant_detector(struct sw_pipeline *pipeline, unsigned int worker,
-			  struct metadata *meta, uint64_t now_ns,
+			  struct metadata *meta,
+			  const uint8_t flow_key[SW_KEY_MAX], uint64_t now_ns,
 			  uint32_t wire_bytes);
 
 /* control Routing (routing.p4): pipeline_routing.c */

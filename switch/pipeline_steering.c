@@ -122,7 +122,8 @@ static void decision(struct metadata *meta, bool held_to_mtu, bool listed_flow,
 
 /* control Steering */
 void sw_steering(const struct sw_tables *tables, struct metadata *meta,
-		 bool held_to_mtu, uint64_t now_ns)
+		 const uint8_t flow_key[SW_KEY_MAX], bool held_to_mtu,
+		 uint64_t now_ns)
 {
 	const struct flow *flow = &meta->flow;
 	bool listed_flow = false, listed_service = false;
@@ -130,11 +131,9 @@ void sw_steering(const struct sw_tables *tables, struct metadata *meta,
 	if (flow->is_tcp || (flow->is_udp && !meta->is_geneve)) {
 		/* table merge_flows (action steer_merge_flow); a hit
 		 * refreshes the entry's idle timer, as in BMv2. */
-		uint8_t key[SW_KEY_MAX];
-		struct sw_hash_slot *slot;
+		struct sw_hash_slot *slot =
+			sw_hash_find(&tables->merge_flows, flow_key);
 
-		sw_flow_key(flow, key);
-		slot = sw_hash_find(&tables->merge_flows, key);
 		if (slot != NULL) {
 			sw_slot_hit(slot, now_ns);
 			listed_flow = true;

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "tables.h"
 
+#include "p4_tables.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
+#include <rte_byteorder.h>
 #include <rte_hash_crc.h>
 
 enum { SW_SLOT_EMPTY = 0, SW_SLOT_LIVE, SW_SLOT_TOMBSTONE };
@@ -55,7 +58,12 @@ void sw_hash_free(struct sw_hash *hash)
 	hash->slots = NULL;
 }
 
-uint32_t sw_crc32c(const uint8_t *bytes, uint32_t length, uint32_t seed)
+/* The hash and the compare are inline with the key's length a constant
+ * wherever the caller's is one: the lookups of the pipeline are a few
+ * words of CRC and compare, and generic loops over a variable length cost
+ * them more than the work (docs/switch.md, "Speed"). */
+static inline __attribute__((always_inline)) uint32_t
+crc32c_inline(const uint8_t *bytes, uint32_t length, uint32_t seed)
 {
 	uint32_t crc = seed;
 	uint32_t i = 0;
@@ -77,15 +85,47 @@ uint32_t sw_crc32c(const uint8_t *bytes, uint32_t length, uint32_t seed)
 	return crc;
 }
 
+uint32_t sw_crc32c(const uint8_t *bytes, uint32_t length, uint32_t seed)
+{
+	return crc32c_inline(bytes, length, seed);
+}
+
 static uint32_t key_hash(const struct sw_hash *hash, const uint8_t *key)
 {
 	return sw_crc32c(key, hash->key_len, hash->seed);
 }
 
-struct sw_hash_slot *sw_hash_find(const struct sw_hash *hash,
-				  const uint8_t *key)
+/* memcmp(a, b, length) == 0, in whole words where it can. */
+static inline __attribute__((always_inline)) bool
+same_key(const uint8_t *a, const uint8_t *b, uint32_t length)
 {
-	uint32_t index = key_hash(hash, key) & hash->mask;
+	uint64_t differ = 0;
+	uint32_t i = 0;
+
+	for (; i + 8 <= length; i += 8) {
+		uint64_t x, y;
+
+		memcpy(&x, a + i, sizeof(x));
+		memcpy(&y, b + i, sizeof(y));
+		differ |= x ^ y;
+	}
+	if (i + 4 <= length) {
+		uint32_t x, y;
+
+		memcpy(&x, a + i, sizeof(x));
+		memcpy(&y, b + i, sizeof(y));
+		differ |= x ^ y;
+		i += 4;
+	}
+	for (; i < length; i++)
+		differ |= (uint64_t)(a[i] ^ b[i]);
+	return differ == 0;
+}
+
+static inline __attribute__((always_inline)) struct sw_hash_slot *
+find_inline(const struct sw_hash *hash, const uint8_t *key, uint32_t length)
+{
+	uint32_t index = crc32c_inline(key, length, hash->seed) & hash->mask;
 
 	for (uint32_t probes = 0; probes <= hash->mask; probes++) {
 		struct sw_hash_slot *slot = &hash->slots[index];
@@ -93,11 +133,51 @@ struct sw_hash_slot *sw_hash_find(const struct sw_hash *hash,
 		if (slot->state == SW_SLOT_EMPTY)
 			return NULL;
 		if (slot->state == SW_SLOT_LIVE &&
-		    memcmp(slot->key, key, hash->key_len) == 0)
+		    same_key(slot->key, key, length))
 			return slot;
 		index = (index + 1) & hash->mask;
 	}
 	return NULL;
+}
+
+/* The key lengths of the program's tables, each with a lookup of its own
+ * (a tail call from sw_hash_find): an address (instances_v4/v6), an
+ * address behind its prefix length (sw_lpm's keys: routes_v4/v6,
+ * path_mtu_v4/v6) and merge_flows' flow. */
+#define LPM_V4_KEY_BYTES (1 + 4)
+#define LPM_V6_KEY_BYTES (1 + 16)
+#define FIND_OF_LENGTH(name, length)                                           \
+	static __attribute__((noinline)) struct sw_hash_slot *name(            \
+		const struct sw_hash *hash, const uint8_t *key)                \
+	{                                                                      \
+		return find_inline(hash, key, (length));                       \
+	}
+FIND_OF_LENGTH(find_v4_address, P4_TABLE_INSTANCES_V4_KEY_BYTES)
+FIND_OF_LENGTH(find_v6_address, P4_TABLE_INSTANCES_V6_KEY_BYTES)
+FIND_OF_LENGTH(find_v4_prefix, LPM_V4_KEY_BYTES)
+FIND_OF_LENGTH(find_v6_prefix, LPM_V6_KEY_BYTES)
+FIND_OF_LENGTH(find_flow, P4_TABLE_MERGE_FLOWS_KEY_BYTES)
+FIND_OF_LENGTH(find_any_length, hash->key_len)
+#undef FIND_OF_LENGTH
+
+struct sw_hash_slot *sw_hash_find(const struct sw_hash *hash,
+				  const uint8_t *key)
+{
+	/* Another length is as correct, only slower. */
+	switch (hash->key_len) {
+	case P4_TABLE_INSTANCES_V4_KEY_BYTES:
+		return find_v4_address(hash, key);
+	case P4_TABLE_INSTANCES_V6_KEY_BYTES:
+		return find_v6_address(hash, key);
+	case LPM_V4_KEY_BYTES:
+		return find_v4_prefix(hash, key);
+	case LPM_V6_KEY_BYTES:
+		return find_v6_prefix(hash, key);
+	case P4_TABLE_MERGE_FLOWS_KEY_BYTES:
+		return find_flow(hash, key);
+	default:
+		return find_any_length(hash, key);
+	}
 }
 
 /* Tombstones lengthen every probe of a miss; rebuild the slot array when
@@ -220,16 +300,64 @@ static void refresh_lengths(struct sw_lpm *lpm)
 			lpm->lengths[lpm->length_count++] = (uint8_t)length;
 }
 
-bool sw_lpm_lookup(const struct sw_lpm *lpm, const uint8_t *addr,
-		   uint64_t *value)
+/* lpm_key's key for each length with entries, longest first, with the
+ * address masked in whole words. */
+static uint32_t mask32(uint32_t length) /* the top `length` bits */
 {
-	uint8_t key[SW_KEY_MAX];
+	return length == 0 ? 0 : UINT32_MAX << (32 - length);
+}
 
+static uint64_t mask64(uint32_t length) /* the top `length` bits, <= 64 */
+{
+	return length == 0 ? 0 : UINT64_MAX << (64 - length);
+}
+
+bool sw_lpm_lookup_v4(const struct sw_lpm *lpm, const uint8_t *addr,
+		      uint64_t *value)
+{
+	uint8_t key[LPM_V4_KEY_BYTES];
+	uint32_t word;
+
+	memcpy(&word, addr, sizeof(word));
+	word = rte_be_to_cpu_32(word);
 	for (uint32_t i = 0; i < lpm->length_count; i++) {
 		const struct sw_hash_slot *slot;
+		uint32_t length = lpm->lengths[i];
+		uint32_t masked = rte_cpu_to_be_32(word & mask32(length));
 
-		lpm_key(lpm, key, addr, lpm->lengths[i]);
-		slot = sw_hash_find(&lpm->by_prefix, key);
+		key[0] = (uint8_t)length;
+		memcpy(key + 1, &masked, sizeof(masked));
+		slot = find_v4_prefix(&lpm->by_prefix, key);
+		if (slot != NULL) {
+			*value = slot->value;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool sw_lpm_lookup_v6(const struct sw_lpm *lpm, const uint8_t *addr,
+		      uint64_t *value)
+{
+	uint8_t key[LPM_V6_KEY_BYTES];
+	uint64_t high, low;
+
+	memcpy(&high, addr, sizeof(high));
+	memcpy(&low, addr + 8, sizeof(low));
+	high = rte_be_to_cpu_64(high);
+	low = rte_be_to_cpu_64(low);
+	for (uint32_t i = 0; i < lpm->length_count; i++) {
+		const struct sw_hash_slot *slot;
+		uint32_t length = lpm->lengths[i];
+		uint64_t masked_high = rte_cpu_to_be_64(
+			length >= 64 ? high : high & mask64(length));
+		uint64_t masked_low = rte_cpu_to_be_64(
+			length <= 64 ? 0 : low & mask64(length - 64));
+
+		key[0] = (uint8_t)length;
+		memcpy(key + 1, &masked_high, sizeof(masked_high));
+		memcpy(key + 9, &masked_low, sizeof(masked_low));
+		slot = find_v6_prefix(&lpm->by_prefix, key);
 		if (slot != NULL) {
 			*value = slot->value;
 			return true;

@@ -109,9 +109,23 @@ struct sw_lpm {
 int sw_lpm_init(struct sw_lpm *lpm, uint32_t addr_bytes, uint32_t capacity,
 		uint32_t seed);
 void sw_lpm_free(struct sw_lpm *lpm);
-/* The value of the longest prefix covering `addr`; false on a miss. */
-bool sw_lpm_lookup(const struct sw_lpm *lpm, const uint8_t *addr,
-		   uint64_t *value);
+/* sw_lpm_lookup for a table of 4-byte (IPv4) or of 16-byte (IPv6)
+ * addresses. */
+bool sw_lpm_lookup_v4(const struct sw_lpm *lpm, const uint8_t *addr,
+		      uint64_t *value);
+bool sw_lpm_lookup_v6(const struct sw_lpm *lpm, const uint8_t *addr,
+		      uint64_t *value);
+/* The value of the longest prefix covering `addr`; false on a miss. Inline
+ * for the table without entries (path_mtu's until a path is measured),
+ * which costs a load. */
+static inline bool sw_lpm_lookup(const struct sw_lpm *lpm, const uint8_t *addr,
+				 uint64_t *value)
+{
+	if (lpm->length_count == 0)
+		return false;
+	return lpm->addr_bytes == 4 ? sw_lpm_lookup_v4(lpm, addr, value)
+				    : sw_lpm_lookup_v6(lpm, addr, value);
+}
 /* -EINVAL for a prefix with host bits set or too long, -ENOSPC. */
 int sw_lpm_put(struct sw_lpm *lpm, const uint8_t *addr, uint32_t length,
 	       uint64_t value);

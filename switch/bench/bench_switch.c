@@ -2,17 +2,21 @@
 /*
  * The software switch's pipeline in memory, on one core: packets per second
  * of sw_pipeline_run for 1500-byte TCP over IPv4 and IPv6, on the bypass
- * path (routed, ECMP over two uplinks) and on the steering path (a
- * merge_flows hit, sent to the SmartNIC), next to a pass-through that does
- * the same per-packet work outside the pipeline (copy the frame in, swap
- * the MACs). No ports, no P4Runtime: this is the pipeline's own cost.
+ * path (routed: inbound to the rack, and outbound from it over ECMP across
+ * two uplinks) and on the steering path (a merge_flows hit, sent to the
+ * SmartNIC), next to a pass-through that does the same per-packet work
+ * outside the pipeline (copy the frame in, swap the MACs). No ports, no
+ * P4Runtime: this is the pipeline's own cost.
  * UDP runs both paths too: unlisted UDP bypasses, and UDP an operator
  * listed in merge_flows goes to the SmartNIC (so the smoke test, which
  * the sanitized build also runs, walks that lookup).
  *
- *   jumbogate-switch-bench [--seconds S] [--flows N]
+ *   jumbogate-switch-bench [--seconds S] [--flows N] [--scenario LABEL]
+ *
+ * --scenario runs one scenario only, for a profiler.
  */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +45,7 @@ struct scenario {
 	uint8_t protocol;
 	uint16_t first_port; /* BYPASS or STEER */
 	int expected_port;   /* where every packet must go */
+	bool outbound;	     /* from the rack to the Internet */
 };
 
 static double run(struct sw_pipeline *pipeline, const struct scenario *s,
@@ -51,8 +56,9 @@ static double run(struct sw_pipeline *pipeline, const struct scenario *s,
 	uint64_t packets = 0, start = now_ns(), deadline;
 
 	for (int f = 0; f < flows; f++)
-		rack_fixture_frame(templates + (size_t)f * FRAME_BYTES, s->v6,
-				   s->protocol, (uint16_t)(s->first_port + f));
+		(s->outbound ? rack_fixture_reply : rack_fixture_frame)(
+			templates + (size_t)f * FRAME_BYTES, s->v6, s->protocol,
+			(uint16_t)(s->first_port + f));
 	deadline = start + (uint64_t)(seconds * 1e9);
 	for (;;) {
 		uint64_t burst_time = now_ns();
@@ -74,9 +80,11 @@ static double run(struct sw_pipeline *pipeline, const struct scenario *s,
 				memcpy(frame + 6, mac, 6);
 				egress = s->expected_port;
 			} else {
-				egress = sw_pipeline_run(pipeline, 0, frame,
-							 &length, PORT_EXTERNAL,
-							 burst_time);
+				egress = sw_pipeline_run(
+					pipeline, 0, frame, &length,
+					s->outbound ? PORT_INTERNAL
+						    : PORT_EXTERNAL,
+					burst_time);
 			}
 			if (egress != s->expected_port &&
 			    !(s->expected_port == PORT_EXTERNAL &&
@@ -102,11 +110,13 @@ int main(int argc, char **argv)
 	static const struct option options[] = {
 		{"seconds", required_argument, NULL, 's'},
 		{"flows", required_argument, NULL, 'f'},
+		{"scenario", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	double seconds = 1.0;
 	int flows = 1024, opt;
+	const char *only = NULL; /* --scenario */
 	const struct scenario scenarios[] = {
 		{"bypass-ipv4", false, P4_IP_PROTO_TCP, BYPASS, PORT_INTERNAL},
 		{"bypass-ipv6", true, P4_IP_PROTO_TCP, BYPASS, PORT_INTERNAL},
@@ -117,6 +127,11 @@ int main(int argc, char **argv)
 		{"udp-bypass-v6", true, P4_IP_PROTO_UDP, BYPASS, PORT_INTERNAL},
 		{"udp-steer-v4", false, P4_IP_PROTO_UDP, STEER, PORT_NIC},
 		{"udp-steer-v6", true, P4_IP_PROTO_UDP, STEER, PORT_NIC},
+		/* Either uplink: the ECMP hash chooses. */
+		{"bypass-out-v4", false, P4_IP_PROTO_TCP, BYPASS, PORT_EXTERNAL,
+		 true},
+		{"bypass-out-v6", true, P4_IP_PROTO_TCP, BYPASS, PORT_EXTERNAL,
+		 true},
 	};
 
 	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
@@ -127,8 +142,13 @@ int main(int argc, char **argv)
 		case 'f':
 			flows = atoi(optarg);
 			break;
+		case 'o':
+			only = optarg;
+			break;
 		default:
-			fprintf(stderr, "usage: %s [--seconds S] [--flows N]\n",
+			fprintf(stderr,
+				"usage: %s [--seconds S] [--flows N] "
+				"[--scenario LABEL]\n",
 				argv[0]);
 			return opt == 'h' ? 0 : 2;
 		}
@@ -152,26 +172,43 @@ int main(int argc, char **argv)
 	       flows, seconds);
 	printf("%-14s %14s %16s %7s\n", "scenario", "pipeline Mpps",
 	       "pass-through Mpps", "ratio");
-	double bypass_ratio[2] = {0, 0}; /* IPv4, IPv6 */
+	/* IPv4, IPv6: the lower of the two directions */
+	double bypass_ratio[2] = {INFINITY, INFINITY};
+	int ran = 0;
 
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
-		double switched =
-			run(&pipeline, &scenarios[i], flows, seconds, false);
-		double passed =
-			run(&pipeline, &scenarios[i], flows, seconds, true);
+		double switched, passed;
+
+		if (only != NULL && strcmp(only, scenarios[i].label) != 0)
+			continue;
+		ran++;
+		switched = run(&pipeline, &scenarios[i], flows, seconds, false);
+		passed = run(&pipeline, &scenarios[i], flows, seconds, true);
 
 		printf("%-14s %14.2f %16.2f %6.2fx\n", scenarios[i].label,
 		       switched, passed, switched / passed);
 		if (scenarios[i].protocol == P4_IP_PROTO_TCP &&
 		    scenarios[i].first_port == BYPASS)
-			bypass_ratio[scenarios[i].v6] = switched / passed;
+			bypass_ratio[scenarios[i].v6] =
+				switched / passed <
+						bypass_ratio[scenarios[i].v6]
+					? switched / passed
+					: bypass_ratio[scenarios[i].v6];
 	}
-	/* Issue #36's target for the path mice and non-jumbo traffic take. */
-	printf("target: %s TCP bypass >= 0.5x the pass-through, IPv4 and "
-	       "IPv6: %.2fx, %.2fx\n",
-	       bypass_ratio[0] >= 0.5 && bypass_ratio[1] >= 0.5 ? "met    "
-								: "NOT met",
-	       bypass_ratio[0], bypass_ratio[1]);
+	if (ran == 0) {
+		fprintf(stderr, "bench: no scenario is called %s\n", only);
+		sw_pipeline_free(&pipeline);
+		return 2;
+	}
+	/* Issue #36's target for the path mice and non-jumbo traffic take,
+	 * in both directions, when all of its scenarios ran. */
+	if (only == NULL)
+		printf("target: %s TCP bypass >= 0.5x the pass-through, the "
+		       "slower direction, IPv4 and IPv6: %.2fx, %.2fx\n",
+		       bypass_ratio[0] >= 0.5 && bypass_ratio[1] >= 0.5
+			       ? "met    "
+			       : "NOT met",
+		       bypass_ratio[0], bypass_ratio[1]);
 	sw_pipeline_free(&pipeline);
 	return 0;
 }

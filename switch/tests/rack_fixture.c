@@ -63,6 +63,33 @@ void rack_fixture_frame(uint8_t *frame, bool v6, uint8_t protocol,
 	}
 }
 
+static void swap(uint8_t *a, uint8_t *b, int bytes)
+{
+	for (int i = 0; i < bytes; i++) {
+		uint8_t t = a[i];
+
+		a[i] = b[i];
+		b[i] = t;
+	}
+}
+
+void rack_fixture_reply(uint8_t *frame, bool v6, uint8_t protocol,
+			uint16_t dport)
+{
+	uint8_t *ip = frame + 14;
+	uint8_t *l4 = ip + (v6 ? 40 : 20);
+
+	rack_fixture_frame(frame, v6, protocol, dport);
+	if (v6) {
+		swap(ip + 8, ip + 24, 16);
+	} else {
+		swap(ip + 12, ip + 16, 4);
+		store16(ip + 10, 0);
+		store16(ip + 10, checksum(ip, 20));
+	}
+	swap(l4, l4 + 2, 2);
+}
+
 static struct sw_hop_set *hops(int count, const uint16_t *ports)
 {
 	struct sw_hop_set *set =
@@ -83,6 +110,7 @@ void rack_fixture_program(struct sw_pipeline *pipeline, int flows)
 	static const uint16_t rack[] = {PORT_INTERNAL};
 	uint8_t key[SW_KEY_MAX] = {0};
 	uint8_t v4[4] = {10, 1, 0, 0}, v6[16] = {0xfd, 0, 0, 1};
+	static const uint8_t anywhere[16];
 
 	t->port_role[PORT_EXTERNAL] = P4_PORT_ROLE_EXTERNAL;
 	t->port_role[PORT_EXTERNAL_2] = P4_PORT_ROLE_EXTERNAL;
@@ -99,6 +127,12 @@ void rack_fixture_program(struct sw_pipeline *pipeline, int flows)
 	sw_hash_put(&t->instances_v6, key, 1, 0);
 	sw_lpm_put(&t->routes_v4, v4, 16, 2);
 	sw_lpm_put(&t->routes_v6, v6, 32, 2);
+	/* The rest of the world over both uplinks, with paths of 1500 bytes
+	 * for IPv6 too (the program's default is IPv6's least, 1280, which
+	 * would send the instances' 1500-byte packets out to be split). */
+	t->path_mtu_default_v6 = 1500;
+	sw_lpm_put(&t->routes_v4, anywhere, 0, 1);
+	sw_lpm_put(&t->routes_v6, anywhere, 0, 1);
 	t->next_hops[1] = hops(2, uplinks);
 	t->next_hops[2] = hops(1, rack);
 	/* The steering scenarios' flows (source ports 20000..) are onloaded,

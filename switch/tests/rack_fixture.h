@@ -4,8 +4,9 @@
  * pipeline without P4Runtime: the benchmark (bench/bench_switch.c) and the
  * pipeline's C tests (tests/test_sketch.c) drive sw_pipeline_run with it.
  *
- * Ports: 1 and 2 are uplinks (ECMP), 3 the rack, 5 the SmartNIC. Instances
- * 10.1.0.5 and fd00:1::5 have jumbo frames on, as does the fleet.
+ * Ports: 1 and 2 are uplinks (ECMP, the default route), 3 the rack
+ * (10.1.0.0/16, fd00:1::/32), 5 the SmartNIC. Instances 10.1.0.5 and
+ * fd00:1::5 have jumbo frames on, as does the fleet.
  */
 #ifndef JUMBOGATE_SWITCH_RACK_FIXTURE_H
 #define JUMBOGATE_SWITCH_RACK_FIXTURE_H
@@ -25,6 +26,10 @@
  * Internet to an instance, source port `sport`, destination port 443. */
 void rack_fixture_frame(uint8_t *frame, bool v6, uint8_t protocol,
 			uint16_t sport);
+/* The same flow's other direction: from the instance, port 443, to the
+ * Internet address, destination port `dport`. */
+void rack_fixture_reply(uint8_t *frame, bool v6, uint8_t protocol,
+			uint16_t dport);
 
 /* The tables the controller would write for the rack. Elephant detection
  * is on with a threshold no run reaches (the sketch counts every bypassed
