@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 from scapy.layers.inet import IP, TCP
@@ -107,3 +108,19 @@ def test_the_ceiling_waits_where_the_delay_model_does_not_and_workers_share_the_
     # meet within one burst: it merges at least as much as one worker.
     assert workers["engine"]["packets_out"] <= engine["packets_out"], (workers, engine)
     assert workers["pass"]["packets_out"] == flows * segments
+
+
+def test_the_report_gives_a_figure_every_scenario_shares_once(tmp_path):
+    """Per-flow state is the build's, the same in every scenario: the report gives it once, not once a scenario."""
+    capture, results = tmp_path / "gap.pcap", tmp_path / "results.json"
+    capture_with_a_silence(capture)
+    for label in ("first", "second", "third"):
+        done = subprocess.run([BENCH, "--label", label, "--pcap", capture, "--repeat", "1", "--json", results], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+    report = subprocess.run(
+        [sys.executable, REPO / "smartnic" / "bench" / "report.py", results, tmp_path / "plot.png"], capture_output=True, text=True, timeout=120
+    )
+    assert report.returncode == 0, report.stdout + report.stderr
+    (line,) = [line for line in report.stdout.splitlines() if "per-flow state" in line]
+    state = json.loads(results.read_text().splitlines()[0])["paths"]["engine"]["flow_state_bytes"]
+    assert line.endswith(f"per-flow state <= 128 bytes: {state} in all 3 scenarios"), line
