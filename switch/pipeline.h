@@ -132,10 +132,12 @@ typedef bool (*sw_digest_sink)(void *context,
 
 /* The registers of ElephantDetector. Shared by the workers: with several
  * workers two packets may race on one cell, which can only lose a few
- * bytes of an estimate (the same as a sketch collision). */
+ * bytes of an estimate (the same as a sketch collision). The P4's pair of
+ * registers for each row (sketch_row<N>_bytes and _epoch) is one word per
+ * cell here (pipeline_elephant.c packs it), so that a packet reads and writes
+ * each of its three cells once, in one cache line. */
 struct sw_sketch {
-	uint32_t row_bytes[3][P4_SKETCH_COLUMNS];
-	uint16_t row_epoch[3][P4_SKETCH_COLUMNS];
+	uint64_t row[3][P4_SKETCH_COLUMNS];
 	uint16_t bloom_epoch[P4_BLOOM_BITS];
 };
 

@@ -10,6 +10,22 @@
 /* -- ElephantDetector (elephant.p4) -------------------------------------------
  */
 
+/* A row cell's word: the bytes counted in the cell's epoch, and the epoch. */
+static uint64_t sketch_cell(uint32_t bytes, uint16_t epoch)
+{
+	return (uint64_t)epoch << 32 | bytes;
+}
+
+static uint32_t cell_bytes(uint64_t cell)
+{
+	return (uint32_t)cell;
+}
+
+static uint16_t cell_epoch(uint64_t cell)
+{
+	return (uint16_t)(cell >> 32);
+}
+
 /* action count_flow (control FlowSketch, v1model/sketch.p4) */
 static uint32_t count_flow(struct sw_sketch *sketch, uint32_t wire_bytes,
 			   const struct sw_sketch_cells *cells, uint16_t epoch)
@@ -18,17 +34,14 @@ static uint32_t count_flow(struct sw_sketch *sketch, uint32_t wire_bytes,
 
 	for (int row = 0; row < 3; row++) {
 		uint32_t index = cells->row[row];
-		uint32_t count = __atomic_load_n(&sketch->row_bytes[row][index],
-						 __ATOMIC_RELAXED);
-		uint16_t stamp = __atomic_load_n(&sketch->row_epoch[row][index],
-						 __ATOMIC_RELAXED);
+		uint64_t cell = __atomic_load_n(&sketch->row[row][index],
+						__ATOMIC_RELAXED);
+		uint32_t count = cell_bytes(cell);
 
 		/* A counter stamped with an older epoch starts from zero. */
-		count = (stamp == epoch ? count : 0) + wire_bytes;
-		__atomic_store_n(&sketch->row_bytes[row][index], count,
-				 __ATOMIC_RELAXED);
-		__atomic_store_n(&sketch->row_epoch[row][index], epoch,
-				 __ATOMIC_RELAXED);
+		count = (cell_epoch(cell) == epoch ? count : 0) + wire_bytes;
+		__atomic_store_n(&sketch->row[row][index],
+				 sketch_cell(count, epoch), __ATOMIC_RELAXED);
 		estimate = count < estimate ? count : estimate;
 	}
 	return estimate;
