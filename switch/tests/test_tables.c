@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "p4_tables.h"
+#include "prefix_oracle.h"
 #include "tables.h"
 
 #define ENTRIES 600
@@ -108,23 +109,6 @@ struct prefix {
 	uint64_t value;
 };
 
-static bool covers(const struct prefix *p, const uint8_t *addr)
-{
-	for (uint32_t bit = 0; bit < p->length; bit++) {
-		uint8_t mask = (uint8_t)(0x80 >> (bit % 8));
-
-		if ((p->addr[bit / 8] & mask) != (addr[bit / 8] & mask))
-			return false;
-	}
-	return true;
-}
-
-static void clear_host_bits(uint8_t *addr, uint32_t bytes, uint32_t length)
-{
-	for (uint32_t bit = length; bit < bytes * 8; bit++)
-		addr[bit / 8] &= (uint8_t) ~(0x80 >> (bit % 8));
-}
-
 static void lpm_of_width(uint32_t bytes)
 {
 	static struct prefix prefixes[ENTRIES];
@@ -150,7 +134,7 @@ static void lpm_of_width(uint32_t bytes)
 				if (xorshift(&state) & 1)
 					p->addr[bit / 8] ^=
 						(uint8_t)(0x80 >> (bit % 8));
-			clear_host_bits(p->addr, bytes, length);
+			prefix_clear_host_bits(p->addr, bytes, length);
 			p->length = length;
 			p->value = 1000 + (uint64_t)count;
 			if (sw_lpm_put(&lpm, p->addr, length, p->value) != 0) {
@@ -186,7 +170,8 @@ static void lpm_of_width(uint32_t bytes)
 			random_bytes(&state, addr, bytes);
 		}
 		for (int k = 0; k < count; k++)
-			if (covers(&prefixes[k], addr) &&
+			if (prefix_covers(prefixes[k].addr, prefixes[k].length,
+					  addr) &&
 			    (best == NULL || prefixes[k].length > best->length))
 				best = &prefixes[k];
 		found = sw_lpm_lookup(&lpm, addr, &value);
