@@ -69,15 +69,27 @@ static int replay_directory(const char *path, unsigned int *count)
 	return status;
 }
 
-int fuzz_save_seed(const char *dir, const char *name, const uint8_t *bytes,
-		   size_t size)
+void fuzz_seed_record(struct fuzz_seed *seed, const uint8_t *header,
+		      size_t header_size, const uint8_t *bytes, uint16_t length)
+{
+	memcpy(seed->bytes + seed->size, header, header_size);
+	seed->size += header_size;
+	seed->bytes[seed->size++] = (uint8_t)(length >> 8);
+	seed->bytes[seed->size++] = (uint8_t)length;
+	memcpy(seed->bytes + seed->size, bytes, length);
+	seed->size += length;
+}
+
+int fuzz_seed_save(struct fuzz_seed *seed, const char *dir, const char *name)
 {
 	char path[4096];
 	FILE *f;
+	size_t size = seed->size;
 
+	seed->size = 0;
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "wb");
-	if (f == NULL || fwrite(bytes, 1, size, f) != size) {
+	if (f == NULL || fwrite(seed->bytes, 1, size, f) != size) {
 		perror(path);
 		if (f != NULL)
 			fclose(f);
@@ -92,8 +104,10 @@ int main(int argc, char **argv)
 	unsigned int count = 0;
 	int status = 0;
 
-	if (argc == 3 && strcmp(argv[1], "--write-seeds") == 0)
+	if (argc == 3 && strcmp(argv[1], "--write-seeds") == 0) {
+		mkdir(argv[2], 0755);
 		return fuzz_write_seeds(argv[2]);
+	}
 	if (argc < 2) {
 		fprintf(stderr, "usage: %s FILE|DIR... | --write-seeds DIR\n",
 			argv[0]);

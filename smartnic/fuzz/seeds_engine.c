@@ -8,44 +8,26 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "packet_builder.h"
 #include "replay.h"
 
-struct writer {
-	uint8_t bytes[FUZZ_INPUT_LIMIT];
-	size_t size;
-};
-
-static void record(struct writer *w, uint8_t op, uint8_t split,
+static void record(struct fuzz_seed *w, uint8_t op, uint8_t split,
 		   const struct pb_spec *spec)
 {
 	static uint8_t frame[PB_MAX_FRAME];
-	uint32_t length = pb_frame(spec, frame);
+	const uint8_t header[] = {op, split};
 
-	w->bytes[w->size++] = op;
-	w->bytes[w->size++] = split;
-	w->bytes[w->size++] = (uint8_t)(length >> 8);
-	w->bytes[w->size++] = (uint8_t)length;
-	memcpy(w->bytes + w->size, frame, length);
-	w->size += length;
+	fuzz_seed_record(w, header, sizeof(header), frame,
+			 (uint16_t)pb_frame(spec, frame));
 }
 
-static void raw_record(struct writer *w, uint8_t op, const uint8_t *bytes,
+static void raw_record(struct fuzz_seed *w, uint8_t op, const uint8_t *bytes,
 		       uint16_t length)
 {
-	w->bytes[w->size++] = op;
-	w->bytes[w->size++] = 0;
-	w->bytes[w->size++] = (uint8_t)(length >> 8);
-	w->bytes[w->size++] = (uint8_t)length;
-	memcpy(w->bytes + w->size, bytes, length);
-	w->size += length;
-}
+	const uint8_t header[] = {op, 0};
 
-static int save(const char *dir, const char *name, const struct writer *w)
-{
-	return fuzz_save_seed(dir, name, w->bytes, w->size);
+	fuzz_seed_record(w, header, sizeof(header), bytes, length);
 }
 
 /* Ops as the target reads them (see fuzz_engine.c). */
@@ -58,7 +40,7 @@ static int save(const char *dir, const char *name, const struct writer *w)
 #define CHECKSUM_GOOD	   8u
 #define STEP(units)	   ((uint8_t)((units) << 4))
 
-static void tcp_stream(struct writer *w, uint8_t ip_version, bool reorder,
+static void tcp_stream(struct fuzz_seed *w, uint8_t ip_version, bool reorder,
 		       bool good)
 {
 	static uint8_t payload[1448];
@@ -84,23 +66,19 @@ static void tcp_stream(struct writer *w, uint8_t ip_version, bool reorder,
 
 int fuzz_write_seeds(const char *dir)
 {
-	static struct writer w;
+	static struct fuzz_seed w;
 	static uint8_t payload[8000];
 	struct pb_spec spec;
 	int status = 0;
 
-	mkdir(dir, 0755);
-	w.size = 0;
 	tcp_stream(&w, 4, false, true);
-	status |= save(dir, "seed-merge-v4", &w);
+	status |= fuzz_seed_save(&w, dir, "seed-merge-v4");
 
-	w.size = 0;
 	tcp_stream(&w, 6, true, false);
-	status |= save(dir, "seed-merge-v6-reordered", &w);
+	status |= fuzz_seed_save(&w, dir, "seed-merge-v6-reordered");
 
 	/* A SYN from the rack with an MSS option, then a jumbo segment of
 	 * the same flow to split, after a path-MTU rule. */
-	w.size = 0;
 	{
 		uint8_t rule[20] = {0, 8, 198};
 
@@ -128,10 +106,9 @@ int fuzz_write_seeds(const char *dir)
 	record(&w, OP_SPLIT, 0, &spec);
 	spec.ip_version = 6;
 	record(&w, OP_SPLIT, 64, &spec);
-	status |= save(dir, "seed-split", &w);
+	status |= fuzz_seed_save(&w, dir, "seed-split");
 
 	/* UDP datagrams of one flow to pack, and a caravan to unpack. */
-	w.size = 0;
 	pb_defaults(&spec, 4);
 	spec.l4_protocol = 17;
 	spec.payload = payload;
@@ -152,6 +129,6 @@ int fuzz_write_seeds(const char *dir)
 		spec.payload_length = sizeof(caravan);
 		record(&w, OP_CARAVAN_UNPACK, 0, &spec);
 	}
-	status |= save(dir, "seed-caravan", &w);
+	status |= fuzz_seed_save(&w, dir, "seed-caravan");
 	return status;
 }

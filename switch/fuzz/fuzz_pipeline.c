@@ -400,8 +400,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t now = start;
 	size_t at = 0;
 
-	trace = getenv("FUZZ_TRACE") != NULL;
 	if (!started) {
+		trace = getenv("FUZZ_TRACE") != NULL;
 		start_pipeline(&pl, start);
 		started = true;
 	}

@@ -6,7 +6,6 @@
  */
 #include <stdbool.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "rack_fixture.h"
 #include "replay.h"
@@ -24,19 +23,10 @@
 
 #define JUMBO_BYTES 4014u
 
-struct writer {
-	uint8_t bytes[FUZZ_INPUT_LIMIT];
-	size_t size;
-};
-
-static void record(struct writer *w, uint8_t op, const uint8_t *bytes,
+static void record(struct fuzz_seed *w, uint8_t op, const uint8_t *bytes,
 		   uint32_t length)
 {
-	w->bytes[w->size++] = op;
-	w->bytes[w->size++] = (uint8_t)(length >> 8);
-	w->bytes[w->size++] = (uint8_t)length;
-	memcpy(w->bytes + w->size, bytes, length);
-	w->size += length;
+	fuzz_seed_record(w, &op, 1, bytes, (uint16_t)length);
 }
 
 static void store16(uint8_t *p, uint16_t v)
@@ -45,31 +35,11 @@ static void store16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)v;
 }
 
-static uint16_t ipv4_checksum(const uint8_t *ip)
-{
-	uint32_t sum = 0;
-
-	for (int i = 0; i < 20; i += 2)
-		if (i != 10)
-			sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
 /* Grows a fixture frame to JUMBO_BYTES: bigger than the Internet's 1,500
  * bytes, as the SmartNIC's merged frames are. */
 static uint32_t grow(uint8_t *frame, bool v6)
 {
-	uint8_t *ip = frame + 14;
-
-	memset(frame + FRAME_BYTES, 0x5a, JUMBO_BYTES - FRAME_BYTES);
-	if (v6) {
-		store16(ip + 4, JUMBO_BYTES - 14 - 40);
-	} else {
-		store16(ip + 2, JUMBO_BYTES - 14);
-		store16(ip + 10, ipv4_checksum(ip));
-	}
+	rack_fixture_resize(frame, v6, JUMBO_BYTES);
 	return JUMBO_BYTES;
 }
 
@@ -83,14 +53,11 @@ static uint32_t jumbo_reply(uint8_t *frame, bool v6)
 
 int fuzz_write_seeds(const char *dir)
 {
-	static struct writer w;
+	static struct fuzz_seed w;
 	static uint8_t frame[JUMBO_BYTES];
 	int status = 0;
 
-	mkdir(dir, 0755);
-
 	/* Bypass both ways, TCP and UDP, both IP versions. */
-	w.size = 0;
 	for (int v6 = 0; v6 <= 1; v6++) {
 		rack_fixture_frame(frame, v6, P4_IP_PROTO_TCP, 1000);
 		record(&w, OP_FRAME_EXTERNAL, frame, FRAME_BYTES);
@@ -99,14 +66,13 @@ int fuzz_write_seeds(const char *dir)
 		rack_fixture_frame(frame, v6, P4_IP_PROTO_UDP, 1001);
 		record(&w, OP_FRAME_EXTERNAL | SECOND_PORT, frame, FRAME_BYTES);
 	}
-	status |= fuzz_save_seed(dir, "seed-bypass", w.bytes, w.size);
+	status |= fuzz_seed_save(&w, dir, "seed-bypass");
 
 	/* A flow grows into an elephant, which the switch reports (it is
 	 * steered once the controller puts it in merge_flows); an onloaded
 	 * flow (the fixture's source ports 20000 on) is steered to the
 	 * SmartNIC from its first frame, and a merged frame of it comes back
 	 * to the rack. */
-	w.size = 0;
 	rack_fixture_frame(frame, false, P4_IP_PROTO_TCP, 3000);
 	for (int i = 0; i < 6; i++)
 		record(&w, OP_FRAME_EXTERNAL | AFTER_MS(i == 3), frame,
@@ -115,12 +81,11 @@ int fuzz_write_seeds(const char *dir)
 	record(&w, OP_FRAME_EXTERNAL, frame, FRAME_BYTES);
 	rack_fixture_frame(frame, false, P4_IP_PROTO_TCP, 20000);
 	record(&w, OP_FRAME_NIC, frame, grow(frame, false));
-	status |= fuzz_save_seed(dir, "seed-steer", w.bytes, w.size);
+	status |= fuzz_seed_save(&w, dir, "seed-steer");
 
 	/* Too big for the Internet's path: from the rack to the SmartNIC to
 	 * be split, from the SmartNIC dropped and signalled with ICMP; after
 	 * a smaller path MTU is measured, a 1,500-byte frame is split too. */
-	w.size = 0;
 	for (int v6 = 0; v6 <= 1; v6++) {
 		record(&w, OP_FRAME_INTERNAL, frame, jumbo_reply(frame, v6));
 		record(&w, OP_FRAME_NIC, frame, jumbo_reply(frame, v6));
@@ -133,13 +98,12 @@ int fuzz_write_seeds(const char *dir)
 	}
 	rack_fixture_reply(frame, false, P4_IP_PROTO_TCP, 40000);
 	record(&w, OP_FRAME_INTERNAL, frame, FRAME_BYTES);
-	status |= fuzz_save_seed(dir, "seed-split-signal", w.bytes, w.size);
+	status |= fuzz_seed_save(&w, dir, "seed-split-signal");
 
 	/* The controller's writes between frames: a route of its own, the
 	 * fixture's first flow put in merge_flows (so steered), its
 	 * instance's jumbo frames turned off (so the SmartNIC's merged frame
 	 * towards it is dropped and signalled). */
-	w.size = 0;
 	{
 		uint8_t route[18] = {0, 24, 10, 1, 0};
 
@@ -169,6 +133,6 @@ int fuzz_write_seeds(const char *dir)
 	}
 	rack_fixture_frame(frame, false, P4_IP_PROTO_TCP, 1000);
 	record(&w, OP_FRAME_NIC, frame, grow(frame, false));
-	status |= fuzz_save_seed(dir, "seed-tables", w.bytes, w.size);
+	status |= fuzz_seed_save(&w, dir, "seed-tables");
 	return status;
 }

@@ -90,6 +90,21 @@ void rack_fixture_reply(uint8_t *frame, bool v6, uint8_t protocol,
 	swap(l4, l4 + 2, 2);
 }
 
+void rack_fixture_resize(uint8_t *frame, bool v6, uint32_t bytes)
+{
+	uint8_t *ip = frame + 14;
+
+	if (bytes > FRAME_BYTES)
+		memset(frame + FRAME_BYTES, 0x5a, bytes - FRAME_BYTES);
+	if (v6) {
+		store16(ip + 4, (uint16_t)(bytes - 14 - 40));
+	} else {
+		store16(ip + 2, (uint16_t)(bytes - 14));
+		store16(ip + 10, 0);
+		store16(ip + 10, checksum(ip, 20));
+	}
+}
+
 static struct sw_hop_set *hops(int count, const uint16_t *ports)
 {
 	struct sw_hop_set *set =

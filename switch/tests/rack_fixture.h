@@ -31,6 +31,11 @@ void rack_fixture_frame(uint8_t *frame, bool v6, uint8_t protocol,
 void rack_fixture_reply(uint8_t *frame, bool v6, uint8_t protocol,
 			uint16_t dport);
 
+/* Makes a frame of the two above `bytes` long, as the SmartNIC's merged
+ * frames are: its IP length and IPv4 checksum follow, and the bytes past
+ * FRAME_BYTES are filled with 0x5a. */
+void rack_fixture_resize(uint8_t *frame, bool v6, uint32_t bytes);
+
 /* The tables the controller would write for the rack. Elephant detection
  * is on with a threshold no run reaches (the sketch counts every bypassed
  * TCP packet, as in service). `onloaded` flows of each kind (TCP and UDP,
