@@ -49,7 +49,10 @@ enum op {
 };
 
 static struct nic_pathmtu *pm;
-static struct rte_mempool *pool;
+/* Buffers pathmtu.c builds its probes and replies in; the frames fed to
+ * it have a pool of their own, whose head- and tailroom are
+ * unaddressable under AddressSanitizer (pb_poison_slack). */
+static struct rte_mempool *pool, *frame_pool;
 static uint64_t now_ns = 1000 * NS_PER_MS;
 static uint8_t kept[KEPT][DATA_ROOM];
 static uint32_t kept_length[KEPT];
@@ -84,8 +87,9 @@ static void init_once(void)
 	if (rte_eal_init((int)RTE_DIM(eal_argv), eal_argv) < 0)
 		die("EAL init");
 	pool = pb_pool("fuzz_pmtu", POOL_SIZE, DATA_ROOM);
-	if (pool == NULL)
-		die("pool");
+	frame_pool = pb_pool("fuzz_pmtu_frames", POOL_SIZE, DATA_ROOM);
+	if (pool == NULL || frame_pool == NULL)
+		die("pools");
 	nic_pathmtu_config_init(&config);
 	config.probe_mtu = 9000;
 	config.capacity = 64;
@@ -139,6 +143,16 @@ static void check_built(struct rte_mbuf **pkts, uint16_t count, uint32_t max_ip)
 	}
 }
 
+/* A frame of the fuzzer's bytes that pathmtu.c may read only within. */
+static struct rte_mbuf *frame_of(const uint8_t *bytes, uint32_t length)
+{
+	struct rte_mbuf *m = pb_from_bytes(frame_pool, bytes, length, 0);
+
+	if (m != NULL)
+		pb_poison_slack(m);
+	return m;
+}
+
 /* Hand a frame to the module as the worker does. */
 static void receive(const uint8_t *bytes, uint32_t length)
 {
@@ -147,7 +161,7 @@ static void receive(const uint8_t *bytes, uint32_t length)
 	uint16_t count = 0;
 	uint32_t ip_length = 0;
 
-	m = pb_from_bytes(pool, bytes, length, 0);
+	m = frame_of(bytes, length);
 	if (m == NULL)
 		return;
 	if (!jg_packet_summarize(m, &summary) ||
@@ -176,7 +190,7 @@ static void outbound(const uint8_t *bytes, uint32_t length, unsigned int port)
 	struct rte_mbuf *m, *probes[NIC_PMTU_MAX_PROBE_SIZES + 1];
 	uint16_t count;
 
-	m = pb_from_bytes(pool, bytes, length, 0);
+	m = frame_of(bytes, length);
 	if (m == NULL)
 		return;
 	if (jg_packet_summarize(m, &summary)) {
@@ -264,10 +278,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	size_t at = 0;
-	unsigned int available;
+	unsigned int available, frames_available;
 
 	init_once();
 	available = rte_mempool_avail_count(pool);
+	frames_available = rte_mempool_avail_count(frame_pool);
 	kept_count = kept_next = 0;
 	while (at + RECORD_HEADER <= size) {
 		uint8_t op = data[at], arg = data[at + 1];
@@ -314,7 +329,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	now_ns += 10ull * 1000 * NS_PER_MS;
 	poll_timers(0);
 	poll_timers(1);
-	if (rte_mempool_avail_count(pool) != available)
+	if (rte_mempool_avail_count(pool) != available ||
+	    rte_mempool_avail_count(frame_pool) != frames_available)
 		die("a buffer was not returned");
 	if (getenv("FUZZ_PATHMTU_STATS") != NULL) {
 		/* Which paths an input reached, for whoever grows the corpus.

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include <sanitizer/asan_interface.h>
+
 #include <rte_mbuf.h>
 
 static void put16(uint8_t *p, uint16_t v)
@@ -229,6 +231,8 @@ struct rte_mbuf *pb_from_bytes(struct rte_mempool *pool, const uint8_t *bytes,
 			rte_pktmbuf_free(head);
 			return NULL;
 		}
+		/* It may come back from a frame pb_poison_slack marked. */
+		ASAN_UNPOISON_MEMORY_REGION(m->buf_addr, m->buf_len);
 		room = rte_pktmbuf_tailroom(m);
 		take = length - done;
 		if (segment_size != 0 && take > segment_size)
@@ -248,6 +252,17 @@ struct rte_mbuf *pb_from_bytes(struct rte_mempool *pool, const uint8_t *bytes,
 		last = m;
 	} while (done < length);
 	return head;
+}
+
+void pb_poison_slack(struct rte_mbuf *m)
+{
+	for (; m != NULL; m = m->next) {
+		uint8_t *buffer = m->buf_addr;
+		uint32_t end = (uint32_t)m->data_off + m->data_len;
+
+		ASAN_POISON_MEMORY_REGION(buffer, m->data_off);
+		ASAN_POISON_MEMORY_REGION(buffer + end, m->buf_len - end);
+	}
 }
 
 struct rte_mbuf *pb_build(struct rte_mempool *pool, const struct pb_spec *spec)

@@ -79,6 +79,14 @@ struct rte_mbuf *pb_build(struct rte_mempool *pool, const struct pb_spec *spec);
 struct rte_mbuf *pb_from_bytes(struct rte_mempool *pool, const uint8_t *bytes,
 			       uint32_t length, uint16_t segment_size);
 
+/* Under AddressSanitizer, mark every segment's headroom and tailroom as
+ * not addressable, so that code reading past a segment's bytes is
+ * reported even though the buffer goes on (a frame's mbufs are 2 KB).
+ * pb_from_bytes makes a buffer whole again when it takes it from the pool,
+ * so only mbufs built by it may be marked, and nothing else may allocate
+ * from their pool. A no-op without AddressSanitizer. */
+void pb_poison_slack(struct rte_mbuf *m);
+
 /* Deterministic content of byte `offset` of stream `stream`. */
 static inline uint8_t pb_stream_byte(uint32_t stream, uint32_t offset)
 {
