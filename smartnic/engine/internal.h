@@ -136,6 +136,10 @@ static inline uint16_t jg_csum_swap(uint16_t sum)
 	return (uint16_t)((sum << 8) | (sum >> 8));
 }
 
+/* The ones' complement sum of len bytes, not complemented: what
+ * rte_raw_cksum returns, several times faster on payloads. */
+uint16_t jg_csum_raw(const void *buf, uint32_t len);
+
 /* Raw sum of len bytes at offset off of a (possibly chained) packet. */
 uint16_t jg_csum_mbuf_range(const struct rte_mbuf *m, uint32_t off,
 			    uint32_t len);

@@ -24,15 +24,27 @@ static int replay_file(const char *path)
 {
 	FILE *f = fopen(path, "rb");
 	size_t size;
+	int status = 0;
 
 	if (f == NULL) {
 		perror(path);
 		return 1;
 	}
 	size = fread(input, 1, sizeof(input), f);
+	if (ferror(f)) {
+		perror(path);
+		status = 1;
+	} else if (size == sizeof(input) && fgetc(f) != EOF) {
+		/* Replaying its first megabyte would pass an input that
+		 * libFuzzer never ran: say so and fail instead. */
+		fprintf(stderr, "%s: longer than the %u bytes a replay takes\n",
+			path, FUZZ_INPUT_LIMIT);
+		status = 1;
+	}
 	fclose(f);
-	LLVMFuzzerTestOneInput(input, size);
-	return 0;
+	if (status == 0)
+		LLVMFuzzerTestOneInput(input, size);
+	return status;
 }
 
 static int compare_names(const void *a, const void *b)
@@ -40,25 +52,36 @@ static int compare_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Every file of the directory (dot files aside), in name order: a learned
+ * corpus can hold tens of thousands. */
 static int replay_directory(const char *path, unsigned int *count)
 {
 	DIR *dir = opendir(path);
 	struct dirent *entry;
-	char *names[4096];
-	unsigned int n = 0;
+	char **names = NULL;
+	size_t n = 0, capacity = 0;
 	int status = 0;
 
 	if (dir == NULL) {
 		perror(path);
 		return 1;
 	}
-	while ((entry = readdir(dir)) != NULL &&
-	       n < sizeof(names) / sizeof(names[0]))
-		if (entry->d_name[0] != '.')
-			names[n++] = strdup(entry->d_name);
+	while ((entry = readdir(dir)) != NULL) {
+		if (entry->d_name[0] == '.')
+			continue;
+		if (n == capacity) {
+			capacity = capacity ? capacity * 2 : 256;
+			names = realloc(names, capacity * sizeof(*names));
+		}
+		if (names == NULL ||
+		    (names[n++] = strdup(entry->d_name)) == NULL) {
+			fprintf(stderr, "%s: out of memory listing it\n", path);
+			exit(1);
+		}
+	}
 	closedir(dir);
 	qsort(names, n, sizeof(names[0]), compare_names);
-	for (unsigned int i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		char file[4096];
 
 		snprintf(file, sizeof(file), "%s/%s", path, names[i]);
@@ -66,12 +89,22 @@ static int replay_directory(const char *path, unsigned int *count)
 		(*count)++;
 		free(names[i]);
 	}
+	free(names);
 	return status;
 }
 
 void fuzz_seed_record(struct fuzz_seed *seed, const uint8_t *header,
 		      size_t header_size, const uint8_t *bytes, uint16_t length)
 {
+	if (header_size + 2 + length > sizeof(seed->bytes) - seed->size) {
+		/* A seed is written by the project's own code: a record that
+		 * does not fit is a bug there, not an input to trim. */
+		fprintf(stderr,
+			"fuzz_seed_record: a %zu-byte record does not fit "
+			"after %zu bytes of a %u-byte seed\n",
+			header_size + 2 + length, seed->size, FUZZ_INPUT_LIMIT);
+		abort();
+	}
 	memcpy(seed->bytes + seed->size, header, header_size);
 	seed->size += header_size;
 	seed->bytes[seed->size++] = (uint8_t)(length >> 8);
