@@ -80,7 +80,8 @@ static int replay_directory(const char *path, unsigned int *count)
 		}
 	}
 	closedir(dir);
-	qsort(names, n, sizeof(names[0]), compare_names);
+	if (n > 0) /* an empty directory has no list to sort */
+		qsort(names, n, sizeof(names[0]), compare_names);
 	for (size_t i = 0; i < n; i++) {
 		char file[4096];
 

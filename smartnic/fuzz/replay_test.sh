@@ -21,6 +21,18 @@ if [ "$out" != "replayed 5000 inputs" ]; then
 	exit 1
 fi
 
+# An empty corpus proves nothing: it fails, with a message and no
+# undefined behaviour on the way (sorting an empty list).
+mkdir "$dir/empty"
+if "$replay" "$dir/empty" 2>"$dir/err" >/dev/null; then
+	echo "FAIL: an empty corpus passed" >&2
+	exit 1
+fi
+if ! grep -q "no input found" "$dir/err" || grep -q "runtime error" "$dir/err"; then
+	echo "FAIL: an empty corpus: $(cat "$dir/err")" >&2
+	exit 1
+fi
+
 # One byte past the 1 MiB a replay takes.
 head -c $((1024 * 1024 + 1)) /dev/zero >"$dir/too-long"
 if "$replay" "$dir/too-long" 2>"$dir/err"; then
