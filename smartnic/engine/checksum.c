@@ -31,7 +31,11 @@ static inline uint64_t load32(const uint8_t *p)
  * the total folded to 16 bits at the end: 2^16 = 1 modulo 0xffff, so the
  * sum of the 32-bit words folds to the sum of their 16-bit halves, the
  * same bytes in the same order. The result, 0 included, is rte_raw_cksum's
- * (test_checksum compares them at every length and alignment).
+ * for any buffer of up to 128 KiB (test_checksum compares them at every
+ * length to 9,216 bytes and every alignment, and at 128 KiB of ones); past
+ * about 128 KiB DPDK's 32-bit accumulator wraps and its sum is off by one
+ * per wrap, while this one stays the ones' complement sum. The engine sums
+ * one mbuf segment at a time, at most 65,535 bytes.
  */
 uint16_t jg_csum_raw(const void *buf, uint32_t len)
 {

@@ -137,7 +137,8 @@ static inline uint16_t jg_csum_swap(uint16_t sum)
 }
 
 /* The ones' complement sum of len bytes, not complemented: what
- * rte_raw_cksum returns, several times faster on payloads. */
+ * rte_raw_cksum returns for up to 128 KiB (checksum.c says why not past
+ * it), several times faster on payloads. */
 uint16_t jg_csum_raw(const void *buf, uint32_t len);
 
 /* Raw sum of len bytes at offset off of a (possibly chained) packet. */

@@ -10,6 +10,7 @@
  *   fuzz_replay --write-seeds DIR  write the target's seed corpus
  */
 #include <dirent.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,9 @@
 
 static uint8_t input[FUZZ_INPUT_LIMIT];
 
-static int replay_file(const char *path)
+/* Replays one file; 0 when it was replayed (counted in *count), 1 after a
+ * message when it could not be. */
+static int replay_file(const char *path, unsigned int *count)
 {
 	FILE *f = fopen(path, "rb");
 	size_t size;
@@ -42,8 +45,10 @@ static int replay_file(const char *path)
 		status = 1;
 	}
 	fclose(f);
-	if (status == 0)
+	if (status == 0) {
 		LLVMFuzzerTestOneInput(input, size);
+		(*count)++;
+	}
 	return status;
 }
 
@@ -66,7 +71,14 @@ static int replay_directory(const char *path, unsigned int *count)
 		perror(path);
 		return 1;
 	}
-	while ((entry = readdir(dir)) != NULL) {
+	for (;;) {
+		/* readdir says "no more" and "failed" both with NULL; only
+		 * errno tells them apart, and a failure must not pass for the
+		 * end of the list. */
+		errno = 0;
+		entry = readdir(dir);
+		if (entry == NULL)
+			break;
 		if (entry->d_name[0] == '.')
 			continue;
 		if (n == capacity) {
@@ -79,6 +91,10 @@ static int replay_directory(const char *path, unsigned int *count)
 			exit(1);
 		}
 	}
+	if (errno != 0) {
+		perror(path);
+		status = 1;
+	}
 	closedir(dir);
 	if (n > 0) /* an empty directory has no list to sort */
 		qsort(names, n, sizeof(names[0]), compare_names);
@@ -86,8 +102,7 @@ static int replay_directory(const char *path, unsigned int *count)
 		char file[4096];
 
 		snprintf(file, sizeof(file), "%s/%s", path, names[i]);
-		status |= replay_file(file);
-		(*count)++;
+		status |= replay_file(file, count);
 		free(names[i]);
 	}
 	free(names);
@@ -153,13 +168,12 @@ int main(int argc, char **argv)
 		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
 			status |= replay_directory(argv[i], &count);
 		} else {
-			status |= replay_file(argv[i]);
-			count++;
+			status |= replay_file(argv[i], &count);
 		}
 	}
 	printf("replayed %u inputs\n", count);
-	if (count == 0) {
-		/* An empty or missing corpus proves nothing: fail. */
+	if (count == 0 && status == 0) {
+		/* An empty corpus proves nothing: fail. */
 		fprintf(stderr, "replay: no input found\n");
 		return 1;
 	}

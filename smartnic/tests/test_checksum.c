@@ -67,6 +67,19 @@ static void all_zeros(void)
 	CHECK_EQ(jg_csum_raw(bytes, 1448), 0);
 }
 
+/* The longest buffer for which rte_raw_cksum's 32-bit accumulator cannot
+ * wrap (65,536 words of 0xffff), all ones: the most carries there are. */
+static void longest_comparable_buffer(void)
+{
+	static uint8_t ones[128 * 1024];
+
+	memset(ones, 0xff, sizeof(ones));
+	CHECK_EQ(jg_csum_raw(ones, sizeof(ones)),
+		 rte_raw_cksum(ones, sizeof(ones)));
+	CHECK_EQ(jg_csum_raw(ones + 1, sizeof(ones) - 1),
+		 rte_raw_cksum(ones + 1, sizeof(ones) - 1));
+}
+
 /* Words whose 64-bit total, folded once to 33 bits, still carries:
  * three all-ones words and a 1 make 0x2fffffffe, 0xfffffffe + 2. */
 static void total_that_carries_twice(void)
@@ -97,7 +110,8 @@ static void one_byte_at_every_place(void)
 	CHECK_EQ(differ, 0);
 }
 
-/* A chain of `count` segments holding `bytes` cut at `cuts`. */
+/* A chain of `count` + 1 segments holding `bytes` cut at `cuts`, or NULL
+ * (a failed check) when the pool runs out. */
 static struct rte_mbuf *chain_of(const uint8_t *data, uint32_t length,
 				 const uint32_t *cuts, unsigned int count)
 {
@@ -109,8 +123,10 @@ static struct rte_mbuf *chain_of(const uint8_t *data, uint32_t length,
 		struct rte_mbuf *m = rte_pktmbuf_alloc(fixture_pool);
 
 		CHECK(m != NULL);
-		if (m == NULL)
-			break;
+		if (m == NULL) {
+			rte_pktmbuf_free(head);
+			return NULL;
+		}
 		memcpy(rte_pktmbuf_append(m, (uint16_t)(end - start)),
 		       data + start, end - start);
 		if (head == NULL) {
@@ -153,6 +169,15 @@ static void chain_cut_at_every_place(void)
 				    rte_raw_cksum(bytes + off,
 						  length - off - 5))
 					differ++;
+			/* A range ending exactly where a segment ends, one
+			 * starting exactly where one starts, and none. */
+			if (jg_csum_mbuf_range(m, 0, first) !=
+				    rte_raw_cksum(bytes, first) ||
+			    jg_csum_mbuf_range(m, first, length - first) !=
+				    rte_raw_cksum(bytes + first,
+						  length - first) ||
+			    jg_csum_mbuf_range(m, first, 0) != 0)
+				differ++;
 			rte_pktmbuf_free(m);
 		}
 	}
@@ -163,5 +188,6 @@ HARNESS_MAIN("jg_test_checksum",
 	     HARNESS_CASE(random_bytes_every_length_and_alignment),
 	     HARNESS_CASE(all_ones), HARNESS_CASE(all_zeros),
 	     HARNESS_CASE(total_that_carries_twice),
+	     HARNESS_CASE(longest_comparable_buffer),
 	     HARNESS_CASE(one_byte_at_every_place),
 	     HARNESS_CASE(chain_cut_at_every_place))
