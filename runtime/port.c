@@ -119,36 +119,61 @@ uint16_t jg_port_max_tx_segments(uint16_t port_id)
 }
 
 /*
- * Buffers a receive queue keeps of the pool. Most PMDs keep one per
- * descriptor. net_af_xdp hands the kernel twice as many, its socket's
- * default ring size (2048), at set-up, tops them up one for one as frames
- * arrive, and receives nothing while it cannot (DPDK 22.11,
+ * net_af_xdp hands the kernel twice a ring's worth of buffers, its
+ * socket's default ring size (2048), at set-up, tops them up one for one
+ * as frames arrive, and receives nothing while it cannot (DPDK 22.11,
  * rte_eth_af_xdp.c): counted as one ring, a pool that looked large enough
  * stopped receiving for good under a TCP transfer (test_nic_tcp.py).
  */
 #define AF_XDP_FILL_BUFFERS 2048u
 
-static uint32_t rx_queue_buffers(uint16_t port_id)
+static bool driver_is(uint16_t port_id, const char *driver)
 {
 	struct rte_eth_dev_info info;
 
-	if (rte_eth_dev_info_get(port_id, &info) == 0 &&
-	    info.driver_name != NULL &&
-	    strcmp(info.driver_name, "net_af_xdp") == 0)
+	return rte_eth_dev_info_get(port_id, &info) == 0 &&
+	       info.driver_name != NULL &&
+	       strcmp(info.driver_name, driver) == 0;
+}
+
+/* Ports that copy every frame between a buffer and memory of their own:
+ * a received frame goes into a buffer taken from the pool as it arrives,
+ * and a sent one is copied out and its buffer freed at once (DPDK 22.11's
+ * net_af_packet, net_pcap and net_null), so their queues keep none. Every
+ * other port is taken to keep a buffer per descriptor, as NICs do: a
+ * receive ring is filled at start, and a transmit ring frees what it sent
+ * only as it wraps. (net_memif is not among them: in zero-copy mode its
+ * ring holds buffers of the pool.) */
+static bool copies_frames(uint16_t port_id)
+{
+	return driver_is(port_id, "net_af_packet") ||
+	       driver_is(port_id, "net_pcap") || driver_is(port_id, "net_null");
+}
+
+/* Buffers one receive queue keeps of the pool. */
+static uint32_t rx_queue_buffers(uint16_t port_id)
+{
+	if (copies_frames(port_id))
+		return 0;
+	if (driver_is(port_id, "net_af_xdp"))
 		return AF_XDP_FILL_BUFFERS;
 	return RX_DESCRIPTORS;
 }
 
 uint32_t jg_port_pool_reserved(uint16_t port_id, uint16_t workers,
-			       uint16_t ports, uint16_t burst)
+			       const uint16_t *tx_ports, unsigned int tx_count,
+			       uint16_t burst)
 {
 	/* A per-core cache fills up to 1.5 times its size before it
 	 * flushes back to the pool (RTE_MEMPOOL_CACHE_FLUSHTHRESH). */
 	const uint32_t cache = POOL_CACHE * 3 / 2;
+	uint32_t sent = 0;
 
+	for (unsigned int i = 0; i < tx_count; i++)
+		if (!copies_frames(tx_ports[i]))
+			sent += TX_DESCRIPTORS;
 	return (uint32_t)workers *
-	       (rx_queue_buffers(port_id) + cache + 2u * burst +
-		(uint32_t)ports * TX_DESCRIPTORS);
+	       (rx_queue_buffers(port_id) + cache + 2u * burst + sent);
 }
 
 bool jg_port_setup(const struct jg_port_params *p, struct rte_mempool **out)

@@ -38,7 +38,7 @@
 #define MAX_EAL_ARGS	   64
 #define DEFAULT_GRPC	   "127.0.0.1:9559"
 #define DEFAULT_CPU_PORT   510
-#define DEFAULT_MBUFS	   4096
+#define DEFAULT_MBUFS	   4096 /* at least; more when the rings need it */
 #define DEFAULT_PORT_MTU   9500
 #define DEFAULT_IDLE_SLEEP 100
 #define DEFAULT_BURST	   32
@@ -126,7 +126,9 @@ static void usage(FILE *out)
 		"  --port-mtu N          largest IP packet a port carries "
 		"(default %d)\n"
 		"  --mbufs N             receive buffers per port (default "
-		"%d)\n"
+		"%d, or what\n"
+		"                        the ports' rings can hold when that "
+		"is more)\n"
 		"  --burst N             packets per receive burst (default "
 		"%d)\n"
 		"  --idle-sleep-max-us N longest sleep of an idle worker "
@@ -250,7 +252,7 @@ static int parse_options(struct options *options, int argc, char **argv)
 	options->depth = 512;
 	options->device_id = 1;
 	options->port_mtu = DEFAULT_PORT_MTU;
-	options->mbufs = DEFAULT_MBUFS;
+	options->mbufs = 0; /* what the ports need (pool_size) */
 	options->burst = DEFAULT_BURST;
 	options->idle_sleep_max_us = DEFAULT_IDLE_SLEEP;
 	for (int i = 1; i < argc; i++) {
@@ -437,8 +439,54 @@ static bool attach_ports(struct sw_switch *sw, const struct options *options)
 	return true;
 }
 
+/* Buffers of each port's pool. Every worker's queue on a port keeps a full
+ * receive ring (twice that on net_af_xdp), a cache and bursts in flight,
+ * and a NIC frees what it sent only as its transmit ring wraps, so a
+ * port's buffers can sit in the transmit rings of every port. A smaller
+ * pool starves reception (rx_nombuf) under load, and an AF_XDP port that
+ * cannot refill its ring receives nothing at all: --mbufs below that is
+ * refused. Without --mbufs the pool is that size, DEFAULT_MBUFS at least.
+ * Returns 0 after printing why when it is refused. */
+static uint32_t pool_size(const struct sw_switch *sw,
+			  const struct options *options)
+{
+	uint16_t port_ids[SW_MAX_DPDK_PORTS];
+	uint32_t needed = 0;
+
+	for (unsigned int i = 0; i < sw->port_count; i++)
+		port_ids[i] = sw->ports[i].dpdk_port;
+	for (unsigned int i = 0; i < sw->port_count; i++)
+		needed = RTE_MAX(needed, jg_port_pool_reserved(
+						 sw->ports[i].dpdk_port,
+						 (uint16_t)sw->worker_count,
+						 port_ids, sw->port_count,
+						 (uint16_t)options->burst));
+	if (options->mbufs == 0)
+		return RTE_MAX(needed, (uint32_t)DEFAULT_MBUFS);
+	if (options->mbufs < needed) {
+		fprintf(stderr,
+			PROGRAM
+			": --mbufs %u is too few: %u workers on %u "
+			"ports can leave %u buffers of each port's pool "
+			"in receive and transmit rings (%u descriptors "
+			"each, twice that for receiving on net_af_xdp, "
+			"none on ports that copy frames), buffer "
+			"caches and bursts of %u; "
+			"give --mbufs %u or more\n",
+			options->mbufs, sw->worker_count, sw->port_count,
+			needed, JG_PORT_RX_DESCRIPTORS, options->burst, needed);
+		return 0;
+	}
+	return options->mbufs;
+}
+
 static bool start_ports(struct sw_switch *sw, const struct options *options)
 {
+	const uint32_t mbufs = pool_size(sw, options);
+
+	if (mbufs == 0)
+		return false;
+	printf(PROGRAM ": %u receive buffers in each port's pool\n", mbufs);
 	for (unsigned int i = 0; i < sw->port_count; i++) {
 		const struct jg_port_params params = {
 			.program = PROGRAM,
@@ -446,7 +494,7 @@ static bool start_ports(struct sw_switch *sw, const struct options *options)
 			.port_id = sw->ports[i].dpdk_port,
 			.queues = (uint16_t)sw->worker_count,
 			.mtu = options->port_mtu,
-			.mbufs = options->mbufs,
+			.mbufs = mbufs,
 			.mbuf_size = options->ports[i].af_packet
 					     ? AF_PACKET_FRAME
 					     : 0,

@@ -78,14 +78,29 @@ def test_a_single_lcore_is_refused_with_the_reason(log_dir):
     fails_with(log_dir, ["--vdev=net_null0,no-rx=1", "-l", "0"], [], "no worker lcore")
 
 
+# net_ring stands in for a NIC: like every port the runtime does not know to
+# copy each frame, it is counted as keeping a buffer per descriptor.
+RING_PORT = ["--vdev=net_ring0", "-l", "0-1"]
+
+
 def test_a_pool_the_rings_would_drain_is_refused_with_the_sum(log_dir):
     # One worker on one port: 1024 receive and 1024 transmit descriptors,
     # a 384-buffer cache, two bursts of 32, then 256 to merge with.
-    log = fails_with(log_dir, NULL_PORT, ["--mbufs", "2048"], "--mbufs 2048 is too few")
+    log = fails_with(log_dir, RING_PORT, ["--mbufs", "2048"], "--mbufs 2048 is too few")
     assert "leave 2496 buffers" in log and "give --mbufs 2752 or more" in log, log
-    nic = start_nic(NULL_PORT, ["--mbufs", "2752", "--grpc", "none"], None, log_dir)
+    nic = start_nic(RING_PORT, ["--mbufs", "2752", "--grpc", "none"], None, log_dir)
     try:
         assert "each worker may hold 256 of each port's 2752 buffers" in nic.log(), nic.log()
+    finally:
+        nic.stop()
+
+
+def test_a_port_that_copies_frames_keeps_none_of_the_pool(log_dir):
+    """net_null, like net_af_packet and net_pcap, takes a buffer as a frame arrives and frees what it sends at once:
+    only the cache and two bursts are out of the program's hands (448), the rest is for merging."""
+    nic = start_nic(NULL_PORT, ["--mbufs", "1024", "--grpc", "none"], None, log_dir)
+    try:
+        assert "each worker may hold 576 of each port's 1024 buffers" in nic.log(), nic.log()
         # net_null sends no buffer chains: merged packets are flattened.
         assert "port net_null0 cannot send a packet in more than one buffer (no MULTI_SEGS)" in nic.log(), nic.log()
     finally:
