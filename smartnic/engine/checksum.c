@@ -13,14 +13,6 @@
 #include <emmintrin.h>
 #endif
 
-static inline uint64_t load32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
 /*
  * The ones' complement sum of a payload, as rte_raw_cksum gives it, at
  * several times its speed. DPDK's loop adds one 16-bit word at a time
@@ -61,7 +53,7 @@ uint16_t jg_csum_raw(const void *buf, uint32_t len)
 	sum = lanes[0] + lanes[1];
 #endif
 	for (; len >= 4; p += 4, len -= 4)
-		sum += load32(p);
+		sum += jg_load32(p);
 	if (len >= 2) {
 		uint16_t word;
 

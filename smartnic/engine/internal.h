@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <rte_byteorder.h>
 #include <rte_ip.h>
@@ -106,6 +107,32 @@ uint16_t jg_tcp_mss_option_offset(const struct rte_tcp_hdr *th,
 /* Set the IP length field(s) for a new L4 payload length. */
 void jg_set_ip_length(uint8_t *l3, const struct jg_parsed *p,
 		      uint32_t payload_length);
+
+/* Words at any alignment, in memory's byte order: the header comparisons
+ * and the payload sum read frames a word at a time. */
+static inline uint16_t jg_load16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint32_t jg_load32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint64_t jg_load64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
 
 /* ------------------------------------------------------------------ */
 /* Ones' complement checksums (checksum.c)                             */

@@ -107,30 +107,6 @@ static void view_of_held(const struct rte_mbuf *head, struct header_view *v)
 	v->ip_version = v->frame[v->l2_len] >> 4;
 }
 
-static inline uint64_t load64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static inline uint32_t load32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static inline uint16_t load16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
 /* Bits that differ between len bytes at a and b (0: equal). Headers are
  * compared on every segment, so this reads words (the last one
  * overlapping) instead of calling memcmp for a dozen bytes. */
@@ -142,18 +118,18 @@ static inline uint64_t bytes_diff(const uint8_t *a, const uint8_t *b,
 
 	/* An Ethernet header, TCP timestamps: two words, no loop. */
 	if (len >= sizeof(uint64_t) && len <= 2 * sizeof(uint64_t))
-		return (load64(a) ^ load64(b)) |
-		       (load64(a + len - sizeof(uint64_t)) ^
-			load64(b + len - sizeof(uint64_t)));
+		return (jg_load64(a) ^ jg_load64(b)) |
+		       (jg_load64(a + len - sizeof(uint64_t)) ^
+			jg_load64(b + len - sizeof(uint64_t)));
 	if (len < sizeof(uint64_t)) {
 		for (i = 0; i < len; i++)
 			diff |= (uint64_t)(a[i] ^ b[i]);
 		return diff;
 	}
 	for (i = 0; i + sizeof(uint64_t) < len; i += sizeof(uint64_t))
-		diff |= load64(a + i) ^ load64(b + i);
-	return diff | (load64(a + len - sizeof(uint64_t)) ^
-		       load64(b + len - sizeof(uint64_t)));
+		diff |= jg_load64(a + i) ^ jg_load64(b + i);
+	return diff | (jg_load64(a + len - sizeof(uint64_t)) ^
+		       jg_load64(b + len - sizeof(uint64_t)));
 }
 
 /*
@@ -180,9 +156,9 @@ compare_headers(const uint8_t *a, const uint8_t *b, uint16_t l2_len,
 
 		/* Version and TOS; fragment field, TTL and protocol;
 		 * addresses. Length, ID and checksum may differ. */
-		diff |= (uint64_t)(load16(a3) ^ load16(b3)) |
-			(load32(a3 + 6) ^ load32(b3 + 6)) |
-			(load64(a3 + 12) ^ load64(b3 + 12));
+		diff |= (uint64_t)(jg_load16(a3) ^ jg_load16(b3)) |
+			(jg_load32(a3 + 6) ^ jg_load32(b3 + 6)) |
+			(jg_load64(a3 + 12) ^ jg_load64(b3 + 12));
 		/* Fixed or counting up by one, decided by the second segment;
 		 * DF must match (the fragment field is compared above) but a
 		 * fixed ID no longer needs it: Linux 6.18's inet_gro_flush
@@ -201,8 +177,8 @@ compare_headers(const uint8_t *a, const uint8_t *b, uint16_t l2_len,
 		/* Version, traffic class (ECN included) and flow label;
 		 * next header and hop limit; addresses and extension
 		 * headers. Only the payload length may differ. */
-		diff |= (uint64_t)(load32(a3) ^ load32(b3)) |
-			(load16(a3 + 6) ^ load16(b3 + 6)) |
+		diff |= (uint64_t)(jg_load32(a3) ^ jg_load32(b3)) |
+			(jg_load16(a3 + 6) ^ jg_load16(b3 + 6)) |
 			bytes_diff(a3 + 8, b3 + 8, l3_len - 8u);
 	}
 	/* Ports; ACK number; data offset; window; options. Sequence number
@@ -215,12 +191,12 @@ compare_headers(const uint8_t *a, const uint8_t *b, uint16_t l2_len,
 	 * segment's CWR needs no test of its own: a later one either lacks
 	 * it (a difference) or has it (refused here). */
 	diff |= (uint64_t)(b4[13] & JG_TCP_FLAG_CWR) |
-		(uint64_t)(load32(a4) ^ load32(b4)) |
-		(load32(a4 + 8) ^ load32(b4 + 8)) |
+		(uint64_t)(jg_load32(a4) ^ jg_load32(b4)) |
+		(jg_load32(a4 + 8) ^ jg_load32(b4 + 8)) |
 		(uint64_t)(a4[12] ^ b4[12]) |
 		(uint64_t)((a4[13] ^ b4[13]) &
 			   (uint8_t) ~(JG_TCP_FLAG_PSH | JG_TCP_FLAG_FIN)) |
-		(load16(a4 + 14) ^ load16(b4 + 14)) |
+		(jg_load16(a4 + 14) ^ jg_load16(b4 + 14)) |
 		bytes_diff(a4 + sizeof(struct rte_tcp_hdr),
 			   b4 + sizeof(struct rte_tcp_hdr),
 			   l4_len - (uint32_t)sizeof(struct rte_tcp_hdr));
