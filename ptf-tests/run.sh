@@ -57,9 +57,6 @@ PTF=${PTF:-$repo/.venv/bin/ptf}
 # generated test names.
 CPU_PORT=255
 [ "$suite" = p4testgen ] && CPU_PORT=510
-# Receive buffers per port of jumbogate-switch: a test sends one packet at
-# a time, and a corpus's 30 ports at the default would not fit the EAL's 1 GB.
-MBUFS_PER_PORT=512
 SUITE_TIMEOUT_S=${SUITE_TIMEOUT_S:-900}
 # ptf_paths DEPTH: where the suite's tests for a profile are.
 ptf_paths() {
@@ -208,7 +205,6 @@ start_switch() {  # depth
         done
         "$SOFT_SWITCH" -l 0-1 --no-huge -m 1024 --no-pci --file-prefix "$tag" --log-level=lib.eal:error "${vdevs[@]}" \
             -- "${ports[@]}" --grpc "127.0.0.1:$grpc_port" --cpu-port "$CPU_PORT" --depth "$depth" \
-            --mbufs "$MBUFS_PER_PORT" \
             >"$workdir/switch-$depth.log" 2>&1 &
     fi
     switch_pid=$!

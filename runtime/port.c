@@ -68,8 +68,9 @@ static struct rte_mempool *create_pool(const struct jg_port_params *p,
 	if (pool == NULL)
 		fprintf(stderr,
 			"%s: port %s: cannot allocate %u buffers of %u bytes: "
-			"%s (give the EAL more memory, e.g. -m 512, or lower "
-			"--mbufs)\n",
+			"%s (give the EAL more memory, e.g. -m 1024; the "
+			"buffers a port needs grow with the workers and "
+			"ports)\n",
 			p->program, p->name, p->mbufs, data_size,
 			rte_strerror(rte_errno));
 	return pool;
@@ -119,45 +120,58 @@ uint16_t jg_port_max_tx_segments(uint16_t port_id)
 }
 
 /*
- * net_af_xdp hands the kernel twice a ring's worth of buffers, its
- * socket's default ring size (2048), at set-up, tops them up one for one
- * as frames arrive, and receives nothing while it cannot (DPDK 22.11,
- * rte_eth_af_xdp.c): counted as one ring, a pool that looked large enough
- * stopped receiving for good under a TCP transfer (test_nic_tcp.py).
+ * What a port's queues keep of a pool, by the kind of port (DPDK 22.11):
+ *
+ * - PORT_COPIES: net_af_packet, net_pcap and net_null copy every frame
+ *   between a buffer and memory of their own. A received frame goes into
+ *   a buffer taken from the pool as it arrives, and a sent one is copied
+ *   out and freed at once: their queues keep none. (net_pcap's
+ *   infinite_rx mode, which keeps a capture in buffers, is not used here.)
+ * - PORT_AF_XDP: net_af_xdp's buffers are its socket's memory. It hands
+ *   the kernel twice a ring's worth (2048) at set-up, tops them up one
+ *   for one as frames arrive, and receives nothing while it cannot: counted
+ *   as one ring, a pool that looked large enough stopped receiving for good
+ *   under a TCP transfer (test_nic_tcp.py). It sends its own pool's buffers
+ *   as they are, which wait in the transmit and completion rings (up to
+ *   2048 again), and copies another pool's into one of its own, freeing
+ *   the original at once.
+ * - PORT_NIC: every other port is counted as a NIC: a buffer per
+ *   receive descriptor from start, and a transmit ring that frees what it
+ *   sent only as it wraps. Ports that in fact copy (net_tap, net_vhost,
+ *   net_memif as a server) are over-counted, which is safe.
  */
-#define AF_XDP_FILL_BUFFERS 2048u
+#define AF_XDP_RING_BUFFERS 2048u
 
-static bool driver_is(uint16_t port_id, const char *driver)
+enum port_kind { PORT_COPIES, PORT_AF_XDP, PORT_NIC };
+
+static enum port_kind port_kind(uint16_t port_id)
 {
+	static const char *const copying[] = {"net_af_packet", "net_pcap",
+					      "net_null"};
 	struct rte_eth_dev_info info;
 
-	return rte_eth_dev_info_get(port_id, &info) == 0 &&
-	       info.driver_name != NULL &&
-	       strcmp(info.driver_name, driver) == 0;
+	if (rte_eth_dev_info_get(port_id, &info) != 0 ||
+	    info.driver_name == NULL)
+		return PORT_NIC;
+	for (size_t i = 0; i < RTE_DIM(copying); i++)
+		if (strcmp(info.driver_name, copying[i]) == 0)
+			return PORT_COPIES;
+	if (strcmp(info.driver_name, "net_af_xdp") == 0)
+		return PORT_AF_XDP;
+	return PORT_NIC;
 }
 
-/* Ports that copy every frame between a buffer and memory of their own:
- * a received frame goes into a buffer taken from the pool as it arrives,
- * and a sent one is copied out and its buffer freed at once (DPDK 22.11's
- * net_af_packet, net_pcap and net_null), so their queues keep none. Every
- * other port is taken to keep a buffer per descriptor, as NICs do: a
- * receive ring is filled at start, and a transmit ring frees what it sent
- * only as it wraps. (net_memif is not among them: in zero-copy mode its
- * ring holds buffers of the pool.) */
-static bool copies_frames(uint16_t port_id)
+/* Buffers of port_id's pool one transmit queue of `sender` may keep. */
+static uint32_t tx_queue_buffers(uint16_t port_id, uint16_t sender)
 {
-	return driver_is(port_id, "net_af_packet") ||
-	       driver_is(port_id, "net_pcap") || driver_is(port_id, "net_null");
-}
-
-/* Buffers one receive queue keeps of the pool. */
-static uint32_t rx_queue_buffers(uint16_t port_id)
-{
-	if (copies_frames(port_id))
+	switch (port_kind(sender)) {
+	case PORT_COPIES:
 		return 0;
-	if (driver_is(port_id, "net_af_xdp"))
-		return AF_XDP_FILL_BUFFERS;
-	return RX_DESCRIPTORS;
+	case PORT_AF_XDP:
+		return sender == port_id ? AF_XDP_RING_BUFFERS : 0;
+	default:
+		return TX_DESCRIPTORS;
+	}
 }
 
 uint32_t jg_port_pool_reserved(uint16_t port_id, uint16_t workers,
@@ -167,13 +181,14 @@ uint32_t jg_port_pool_reserved(uint16_t port_id, uint16_t workers,
 	/* A per-core cache fills up to 1.5 times its size before it
 	 * flushes back to the pool (RTE_MEMPOOL_CACHE_FLUSHTHRESH). */
 	const uint32_t cache = POOL_CACHE * 3 / 2;
-	uint32_t sent = 0;
+	const uint32_t receive[] = {[PORT_COPIES] = 0,
+				    [PORT_AF_XDP] = AF_XDP_RING_BUFFERS,
+				    [PORT_NIC] = RX_DESCRIPTORS};
+	uint32_t per_worker = receive[port_kind(port_id)] + cache + 2u * burst;
 
 	for (unsigned int i = 0; i < tx_count; i++)
-		if (!copies_frames(tx_ports[i]))
-			sent += TX_DESCRIPTORS;
-	return (uint32_t)workers *
-	       (rx_queue_buffers(port_id) + cache + 2u * burst + sent);
+		per_worker += tx_queue_buffers(port_id, tx_ports[i]);
+	return (uint32_t)workers * per_worker;
 }
 
 bool jg_port_setup(const struct jg_port_params *p, struct rte_mempool **out)

@@ -30,13 +30,14 @@ struct jg_port_params {
 
 /* Buffers of one port's pool that can be out of a program's hands at once
  * while it holds none: for each of `workers` queues, what its receive
- * queue keeps (a full ring on a NIC, more on net_af_xdp, none on ports
- * that copy every frame: net_af_packet, net_pcap, net_null), a full
- * per-core cache and two bursts in flight, and a full transmit ring on
- * each of the `tx_count` ports in `tx_ports` its buffers may leave by that
- * keeps what it sent (a NIC frees it only as its ring wraps). What remains
- * of the pool is what the program may keep (held segments) without
- * starving reception (rx_nombuf). */
+ * queue keeps (a full ring on a NIC, twice that on net_af_xdp, none on
+ * ports that copy every frame: net_af_packet, net_pcap, net_null), a full
+ * per-core cache and two bursts in flight, and what the transmit queues
+ * of the `tx_count` ports in `tx_ports` its buffers may leave by keep of
+ * them (a NIC frees what it sent only as its ring wraps; net_af_xdp keeps
+ * up to 2048 of its own pool and copies others'). What remains of the
+ * pool is what the program may keep (held segments) without starving
+ * reception (rx_nombuf). runtime/port.c says what each kind keeps. */
 uint32_t jg_port_pool_reserved(uint16_t port_id, uint16_t workers,
 			       const uint16_t *tx_ports, unsigned int tx_count,
 			       uint16_t burst);

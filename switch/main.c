@@ -38,7 +38,6 @@
 #define MAX_EAL_ARGS	   64
 #define DEFAULT_GRPC	   "127.0.0.1:9559"
 #define DEFAULT_CPU_PORT   510
-#define DEFAULT_MBUFS	   4096 /* at least; more when the rings need it */
 #define DEFAULT_PORT_MTU   9500
 #define DEFAULT_IDLE_SLEEP 100
 #define DEFAULT_BURST	   32
@@ -125,10 +124,10 @@ static void usage(FILE *out)
 		"  --depth 256|512       parse-depth profile (default 512)\n"
 		"  --port-mtu N          largest IP packet a port carries "
 		"(default %d)\n"
-		"  --mbufs N             receive buffers per port (default "
-		"%d, or what\n"
-		"                        the ports' rings can hold when that "
-		"is more)\n"
+		"  --mbufs N             receive buffers per port (default: "
+		"what the\n"
+		"                        ports' queues and the packet-in "
+		"queue can keep)\n"
 		"  --burst N             packets per receive burst (default "
 		"%d)\n"
 		"  --idle-sleep-max-us N longest sleep of an idle worker "
@@ -148,8 +147,8 @@ static void usage(FILE *out)
 		"this\n"
 		"                        device has made primary (until "
 		"exit)\n" JG_TLS_OPTIONS_HELP "  --help, --version\n",
-		DEFAULT_CPU_PORT, DEFAULT_PORT_MTU, DEFAULT_MBUFS,
-		DEFAULT_BURST, DEFAULT_IDLE_SLEEP);
+		DEFAULT_CPU_PORT, DEFAULT_PORT_MTU, DEFAULT_BURST,
+		DEFAULT_IDLE_SLEEP);
 }
 
 static bool parse_number(const char *option, const char *text, uint64_t min,
@@ -439,42 +438,44 @@ static bool attach_ports(struct sw_switch *sw, const struct options *options)
 	return true;
 }
 
-/* Buffers of each port's pool. Every worker's queue on a port keeps a full
- * receive ring (twice that on net_af_xdp), a cache and bursts in flight,
- * and a NIC frees what it sent only as its transmit ring wraps, so a
- * port's buffers can sit in the transmit rings of every port. A smaller
- * pool starves reception (rx_nombuf) under load, and an AF_XDP port that
- * cannot refill its ring receives nothing at all: --mbufs below that is
- * refused. Without --mbufs the pool is that size, DEFAULT_MBUFS at least.
+/* Buffers of each port's pool: what the ports' queues may keep of it
+ * (jg_port_pool_reserved: a NIC's full receive ring per worker, its buffers
+ * waiting in every NIC's transmit rings, a cache and bursts in flight;
+ * none on ports that copy every frame) and a full packet-in queue, which
+ * one port's frames can fill. A smaller pool starves reception under load,
+ * and an AF_XDP port that cannot fill its ring receives nothing, so
+ * --mbufs below that is refused; without --mbufs the pool is that size.
  * Returns 0 after printing why when it is refused. */
 static uint32_t pool_size(const struct sw_switch *sw,
 			  const struct options *options)
 {
 	uint16_t port_ids[SW_MAX_DPDK_PORTS];
-	uint32_t needed = 0;
+	uint32_t queues = 0, needed;
 
 	for (unsigned int i = 0; i < sw->port_count; i++)
 		port_ids[i] = sw->ports[i].dpdk_port;
 	for (unsigned int i = 0; i < sw->port_count; i++)
-		needed = RTE_MAX(needed, jg_port_pool_reserved(
+		queues = RTE_MAX(queues, jg_port_pool_reserved(
 						 sw->ports[i].dpdk_port,
 						 (uint16_t)sw->worker_count,
 						 port_ids, sw->port_count,
 						 (uint16_t)options->burst));
+	needed = queues + SW_PACKET_IN_QUEUE;
 	if (options->mbufs == 0)
-		return RTE_MAX(needed, (uint32_t)DEFAULT_MBUFS);
+		return needed;
 	if (options->mbufs < needed) {
 		fprintf(stderr,
 			PROGRAM
 			": --mbufs %u is too few: %u workers on %u "
 			"ports can leave %u buffers of each port's pool "
-			"in receive and transmit rings (%u descriptors "
-			"each, twice that for receiving on net_af_xdp, "
-			"none on ports that copy frames), buffer "
-			"caches and bursts of %u; "
-			"give --mbufs %u or more\n",
+			"in receive and transmit queues (%u descriptors "
+			"each on a NIC, none on ports that copy "
+			"frames), buffer caches and bursts of %u, and "
+			"%u in the packet-in queue; give --mbufs %u or "
+			"more\n",
 			options->mbufs, sw->worker_count, sw->port_count,
-			needed, JG_PORT_RX_DESCRIPTORS, options->burst, needed);
+			queues, JG_PORT_RX_DESCRIPTORS, options->burst,
+			SW_PACKET_IN_QUEUE, needed);
 		return 0;
 	}
 	return options->mbufs;
@@ -487,6 +488,7 @@ static bool start_ports(struct sw_switch *sw, const struct options *options)
 	if (mbufs == 0)
 		return false;
 	printf(PROGRAM ": %u receive buffers in each port's pool\n", mbufs);
+	fflush(stdout);
 	for (unsigned int i = 0; i < sw->port_count; i++) {
 		const struct jg_port_params params = {
 			.program = PROGRAM,

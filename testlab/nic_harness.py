@@ -342,8 +342,9 @@ class SinglePort:
             self.nic = start_nic(
                 # Worker lcores may share a CPU: --lcores maps them.
                 [af_packet_vdev(0, self.nic_if, queues=workers), "--lcores", lcores(workers)],
-                # Each worker's rings and caches take about 2500 buffers
-                # of the pool before it may hold any (see --mbufs).
+                # Each worker's cache and bursts take 448 buffers of the
+                # pool (af_packet's queues keep none); the rest is for
+                # holding segments (see --mbufs).
                 ["--mbuf-size", "12288", "--mbufs", str(4096 * workers), *options],
                 self.nic_ns,
                 log_dir,

@@ -53,8 +53,9 @@ def wire(request, log_dir):
         port0_name = port0.removeprefix("--vdev=").split(",")[0]
         # No --mbuf-size: the program grows its buffers to what af_packet wants.
         # --mbufs: the least it takes with an AF_XDP port, whose receive
-        # queue keeps 2048 of the pool; counted as 1024, a pool of 4608
-        # let the rings starve reception and the transfer stalled.
+        # queue keeps 2048 of the pool and whose transmit and completion
+        # rings up to 2048 more; a pool of 4608 let the rings starve
+        # reception and the transfer stalled.
         nic = start_nic(
             [port0, af_packet_vdev(1, names["jgb"]), "-l", "0-1"],
             [
