@@ -16,23 +16,30 @@ import re
 import subprocess
 import time
 
+import pytest
 from switch_harness import SWITCH_BINARY
 
 from testlab import lab
+from testlab.nic_harness import Netns, remove_runtime_dir, unique, veth
+from testlab.portbench import xdp_unavailable
 
 RX_DESCRIPTORS = TX_DESCRIPTORS = 1024
 CACHE_AND_BURSTS = 256 * 3 // 2 + 2 * 32  # a per-core cache up to its flush threshold, two bursts of 32
 PACKET_IN_QUEUE = 1024
 
 
-def run_switch(tmp_path, devices: list[str], options: list[str] = ()) -> tuple[int, str]:
-    """The switch with one worker on the named vdevs: (exit status, output). Stopped once it serves."""
-    prefix = f"jgbuf-{tmp_path.name}"[:40]
+def run_switch(tmp_path, devices: list[str], options: list[str] = (), netns: Netns | None = None, serving=None) -> tuple[int, str]:
+    """The switch with one worker on the named vdevs: (exit status, output). Once it serves, `serving(file prefix)`
+    is called, if given, and the switch stopped."""
+    prefix = unique("jgbuf")
     args = [SWITCH_BINARY, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", prefix, "--lcores", "0@0,1@1"]
     args += ["--log-level=lib.eal:error", *(f"--vdev={device}" for device in devices), "--"]
     for number, device in enumerate(devices, start=1):
         args += ["--port", f"{number}={device.split(',')[0]}"]
-    args += ["--grpc", f"127.0.0.1:{lab.free_tcp_port()}", *options]
+    grpc = f"unix:{tmp_path / (prefix + '.sock')}" if netns else f"127.0.0.1:{lab.free_tcp_port()}"
+    args += ["--grpc", grpc, *options]
+    if netns is not None:
+        args = ["ip", "netns", "exec", netns.name, *args]
     log = tmp_path / f"{prefix}.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
@@ -41,12 +48,15 @@ def run_switch(tmp_path, devices: list[str], options: list[str] = ()) -> tuple[i
         while proc.poll() is None and "jumbogate-switch ready" not in log.read_text() and time.monotonic() < deadline:
             time.sleep(0.05)
         if proc.poll() is None:
+            if serving is not None:
+                serving(prefix)
             proc.terminate()
         return proc.wait(timeout=30), log.read_text()
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        remove_runtime_dir(prefix)
 
 
 def rings(count: int) -> list[str]:
@@ -91,3 +101,27 @@ def test_ports_that_copy_frames_keep_none_of_the_pool(tmp_path):
     # ring. Neither counts the null port's queues.
     needed = RX_DESCRIPTORS + CACHE_AND_BURSTS + TX_DESCRIPTORS + PACKET_IN_QUEUE
     assert refused_asking_for(run_switch(tmp_path, ["net_ring0", "net_null0,no-rx=1"], ["--mbufs", str(needed - 1)])) == needed
+
+
+def test_at_rest_a_pool_has_out_what_its_receive_queue_keeps(tmp_path):
+    """The model against the ports themselves: once the switch serves, with no traffic, the AF_XDP port's pool has
+    2048 buffers in its socket's fill ring and the af_packet port's pool none (DPDK telemetry's
+    /jumbogate_switch/buffers, each pool's buffers outside it)."""
+    if why := xdp_unavailable():
+        pytest.skip(f"af_xdp: {why}")
+    ns = Netns("jgbuf")
+    try:
+        veth(ns, "jgbx0", ns, "jgbx1", mtu_a=1500, mtu_b=1500)
+        veth(ns, "jgbp0", ns, "jgbp1", mtu_a=1500, mtu_b=1500)
+        pools = {}
+
+        def read_pools(prefix: str) -> None:
+            pools.update(lab.telemetry_query(prefix, "/jumbogate_switch/buffers"))
+
+        devices = ["net_af_xdp0,iface=jgbx0", "net_af_packet0,iface=jgbp0"]
+        status, output = run_switch(tmp_path, devices, ["--port-mtu", "1500"], netns=ns, serving=read_pools)
+        assert "jumbogate-switch ready: 2 ports, 1 workers" in output, output
+        port_pools = sorted(count for name, count in pools.items() if name.startswith("jg_rx_"))
+        assert port_pools == [0, 2048], pools
+    finally:
+        ns.delete()
