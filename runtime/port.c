@@ -191,6 +191,18 @@ uint32_t jg_port_pool_reserved(uint16_t port_id, uint16_t workers,
 	return (uint32_t)workers * per_worker;
 }
 
+uint32_t jg_ports_pool_reserved(const uint16_t *ports, unsigned int count,
+				uint16_t workers, uint16_t burst)
+{
+	uint32_t most = 0;
+
+	for (unsigned int i = 0; i < count; i++)
+		most = RTE_MAX(most,
+			       jg_port_pool_reserved(ports[i], workers, ports,
+						     count, burst));
+	return most;
+}
+
 bool jg_port_setup(const struct jg_port_params *p, struct rte_mempool **out)
 {
 	const int socket = rte_eth_dev_socket_id(p->port_id);

@@ -42,6 +42,12 @@ uint32_t jg_port_pool_reserved(uint16_t port_id, uint16_t workers,
 			       const uint16_t *tx_ports, unsigned int tx_count,
 			       uint16_t burst);
 
+/* The same for programs whose ports' pools are all one size and whose
+ * buffers may leave by any of the `count` ports: the largest of the ports'
+ * figures. */
+uint32_t jg_ports_pool_reserved(const uint16_t *ports, unsigned int count,
+				uint16_t workers, uint16_t burst);
+
 /* The most buffers one transmitted packet may span on this port: 1 when it
  * cannot send chains at all (no MULTI_SEGS), else what its transmit
  * descriptors allow (many NICs cap non-TSO packets at 8). */

@@ -12,21 +12,14 @@
 uint32_t nic_pool_reserved(const struct nic *nic)
 {
 	uint16_t port_ids[NIC_MAX_PORTS];
-	uint32_t reserved = 0;
 
-	/* A port's buffers may leave by any port (--return-port). */
+	/* Every port's pool has --mbufs buffers, and a port's buffers may
+	 * leave by any port (--return-port). */
 	for (unsigned int p = 0; p < nic->port_count; p++)
 		port_ids[p] = nic->ports[p].port_id;
-	/* Every port's pool has --mbufs buffers: the port that keeps the
-	 * most in its rings decides. */
-	for (unsigned int p = 0; p < nic->port_count; p++)
-		reserved =
-			RTE_MAX(reserved,
-				jg_port_pool_reserved(
-					nic->ports[p].port_id,
-					(uint16_t)nic->queues.count, port_ids,
-					nic->port_count, nic->options->burst));
-	return reserved;
+	return jg_ports_pool_reserved(port_ids, nic->port_count,
+				      (uint16_t)nic->queues.count,
+				      nic->options->burst);
 }
 
 uint32_t nic_held_share(const struct nic *nic)
