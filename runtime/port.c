@@ -55,25 +55,35 @@ bool jg_port_find(const char *program, const char *name, uint16_t *port_id)
 	return false;
 }
 
-static struct rte_mempool *create_pool(const struct jg_port_params *p,
-				       uint32_t data_size, int socket)
+struct rte_mempool *jg_pool_create(const char *program, const char *pool_name,
+				   const char *users, uint32_t count,
+				   uint32_t data_size, uint16_t priv_size,
+				   int socket)
 {
-	char name[RTE_MEMPOOL_NAMESIZE];
-	struct rte_mempool *pool;
-
-	snprintf(name, sizeof(name), "jg_rx_%u_%u", p->port_id, data_size);
-	pool = rte_pktmbuf_pool_create(
-		name, p->mbufs, POOL_CACHE, p->priv_size,
+	struct rte_mempool *pool = rte_pktmbuf_pool_create(
+		pool_name, count, POOL_CACHE, priv_size,
 		(uint16_t)(RTE_PKTMBUF_HEADROOM + data_size), socket);
+
 	if (pool == NULL)
 		fprintf(stderr,
-			"%s: port %s: cannot allocate %u buffers of %u bytes: "
+			"%s: %s: cannot allocate %u buffers of %u bytes: "
 			"%s (give the EAL more memory, e.g. -m 1024; the "
 			"buffers a port needs grow with the workers and "
 			"ports)\n",
-			p->program, p->name, p->mbufs, data_size,
+			program, users, count, data_size,
 			rte_strerror(rte_errno));
 	return pool;
+}
+
+static struct rte_mempool *create_pool(const struct jg_port_params *p,
+				       uint32_t data_size, int socket)
+{
+	char name[RTE_MEMPOOL_NAMESIZE], users[RTE_ETH_NAME_MAX_LEN + 8];
+
+	snprintf(name, sizeof(name), "jg_rx_%u_%u", p->port_id, data_size);
+	snprintf(users, sizeof(users), "port %s", p->name);
+	return jg_pool_create(p->program, name, users, p->mbufs, data_size,
+			      p->priv_size, socket);
 }
 
 /* One receive and one transmit queue per worker; 0 or a negative errno. */
@@ -134,7 +144,8 @@ uint16_t jg_port_max_tx_segments(uint16_t port_id)
  *   under a TCP transfer (test_nic_tcp.py). It sends its own pool's buffers
  *   as they are, which wait in the transmit and completion rings (up to
  *   2048 again), and copies another pool's into one of its own, freeing
- *   the original at once.
+ *   the original at once. Its socket's memory is registered from its
+ *   pool, so it is never given a shared one (jg_port_shares_pools).
  * - PORT_NIC: every other port is counted as a NIC: a buffer per
  *   receive descriptor from start, and a transmit ring that frees what it
  *   sent only as it wraps. Ports that in fact copy (net_tap, net_vhost,
@@ -161,22 +172,9 @@ static enum port_kind port_kind(uint16_t port_id)
 	return PORT_NIC;
 }
 
-/* Buffers of port_id's pool one transmit queue of `sender` may keep. */
-static uint32_t tx_queue_buffers(uint16_t port_id, uint16_t sender)
-{
-	switch (port_kind(sender)) {
-	case PORT_COPIES:
-		return 0;
-	case PORT_AF_XDP:
-		return sender == port_id ? AF_XDP_RING_BUFFERS : 0;
-	default:
-		return TX_DESCRIPTORS;
-	}
-}
-
-uint32_t jg_port_pool_reserved(uint16_t port_id, uint16_t workers,
-			       const uint16_t *tx_ports, unsigned int tx_count,
-			       uint16_t burst)
+uint32_t jg_pool_reserved(const uint16_t *members, unsigned int member_count,
+			  const uint16_t *tx_ports, unsigned int tx_count,
+			  uint16_t workers, uint16_t burst)
 {
 	/* A per-core cache fills up to 1.5 times its size before it
 	 * flushes back to the pool (RTE_MEMPOOL_CACHE_FLUSHTHRESH). */
@@ -184,10 +182,26 @@ uint32_t jg_port_pool_reserved(uint16_t port_id, uint16_t workers,
 	const uint32_t receive[] = {[PORT_COPIES] = 0,
 				    [PORT_AF_XDP] = AF_XDP_RING_BUFFERS,
 				    [PORT_NIC] = RX_DESCRIPTORS};
-	uint32_t per_worker = receive[port_kind(port_id)] + cache + 2u * burst;
+	uint32_t per_worker = cache + 2u * burst;
 
-	for (unsigned int i = 0; i < tx_count; i++)
-		per_worker += tx_queue_buffers(port_id, tx_ports[i]);
+	for (unsigned int i = 0; i < member_count; i++)
+		per_worker += receive[port_kind(members[i])];
+	for (unsigned int i = 0; i < tx_count; i++) {
+		switch (port_kind(tx_ports[i])) {
+		case PORT_COPIES:
+			break;
+		case PORT_AF_XDP:
+			/* Only its own pool's buffers wait in its rings. */
+			for (unsigned int m = 0; m < member_count; m++)
+				if (members[m] == tx_ports[i]) {
+					per_worker += AF_XDP_RING_BUFFERS;
+					break;
+				}
+			break;
+		default:
+			per_worker += TX_DESCRIPTORS;
+		}
+	}
 	return (uint32_t)workers * per_worker;
 }
 
@@ -197,10 +211,30 @@ uint32_t jg_ports_pool_reserved(const uint16_t *ports, unsigned int count,
 	uint32_t most = 0;
 
 	for (unsigned int i = 0; i < count; i++)
-		most = RTE_MAX(most,
-			       jg_port_pool_reserved(ports[i], workers, ports,
-						     count, burst));
+		most = RTE_MAX(most, jg_pool_reserved(&ports[i], 1, ports,
+						      count, workers, burst));
 	return most;
+}
+
+bool jg_port_shares_pools(uint16_t port_id)
+{
+	return port_kind(port_id) != PORT_AF_XDP;
+}
+
+uint32_t jg_port_data_size(const struct jg_port_params *p)
+{
+	/* Whole jumbo frames in one buffer: headers are never split across
+	 * segments of a received packet. Some PMDs need more (net_af_packet:
+	 * its whole ring frame) and say so only by refusing the queue;
+	 * without an explicit buffer size the buffers then grow
+	 * (jg_port_setup). */
+	uint32_t data_size =
+		p->mbuf_size ? p->mbuf_size : p->mtu + FRAME_OVERHEAD;
+
+	/* Never below DPDK's default buffer: net_af_xdp hands each buffer to
+	 * the kernel as one frame of its socket's memory, which the kernel
+	 * refuses below 2 KB (a 1500-byte MTU alone would ask for less). */
+	return RTE_MAX(data_size, (uint32_t)RTE_MBUF_DEFAULT_DATAROOM);
 }
 
 bool jg_port_setup(const struct jg_port_params *p, struct rte_mempool **out)
@@ -288,28 +322,30 @@ bool jg_port_setup(const struct jg_port_params *p, struct rte_mempool **out)
 			p->program, p->name, rte_strerror(-result));
 		return false;
 	}
-	/* Whole jumbo frames in one buffer: headers are never split across
-	 * segments of a received packet. Some PMDs need more (net_af_packet:
-	 * its whole ring frame) and say so only by refusing the queue;
-	 * without an explicit buffer size the buffers then grow. */
-	data_size = p->mbuf_size ? p->mbuf_size : p->mtu + FRAME_OVERHEAD;
-	/* Never below DPDK's default buffer: net_af_xdp hands each buffer to
-	 * the kernel as one frame of its socket's memory, which the kernel
-	 * refuses below 2 KB (a 1500-byte MTU alone would ask for less). */
-	data_size = RTE_MAX(data_size, (uint32_t)RTE_MBUF_DEFAULT_DATAROOM);
+	data_size = jg_port_data_size(p);
+	pool = p->pool;
+	if (pool != NULL)
+		data_size =
+			rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM;
+	else if ((pool = create_pool(p, data_size, socket)) == NULL)
+		return false;
 	for (;;) {
-		pool = create_pool(p, data_size, socket);
-		if (pool == NULL)
-			return false;
 		result = setup_queues(p, socket, pool);
 		if (result != -ENOMEM || p->mbuf_size ||
 		    data_size >= MAX_DATA_SIZE)
 			break;
-		rte_mempool_free(pool);
+		if (pool != p->pool)
+			rte_mempool_free(pool);
 		data_size = RTE_MIN(data_size * 2, MAX_DATA_SIZE);
+		/* A shared pool's buffers are too small for this port: it
+		 * gets a pool of its own (p->mbufs), as without sharing. */
 		JG_LOG(jg_log_port, NOTICE,
-		       "%s: port %s wants larger buffers; trying %u bytes\n",
+		       "%s: port %s wants larger buffers; trying %u bytes in "
+		       "a pool of its own\n",
 		       p->program, p->name, data_size);
+		pool = create_pool(p, data_size, socket);
+		if (pool == NULL)
+			return false;
 	}
 	if (result != 0) {
 		fprintf(stderr, "%s: port %s: queue setup failed: %s\n",

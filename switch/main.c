@@ -26,6 +26,7 @@
 #include "metrics_http.h"
 #include "options.h"
 #include "port.h"
+#include "ports.h"
 #include "service_notify.h"
 #include "switch.h"
 #include "telemetry.h"
@@ -95,73 +96,6 @@ static bool attach_ports(struct sw_switch *sw, const struct options *options)
 		snprintf(port->name, sizeof(port->name), "%s", option->name);
 		sw->port_index[option->p4_port] = (int16_t)sw->port_count;
 		sw->port_count++;
-	}
-	return true;
-}
-
-/* Buffers of each port's pool: what the ports' queues may keep of it
- * (jg_port_pool_reserved: a NIC's full receive ring per worker, its buffers
- * waiting in every NIC's transmit rings, a cache and bursts in flight;
- * none on ports that copy every frame) and a full packet-in queue, which
- * one port's frames can fill. A smaller pool starves reception under load,
- * and an AF_XDP port that cannot fill its ring receives nothing, so
- * --mbufs below that is refused; without --mbufs the pool is that size.
- * Returns 0 after printing why when it is refused. */
-static uint32_t pool_size(const struct sw_switch *sw,
-			  const struct options *options)
-{
-	uint16_t port_ids[SW_MAX_DPDK_PORTS];
-	uint32_t queues, needed;
-
-	for (unsigned int i = 0; i < sw->port_count; i++)
-		port_ids[i] = sw->ports[i].dpdk_port;
-	queues = jg_ports_pool_reserved(port_ids, sw->port_count,
-					(uint16_t)sw->worker_count,
-					(uint16_t)options->burst);
-	needed = queues + SW_PACKET_IN_QUEUE;
-	if (options->mbufs == 0)
-		return needed;
-	if (options->mbufs < needed) {
-		fprintf(stderr,
-			PROGRAM
-			": --mbufs %u is too few: %u workers on %u "
-			"ports can leave %u buffers of each port's pool "
-			"in receive and transmit queues (%u descriptors "
-			"each on a NIC, none on ports that copy "
-			"frames), buffer caches and bursts of %u, and "
-			"%u in the packet-in queue; give --mbufs %u or "
-			"more\n",
-			options->mbufs, sw->worker_count, sw->port_count,
-			queues, JG_PORT_RX_DESCRIPTORS, options->burst,
-			SW_PACKET_IN_QUEUE, needed);
-		return 0;
-	}
-	return options->mbufs;
-}
-
-static bool start_ports(struct sw_switch *sw, const struct options *options)
-{
-	const uint32_t mbufs = pool_size(sw, options);
-
-	if (mbufs == 0)
-		return false;
-	printf(PROGRAM ": %u receive buffers in each port's pool\n", mbufs);
-	fflush(stdout);
-	for (unsigned int i = 0; i < sw->port_count; i++) {
-		const struct jg_port_params params = {
-			.program = PROGRAM,
-			.name = sw->ports[i].name,
-			.port_id = sw->ports[i].dpdk_port,
-			.queues = (uint16_t)sw->worker_count,
-			.mtu = options->port_mtu,
-			.mbufs = mbufs,
-			.mbuf_size = options->ports[i].af_packet
-					     ? AF_PACKET_FRAME
-					     : 0,
-		};
-
-		if (!jg_port_setup(&params, NULL))
-			return false;
 	}
 	return true;
 }
@@ -421,7 +355,7 @@ int main(int argc, char **argv)
 	sw->pipeline.digest_sink = digest_to_queue;
 	sw->pipeline.digest_context = sw;
 	if (!attach_ports(sw, &options) || !create_queues(sw) ||
-	    !start_ports(sw, &options))
+	    !sw_ports_start(sw, &options))
 		goto out_pipeline;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);

@@ -8,7 +8,7 @@
 #include "nic.h"
 
 /* Buffers of a port's pool the rings, caches and bursts of every worker
- * may take (jg_port_pool_reserved), for the port that takes the most. */
+ * may take (jg_ports_pool_reserved), for the port that takes the most. */
 uint32_t nic_pool_reserved(const struct nic *nic);
 
 /* Buffers of each port's pool one worker may hold in merge runs: what

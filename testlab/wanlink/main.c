@@ -262,8 +262,8 @@ static bool start_ports(struct wanlink *w, const struct options *o)
 			.queues = 1,
 			.mtu = o->port_mtu,
 			.mbufs = o->link.limit +
-				 jg_port_pool_reserved(w->port_id[p], 1,
-						       w->port_id, 2, BURST),
+				 jg_pool_reserved(&w->port_id[p], 1, w->port_id,
+						  2, 1, BURST),
 			.mbuf_size = o->mbuf_size,
 		};
 
