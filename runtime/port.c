@@ -7,8 +7,12 @@
 #include <string.h>
 #include <time.h>
 
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_errno.h>
+#include <rte_eth_bond.h>
 #include <rte_ethdev.h>
+#include <rte_kvargs.h>
 #include <rte_mbuf.h>
 #include <rte_pause.h>
 
@@ -146,14 +150,17 @@ uint16_t jg_port_max_tx_segments(uint16_t port_id)
  *   2048 again), and copies another pool's into one of its own, freeing
  *   the original at once. Its socket's memory is registered from its
  *   pool, so it is never given a shared one (jg_port_shares_pools).
+ * - PORT_BOND: net_bonding sets up each member's queues from the bond's
+ *   pool, so its queues keep what its members' keep, each by its kind.
  * - PORT_NIC: every other port is counted as a NIC: a buffer per
  *   receive descriptor from start, and a transmit ring that frees what it
- *   sent only as it wraps. Ports that in fact copy (net_tap, net_vhost,
- *   net_memif as a server) are over-counted, which is safe.
+ *   sent only as it wraps. Ports that in fact copy (net_vhost, net_memif as
+ *   a server) are over-counted, which is safe; net_tap does keep a buffer
+ *   per receive descriptor.
  */
 #define AF_XDP_RING_BUFFERS 2048u
 
-enum port_kind { PORT_COPIES, PORT_AF_XDP, PORT_NIC };
+enum port_kind { PORT_COPIES, PORT_AF_XDP, PORT_BOND, PORT_NIC };
 
 static enum port_kind port_kind(uint16_t port_id)
 {
@@ -169,7 +176,98 @@ static enum port_kind port_kind(uint16_t port_id)
 			return PORT_COPIES;
 	if (strcmp(info.driver_name, "net_af_xdp") == 0)
 		return PORT_AF_XDP;
+	if (strcmp(info.driver_name, "net_bonding") == 0)
+		return PORT_BOND;
 	return PORT_NIC;
+}
+
+struct member_list {
+	uint16_t *ports;
+	unsigned int count;
+};
+
+static int add_member(const char *key, const char *value, void *context)
+{
+	struct member_list *list = context;
+	uint16_t port_id;
+
+	(void)key;
+	if (rte_eth_dev_get_port_by_name(value, &port_id) == 0 &&
+	    list->count < RTE_MAX_ETHPORTS)
+		list->ports[list->count++] = port_id;
+	return 0;
+}
+
+/* A bond's members; 0 for any other port. Members named in the bond's
+ * arguments (slave=NAME) join it only when it is configured, after the
+ * pools are sized, so until then they are read from there. */
+static unsigned int bond_members(uint16_t port_id,
+				 uint16_t members[RTE_MAX_ETHPORTS])
+{
+	int count = rte_eth_bond_slaves_get(port_id, members, RTE_MAX_ETHPORTS);
+	struct member_list list = {.ports = members};
+	const struct rte_devargs *devargs;
+	struct rte_eth_dev_info info;
+	struct rte_kvargs *arguments;
+
+	if (count > 0)
+		return (unsigned int)count;
+	if (rte_eth_dev_info_get(port_id, &info) != 0 || info.device == NULL ||
+	    (devargs = rte_dev_devargs(info.device)) == NULL ||
+	    devargs->args == NULL)
+		return 0;
+	arguments = rte_kvargs_parse(devargs->args, NULL);
+	if (arguments == NULL)
+		return 0;
+	rte_kvargs_process(arguments, "slave", add_member, &list);
+	rte_kvargs_free(arguments);
+	return list.count;
+}
+
+/* Buffers of its pool one receive queue of port_id keeps. */
+static uint32_t receive_keeps(uint16_t port_id)
+{
+	uint16_t members[RTE_MAX_ETHPORTS];
+	unsigned int count;
+	uint32_t sum = 0;
+
+	switch (port_kind(port_id)) {
+	case PORT_COPIES:
+		return 0;
+	case PORT_AF_XDP:
+		return AF_XDP_RING_BUFFERS;
+	case PORT_BOND:
+		count = bond_members(port_id, members);
+		for (unsigned int i = 0; i < count; i++)
+			sum += receive_keeps(members[i]);
+		return sum;
+	default:
+		return RX_DESCRIPTORS;
+	}
+}
+
+/* Buffers of a pool one transmit queue of `sender` keeps; own_pool: the
+ * pool is the one sender receives into. */
+static uint32_t transmit_keeps(uint16_t sender, bool own_pool)
+{
+	uint16_t members[RTE_MAX_ETHPORTS];
+	unsigned int count;
+	uint32_t sum = 0;
+
+	switch (port_kind(sender)) {
+	case PORT_COPIES:
+		return 0;
+	case PORT_AF_XDP:
+		/* Only its own pool's buffers wait in its rings. */
+		return own_pool ? AF_XDP_RING_BUFFERS : 0;
+	case PORT_BOND:
+		count = bond_members(sender, members);
+		for (unsigned int i = 0; i < count; i++)
+			sum += transmit_keeps(members[i], own_pool);
+		return sum;
+	default:
+		return TX_DESCRIPTORS;
+	}
 }
 
 uint32_t jg_pool_reserved(const uint16_t *members, unsigned int member_count,
@@ -179,28 +277,16 @@ uint32_t jg_pool_reserved(const uint16_t *members, unsigned int member_count,
 	/* A per-core cache fills up to 1.5 times its size before it
 	 * flushes back to the pool (RTE_MEMPOOL_CACHE_FLUSHTHRESH). */
 	const uint32_t cache = POOL_CACHE * 3 / 2;
-	const uint32_t receive[] = {[PORT_COPIES] = 0,
-				    [PORT_AF_XDP] = AF_XDP_RING_BUFFERS,
-				    [PORT_NIC] = RX_DESCRIPTORS};
 	uint32_t per_worker = cache + 2u * burst;
 
 	for (unsigned int i = 0; i < member_count; i++)
-		per_worker += receive[port_kind(members[i])];
+		per_worker += receive_keeps(members[i]);
 	for (unsigned int i = 0; i < tx_count; i++) {
-		switch (port_kind(tx_ports[i])) {
-		case PORT_COPIES:
-			break;
-		case PORT_AF_XDP:
-			/* Only its own pool's buffers wait in its rings. */
-			for (unsigned int m = 0; m < member_count; m++)
-				if (members[m] == tx_ports[i]) {
-					per_worker += AF_XDP_RING_BUFFERS;
-					break;
-				}
-			break;
-		default:
-			per_worker += TX_DESCRIPTORS;
-		}
+		bool own_pool = false;
+
+		for (unsigned int m = 0; m < member_count; m++)
+			own_pool |= members[m] == tx_ports[i];
+		per_worker += transmit_keeps(tx_ports[i], own_pool);
 	}
 	return (uint32_t)workers * per_worker;
 }
@@ -218,7 +304,21 @@ uint32_t jg_ports_pool_reserved(const uint16_t *ports, unsigned int count,
 
 bool jg_port_shares_pools(uint16_t port_id)
 {
-	return port_kind(port_id) != PORT_AF_XDP;
+	uint16_t members[RTE_MAX_ETHPORTS];
+	unsigned int count;
+
+	switch (port_kind(port_id)) {
+	case PORT_AF_XDP:
+		return false;
+	case PORT_BOND:
+		count = bond_members(port_id, members);
+		for (unsigned int i = 0; i < count; i++)
+			if (!jg_port_shares_pools(members[i]))
+				return false;
+		return true;
+	default:
+		return true;
+	}
 }
 
 uint32_t jg_port_data_size(const struct jg_port_params *p)

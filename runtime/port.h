@@ -38,7 +38,8 @@ struct jg_port_params {
  * `tx_count` ports in `tx_ports`: for each of `workers` workers, what each
  * member's receive queue keeps (a full ring on a NIC, twice that on
  * net_af_xdp, none on ports that copy every frame: net_af_packet,
- * net_pcap, net_null), a full per-core cache and two bursts in flight, and
+ * net_pcap, net_null; on a bond, what its members keep), a full per-core
+ * cache and two bursts in flight, and
  * what the transmit queues keep (a NIC frees what it sent only as its ring
  * wraps; net_af_xdp keeps up to 2048 of its own pool and copies others').
  * What remains of the pool is what the program may keep (held segments,

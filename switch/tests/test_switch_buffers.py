@@ -13,6 +13,7 @@ net_ring stands in for a NIC here: like every port the runtime does not know to 
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import time
@@ -29,14 +30,16 @@ CACHE_AND_BURSTS = 256 * 3 // 2 + 2 * 32  # a per-core cache up to its flush thr
 PACKET_IN_QUEUE = 1024
 
 
-def run_switch(tmp_path, devices: list[str], options: list[str] = (), netns: Netns | None = None, serving=None) -> tuple[int, str]:
-    """The switch with one worker on the named vdevs: (exit status, output). Once it serves, `serving(file prefix)`
-    is called, if given, and the switch stopped."""
+def run_switch(
+    tmp_path, devices: list[str], options: list[str] = (), netns: Netns | None = None, serving=None, ports: list[str] | None = None
+) -> tuple[int, str]:
+    """The switch with one worker on the named vdevs (its ports: `ports`, or every vdev): (exit status, output). Once
+    it serves, `serving(file prefix)` is called, if given, and the switch stopped."""
     prefix = unique("jgbuf")
     args = [SWITCH_BINARY, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", prefix, "--lcores", "0@0,1@1"]
     args += ["--log-level=lib.eal:error", *(f"--vdev={device}" for device in devices), "--"]
-    for number, device in enumerate(devices, start=1):
-        args += ["--port", f"{number}={device.split(',')[0]}"]
+    for number, name in enumerate(ports or [device.split(",")[0] for device in devices], start=1):
+        args += ["--port", f"{number}={name}"]
     grpc = f"unix:{tmp_path / (prefix + '.sock')}" if netns else f"127.0.0.1:{lab.free_tcp_port()}"
     args += ["--grpc", grpc, *options]
     if netns is not None:
@@ -153,5 +156,30 @@ def test_at_rest_a_pool_has_out_what_its_receive_queue_keeps(tmp_path):
         assert [whose for _, whose in pools_of((status, output), 2)] == [1, "net_af_xdp0"], output
         port_pools = sorted(count for name, count in pools.items() if name.startswith("jg_rx_"))
         assert port_pools == [0, 2048], pools
+    finally:
+        ns.delete()
+
+
+def test_a_bond_keeps_what_its_members_keep(tmp_path):
+    """net_bonding sets up each member's queues from the bond's pool: a bond of two net_tap ports (each keeps a
+    buffer per receive descriptor) needs both members' rings, 5,568 buffers, and at rest has about 2048 of them out. Counted
+    as one NIC it got 3,520; before the members were read from the bond's arguments (they join it only when it is
+    configured, after the pools are sized), it got 1,472 and the second member's receive queue could not be set up.
+    At rest each member has all of its receive ring's buffers but one out."""
+    if not os.path.exists("/dev/net/tun"):
+        pytest.skip("net_tap: /dev/net/tun is missing")
+    ns = Netns("jgbuf")
+    try:
+        pools = {}
+
+        def read_pools(prefix: str) -> None:
+            pools.update(lab.telemetry_query(prefix, "/jumbogate_switch/buffers"))
+
+        devices = ["net_tap0,iface=jgbt0", "net_tap1,iface=jgbt1", "net_bonding0,mode=0,slave=net_tap0,slave=net_tap1"]
+        status, output = run_switch(tmp_path, devices, ["--port-mtu", "1500"], netns=ns, serving=read_pools, ports=["net_bonding0"])
+        assert pool_of((status, output), 1) == 2 * RX_DESCRIPTORS + CACHE_AND_BURSTS + 2 * TX_DESCRIPTORS + PACKET_IN_QUEUE
+        out = [count for name, count in pools.items() if name.startswith("jg_rx_")]
+        # net_tap fills all of a ring's descriptors but one.
+        assert len(out) == 1 and 2 * (RX_DESCRIPTORS - 1) <= out[0] <= 2 * RX_DESCRIPTORS, pools
     finally:
         ns.delete()
