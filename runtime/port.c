@@ -224,8 +224,10 @@ static unsigned int bond_members(uint16_t port_id,
 	return list.count;
 }
 
-/* Buffers of its pool one receive queue of port_id keeps. */
-static uint32_t receive_keeps(uint16_t port_id)
+/* Buffers of a pool one queue of port_id keeps: its receive queue (the pool
+ * is the one it receives into), or its transmit queue, own_pool saying
+ * whether the pool is the one it receives into. */
+static uint32_t queue_keeps(uint16_t port_id, bool receive, bool own_pool)
 {
 	uint16_t members[RTE_MAX_ETHPORTS];
 	unsigned int count;
@@ -235,38 +237,15 @@ static uint32_t receive_keeps(uint16_t port_id)
 	case PORT_COPIES:
 		return 0;
 	case PORT_AF_XDP:
-		return AF_XDP_RING_BUFFERS;
+		/* Only its own pool's buffers wait in its rings. */
+		return receive || own_pool ? AF_XDP_RING_BUFFERS : 0;
 	case PORT_BOND:
 		count = bond_members(port_id, members);
 		for (unsigned int i = 0; i < count; i++)
-			sum += receive_keeps(members[i]);
+			sum += queue_keeps(members[i], receive, own_pool);
 		return sum;
 	default:
-		return RX_DESCRIPTORS;
-	}
-}
-
-/* Buffers of a pool one transmit queue of `sender` keeps; own_pool: the
- * pool is the one sender receives into. */
-static uint32_t transmit_keeps(uint16_t sender, bool own_pool)
-{
-	uint16_t members[RTE_MAX_ETHPORTS];
-	unsigned int count;
-	uint32_t sum = 0;
-
-	switch (port_kind(sender)) {
-	case PORT_COPIES:
-		return 0;
-	case PORT_AF_XDP:
-		/* Only its own pool's buffers wait in its rings. */
-		return own_pool ? AF_XDP_RING_BUFFERS : 0;
-	case PORT_BOND:
-		count = bond_members(sender, members);
-		for (unsigned int i = 0; i < count; i++)
-			sum += transmit_keeps(members[i], own_pool);
-		return sum;
-	default:
-		return TX_DESCRIPTORS;
+		return receive ? RX_DESCRIPTORS : TX_DESCRIPTORS;
 	}
 }
 
@@ -280,13 +259,13 @@ uint32_t jg_pool_reserved(const uint16_t *members, unsigned int member_count,
 	uint32_t per_worker = cache + 2u * burst;
 
 	for (unsigned int i = 0; i < member_count; i++)
-		per_worker += receive_keeps(members[i]);
+		per_worker += queue_keeps(members[i], true, true);
 	for (unsigned int i = 0; i < tx_count; i++) {
 		bool own_pool = false;
 
 		for (unsigned int m = 0; m < member_count; m++)
 			own_pool |= members[m] == tx_ports[i];
-		per_worker += transmit_keeps(tx_ports[i], own_pool);
+		per_worker += queue_keeps(tx_ports[i], false, own_pool);
 	}
 	return (uint32_t)workers * per_worker;
 }
