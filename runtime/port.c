@@ -7,12 +7,9 @@
 #include <string.h>
 #include <time.h>
 
-#include <rte_dev.h>
-#include <rte_devargs.h>
 #include <rte_errno.h>
 #include <rte_eth_bond.h>
 #include <rte_ethdev.h>
-#include <rte_kvargs.h>
 #include <rte_mbuf.h>
 #include <rte_pause.h>
 
@@ -21,6 +18,9 @@
 #define POOL_CACHE     256
 /* The most data one mbuf can describe. */
 #define MAX_DATA_SIZE ((uint32_t)UINT16_MAX - RTE_PKTMBUF_HEADROOM)
+/* Pools of doubling buffer sizes a port that refuses its buffers is
+ * offered: 2 KB up to MAX_DATA_SIZE. */
+#define MAX_RETRIES 8
 /* Ethernet header, two VLAN tags and the FCS around the IP packet. */
 #define FRAME_OVERHEAD                                                         \
 	(RTE_ETHER_HDR_LEN + 2 * RTE_VLAN_HLEN + RTE_ETHER_CRC_LEN)
@@ -181,47 +181,25 @@ static enum port_kind port_kind(uint16_t port_id)
 	return PORT_NIC;
 }
 
-struct member_list {
-	uint16_t *ports;
-	unsigned int count;
-};
-
-static int add_member(const char *key, const char *value, void *context)
-{
-	struct member_list *list = context;
-	uint16_t port_id;
-
-	(void)key;
-	if (rte_eth_dev_get_port_by_name(value, &port_id) == 0 &&
-	    list->count < RTE_MAX_ETHPORTS)
-		list->ports[list->count++] = port_id;
-	return 0;
-}
-
-/* A bond's members; 0 for any other port. Members named in the bond's
- * arguments (slave=NAME) join it only when it is configured, after the
- * pools are sized, so until then they are read from there. */
+/* A bond's members; 0 for any other port. A bond learns the members its
+ * arguments name (slave=: a port's name, PCI address or number) only when
+ * first configured, which jg_port_setup does after the pools are sized, so
+ * a bond that has none yet is configured here with one queue pair (and
+ * again by jg_port_setup). */
 static unsigned int bond_members(uint16_t port_id,
 				 uint16_t members[RTE_MAX_ETHPORTS])
 {
 	int count = rte_eth_bond_slaves_get(port_id, members, RTE_MAX_ETHPORTS);
-	struct member_list list = {.ports = members};
-	const struct rte_devargs *devargs;
-	struct rte_eth_dev_info info;
-	struct rte_kvargs *arguments;
 
-	if (count > 0)
-		return (unsigned int)count;
-	if (rte_eth_dev_info_get(port_id, &info) != 0 || info.device == NULL ||
-	    (devargs = rte_dev_devargs(info.device)) == NULL ||
-	    devargs->args == NULL)
-		return 0;
-	arguments = rte_kvargs_parse(devargs->args, NULL);
-	if (arguments == NULL)
-		return 0;
-	rte_kvargs_process(arguments, "slave", add_member, &list);
-	rte_kvargs_free(arguments);
-	return list.count;
+	if (count == 0) {
+		struct rte_eth_conf conf;
+
+		memset(&conf, 0, sizeof(conf));
+		if (rte_eth_dev_configure(port_id, 1, 1, &conf) == 0)
+			count = rte_eth_bond_slaves_get(port_id, members,
+							RTE_MAX_ETHPORTS);
+	}
+	return count > 0 ? (unsigned int)count : 0;
 }
 
 /* Buffers of a pool one queue of port_id keeps: its receive queue (the pool
@@ -243,7 +221,10 @@ static uint32_t queue_keeps(uint16_t port_id, bool receive, bool own_pool)
 		count = bond_members(port_id, members);
 		for (unsigned int i = 0; i < count; i++)
 			sum += queue_keeps(members[i], receive, own_pool);
-		return sum;
+		/* Members it does not know yet: at least a NIC's. */
+		if (count > 0)
+			return sum;
+		/* fall through */
 	default:
 		return receive ? RX_DESCRIPTORS : TX_DESCRIPTORS;
 	}
@@ -321,7 +302,8 @@ bool jg_port_setup(const struct jg_port_params *p, struct rte_mempool **out)
 	const int socket = rte_eth_dev_socket_id(p->port_id);
 	struct rte_eth_conf conf;
 	struct rte_eth_dev_info info;
-	struct rte_mempool *pool;
+	struct rte_mempool *pool, *refused[MAX_RETRIES];
+	unsigned int refused_count = 0;
 	uint8_t rss_key[64];
 	uint32_t data_size;
 	int result;
@@ -411,17 +393,20 @@ bool jg_port_setup(const struct jg_port_params *p, struct rte_mempool **out)
 	for (;;) {
 		result = setup_queues(p, socket, pool);
 		if (result != -ENOMEM || p->mbuf_size ||
-		    data_size >= MAX_DATA_SIZE)
+		    data_size >= MAX_DATA_SIZE || refused_count == MAX_RETRIES)
 			break;
+		/* Queues set up before the one that refused may hold buffers
+		 * of this pool until they are set up again: it is freed only
+		 * once they are. */
 		if (pool != p->pool)
-			rte_mempool_free(pool);
+			refused[refused_count++] = pool;
 		data_size = RTE_MIN(data_size * 2, MAX_DATA_SIZE);
 		/* A shared pool's buffers are too small for this port: it
 		 * gets a pool of its own (p->mbufs), as without sharing. */
 		JG_LOG(jg_log_port, NOTICE,
-		       "%s: port %s wants larger buffers; trying %u bytes in "
-		       "a pool of its own\n",
-		       p->program, p->name, data_size);
+		       "%s: port %s wants larger buffers; trying %u of %u "
+		       "bytes in a pool of its own\n",
+		       p->program, p->name, p->mbufs, data_size);
 		pool = create_pool(p, data_size, socket);
 		if (pool == NULL)
 			return false;
@@ -431,12 +416,14 @@ bool jg_port_setup(const struct jg_port_params *p, struct rte_mempool **out)
 			p->program, p->name, rte_strerror(-result));
 		if (result == -ENOMEM)
 			fprintf(stderr,
-				"%s: a buffer holds %u bytes; raise "
-				"--mbuf-size to what the port needs "
-				"(net_af_packet: its framesz)\n",
+				"%s: a buffer holds %u bytes; the port may "
+				"need more (net_af_packet: its framesz; "
+				"jumbogate-nic sets it with --mbuf-size)\n",
 				p->program, data_size);
 		return false;
 	}
+	while (refused_count > 0)
+		rte_mempool_free(refused[--refused_count]);
 	result = rte_eth_dev_start(p->port_id);
 	if (result != 0) {
 		fprintf(stderr, "%s: port %s: start failed: %s\n", p->program,

@@ -174,7 +174,7 @@ int sw_parse_options(struct options *options, int argc, char **argv)
 	options->depth = 512;
 	options->device_id = 1;
 	options->port_mtu = DEFAULT_PORT_MTU;
-	options->mbufs = 0; /* what the ports need (pool_size) */
+	options->mbufs = 0; /* what the ports need (ports.c, size_pools) */
 	options->burst = DEFAULT_BURST;
 	options->idle_sleep_max_us = DEFAULT_IDLE_SLEEP;
 	for (int i = 1; i < argc; i++) {

@@ -10,7 +10,8 @@
  * worker: 4 x 6,592 buffers, about 260 MB). A shared pool counts each
  * receive ring, each transmit ring and each worker's cache once (9,664
  * buffers there). net_af_xdp ports keep pools of their own
- * (jg_port_shares_pools).
+ * (jg_port_shares_pools), and so does a port that refuses the shared
+ * pool's buffers as too small (jg_port_setup).
  */
 #include <stdio.h>
 #include <string.h>
@@ -99,6 +100,24 @@ static uint32_t pool_needs(const struct sw_switch *sw,
 	       SW_PACKET_IN_QUEUE;
 }
 
+/* "port a's own pool", "the pool of port a", "the pool of port a and 3
+ * others": for messages. */
+static void describe_pool(const struct sw_switch *sw,
+			  const struct pool_group *group, char *text,
+			  size_t size)
+{
+	const char *first = sw->ports[group->first_port].name;
+
+	if (!group->shared)
+		snprintf(text, size, "port %s's own pool", first);
+	else if (group->member_count == 1)
+		snprintf(text, size, "the pool of port %s", first);
+	else
+		snprintf(text, size, "the pool of port %s and %u other%s",
+			 first, group->member_count - 1,
+			 group->member_count == 2 ? "" : "s");
+}
+
 /* Each pool's size: what it needs, or --mbufs where given. A smaller pool
  * starves reception under load, and an AF_XDP port that cannot fill its
  * ring receives nothing, so --mbufs below the largest need is refused,
@@ -109,6 +128,7 @@ static bool size_pools(const struct sw_switch *sw,
 {
 	uint32_t most = 0;
 	unsigned int neediest = 0;
+	char pool[96];
 
 	for (unsigned int g = 0; g < count; g++) {
 		groups[g].size = pool_needs(sw, options, groups[g].members,
@@ -121,17 +141,16 @@ static bool size_pools(const struct sw_switch *sw,
 	if (options->mbufs == 0)
 		return true;
 	if (options->mbufs < most) {
+		describe_pool(sw, &groups[neediest], pool, sizeof(pool));
 		fprintf(stderr,
 			PROGRAM
 			": --mbufs %u is too few: %u workers can leave %u "
-			"buffers of the pool of %u ports (port %s and those "
-			"sharing its pool) in receive and transmit queues "
-			"(%u descriptors each on a NIC, none on ports that "
-			"copy frames), buffer caches, bursts of %u and the "
-			"packet-in queue of %u; give --mbufs %u or more\n",
-			options->mbufs, sw->worker_count, most,
-			groups[neediest].member_count,
-			sw->ports[groups[neediest].first_port].name,
+			"buffers of %s in receive and transmit queues (%u "
+			"descriptors each on a NIC, 2048 on net_af_xdp, none "
+			"on ports that copy frames), buffer caches, bursts "
+			"of %u and the packet-in queue of %u; give --mbufs "
+			"%u or more\n",
+			options->mbufs, sw->worker_count, most, pool,
 			JG_PORT_RX_DESCRIPTORS, options->burst,
 			SW_PACKET_IN_QUEUE, most);
 		return false;
@@ -145,12 +164,11 @@ static bool create_pool(const struct sw_switch *sw, struct pool_group *group,
 			unsigned int number)
 {
 	char name[RTE_MEMPOOL_NAMESIZE];
-	char users[64];
+	char users[96];
 
 	snprintf(name, sizeof(name), "jg_rx_pool%u_%u", number,
 		 group->data_size);
-	snprintf(users, sizeof(users), "the pool of %u ports (port %s, ...)",
-		 group->member_count, sw->ports[group->first_port].name);
+	describe_pool(sw, group, users, sizeof(users));
 	group->pool = jg_pool_create(PROGRAM, name, users, group->size,
 				     group->data_size, 0, group->socket);
 	if (group->pool == NULL)
@@ -184,11 +202,15 @@ bool sw_ports_start(struct sw_switch *sw, const struct options *options)
 	fflush(stdout);
 	for (unsigned int i = 0; i < sw->port_count; i++) {
 		struct jg_port_params params = port_params(sw, options, i);
+		const struct pool_group *group = &groups[group_of[i]];
 
+		params.pool = group->pool;
 		/* A port that cannot share, or that refuses the shared
-		 * pool's buffers, gets a pool of its own of this size. */
-		params.mbufs = groups[group_of[i]].size;
-		params.pool = groups[group_of[i]].pool;
+		 * pool's buffers, gets a pool of its own: for itself. */
+		params.mbufs =
+			group->shared && options->mbufs == 0
+				? pool_needs(sw, options, &params.port_id, 1)
+				: group->size;
 		if (!jg_port_setup(&params, NULL))
 			return false;
 	}

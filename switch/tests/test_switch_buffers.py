@@ -31,12 +31,19 @@ PACKET_IN_QUEUE = 1024
 
 
 def run_switch(
-    tmp_path, devices: list[str], options: list[str] = (), netns: Netns | None = None, serving=None, ports: list[str] | None = None
+    tmp_path,
+    devices: list[str],
+    options: list[str] = (),
+    netns: Netns | None = None,
+    serving=None,
+    ports: list[str] | None = None,
+    workers: int = 1,
 ) -> tuple[int, str]:
-    """The switch with one worker on the named vdevs (its ports: `ports`, or every vdev): (exit status, output). Once
-    it serves, `serving(file prefix)` is called, if given, and the switch stopped."""
+    """The switch with `workers` workers on the named vdevs (its ports: `ports`, or every vdev): (exit status,
+    output). Once it serves, `serving(file prefix)` is called, if given, and the switch stopped."""
     prefix = unique("jgbuf")
-    args = [SWITCH_BINARY, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", prefix, "--lcores", "0@0,1@1"]
+    lcores = ",".join(["0@0", *(f"{worker}@1" for worker in range(1, workers + 1))])
+    args = [SWITCH_BINARY, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", prefix, "--lcores", lcores]
     args += ["--log-level=lib.eal:error", *(f"--vdev={device}" for device in devices), "--"]
     for number, name in enumerate(ports or [device.split(",")[0] for device in devices], start=1):
         args += ["--port", f"{number}={name}"]
@@ -74,19 +81,19 @@ def refused_asking_for(result: tuple[int, str]) -> int:
     return int(found.group(1))
 
 
-def pools_of(result: tuple[int, str], ports: int) -> list[tuple[int, int | str]]:
+def pools_of(result: tuple[int, str], ports: int, workers: int = 1) -> list[tuple[int, int | str]]:
     """The pools the switch made once it served, (buffers, whose) for each: the number of ports sharing a pool, then
     the name of each port with a pool of its own."""
     status, output = result
-    assert f"jumbogate-switch ready: {ports} ports, 1 workers" in output, output
+    assert f"jumbogate-switch ready: {ports} ports, {workers} workers" in output, output
     shared = re.findall(r"^jumbogate-switch: (\d+) receive buffers of \d+ bytes in pool \d+, for (\d+) ports?$", output, re.M)
     own = re.findall(r"^jumbogate-switch: (\d+) receive buffers of \d+ bytes in port (\S+)'s own pool$", output, re.M)
     return [(int(size), int(count)) for size, count in shared] + [(int(size), name) for size, name in own]
 
 
-def pool_of(result: tuple[int, str], ports: int) -> int:
+def pool_of(result: tuple[int, str], ports: int, workers: int = 1) -> int:
     """The one pool all the ports share."""
-    pools = pools_of(result, ports)
+    pools = pools_of(result, ports, workers)
     assert len(pools) == 1 and pools[0][1] == ports, pools
     return pools[0][0]
 
@@ -114,14 +121,63 @@ def test_shared_pools_grow_with_the_ports_not_their_square(tmp_path):
 
 def test_a_port_that_wants_larger_buffers_gets_a_pool_of_its_own(tmp_path):
     """An af_packet port whose ring frames are 4096 bytes refuses the 2048-byte buffers it would share with a ring at
-    MTU 1500: it gets a pool of its own of larger buffers, and the switch serves."""
+    MTU 1500: it gets a pool of its own of larger buffers, as large as it alone needs (the cache, bursts, the
+    ring's transmit ring and the packet-in queue), and the shared pool stays."""
     ns = Netns("jgbuf")
     try:
         veth(ns, "jgbq0", ns, "jgbq1", mtu_a=1500, mtu_b=1500)
+        pools = {}
+
+        def read_pools(prefix: str) -> None:
+            pools.update(lab.telemetry_query(prefix, "/jumbogate_switch/buffers"))
+
         devices = ["net_ring0", "net_af_packet0,iface=jgbq0,framesz=4096,blocksz=4096"]
-        status, output = run_switch(tmp_path, devices, ["--port-mtu", "1500"], netns=ns)
-        assert "jumbogate-switch ready: 2 ports, 1 workers" in output, output
-        assert re.search(r"port net_af_packet0 wants larger buffers; trying 4096 bytes in a pool of its own", output), output
+        status, output = run_switch(tmp_path, devices, ["--port-mtu", "1500"], netns=ns, serving=read_pools)
+        assert pools_of((status, output), 2) == [(RX_DESCRIPTORS + CACHE_AND_BURSTS + TX_DESCRIPTORS + PACKET_IN_QUEUE, 2)]
+        own = CACHE_AND_BURSTS + TX_DESCRIPTORS + PACKET_IN_QUEUE
+        assert f"port net_af_packet0 wants larger buffers; trying {own} of 4096 bytes in a pool of its own" in output, output
+        assert sorted(name for name in pools if name.startswith("jg_rx_")) == ["jg_rx_1_4096", "jg_rx_pool0_2048"], pools
+    finally:
+        ns.delete()
+
+
+def test_ports_of_two_buffer_sizes_get_two_pools_and_mbufs_sizes_each(tmp_path):
+    """A ring at MTU 1500 (2048-byte buffers) and an N@IFACE af_packet port (12,288-byte frames) cannot share: two
+    pools, each sized for its own ports. --mbufs is refused below the larger need, naming that pool, and sizes both."""
+    ns = Netns("jgbuf")
+    try:
+        veth(ns, "jgbr0", ns, "jgbr1", mtu_a=1500, mtu_b=1500)
+        options = ["--port-mtu", "1500", "--port", "2@jgbr0"]
+        ring = RX_DESCRIPTORS + CACHE_AND_BURSTS + TX_DESCRIPTORS + PACKET_IN_QUEUE
+        af_packet = CACHE_AND_BURSTS + TX_DESCRIPTORS + PACKET_IN_QUEUE
+        assert pools_of(run_switch(tmp_path, ["net_ring0"], options, netns=ns), 2) == [(ring, 1), (af_packet, 1)]
+        status, output = run_switch(tmp_path, ["net_ring0"], [*options, "--mbufs", str(ring - 1)], netns=ns)
+        assert refused_asking_for((status, output)) == ring
+        assert "buffers of the pool of port net_ring0 in receive" in output, output
+        assert pools_of(run_switch(tmp_path, ["net_ring0"], [*options, "--mbufs", str(ring)], netns=ns), 2) == [(ring, 1), (ring, 1)]
+    finally:
+        ns.delete()
+
+
+def test_each_worker_adds_its_rings_and_cache(tmp_path):
+    """Two workers on two net_tap ports (each keeps a buffer per receive descriptor but one): every worker has a
+    receive and a transmit ring on each port and a cache of the shared pool, and at rest the four receive rings have
+    their buffers out."""
+    if not os.path.exists("/dev/net/tun"):
+        pytest.skip("net_tap: /dev/net/tun is missing")
+    ns = Netns("jgbuf")
+    try:
+        pools = {}
+
+        def read_pools(prefix: str) -> None:
+            pools.update(lab.telemetry_query(prefix, "/jumbogate_switch/buffers"))
+
+        devices = ["net_tap0,iface=jgbw0", "net_tap1,iface=jgbw1"]
+        result = run_switch(tmp_path, devices, ["--port-mtu", "1500"], netns=ns, serving=read_pools, workers=2)
+        per_worker = 2 * RX_DESCRIPTORS + CACHE_AND_BURSTS + 2 * TX_DESCRIPTORS
+        assert pool_of(result, 2, workers=2) == 2 * per_worker + PACKET_IN_QUEUE
+        out = [count for name, count in pools.items() if name.startswith("jg_rx_")]
+        assert len(out) == 1 and 4 * (RX_DESCRIPTORS - 1) <= out[0] <= 4 * RX_DESCRIPTORS, pools
     finally:
         ns.delete()
 
@@ -160,12 +216,14 @@ def test_at_rest_a_pool_has_out_what_its_receive_queue_keeps(tmp_path):
         ns.delete()
 
 
-def test_a_bond_keeps_what_its_members_keep(tmp_path):
+@pytest.mark.parametrize("members", ["net_tap0,slave=net_tap1", "0,slave=1"], ids=["by-name", "by-port-number"])
+def test_a_bond_keeps_what_its_members_keep(tmp_path, members):
     """net_bonding sets up each member's queues from the bond's pool: a bond of two net_tap ports (each keeps a
-    buffer per receive descriptor) needs both members' rings, 5,568 buffers, and at rest has about 2048 of them out. Counted
-    as one NIC it got 3,520; before the members were read from the bond's arguments (they join it only when it is
-    configured, after the pools are sized), it got 1,472 and the second member's receive queue could not be set up.
-    At rest each member has all of its receive ring's buffers but one out."""
+    buffer per receive descriptor) needs both members' rings, 5,568 buffers, and at rest has about 2048 of them out.
+    Counted as one NIC it got 3,520. The members join the bond only when it is configured, after the pools are
+    sized: read from its arguments by name instead, a bond whose members were named by port number got 1,472 and the
+    second member's receive queue could not be set up. At rest each member has all of its receive ring's buffers
+    but one out."""
     if not os.path.exists("/dev/net/tun"):
         pytest.skip("net_tap: /dev/net/tun is missing")
     ns = Netns("jgbuf")
@@ -175,11 +233,10 @@ def test_a_bond_keeps_what_its_members_keep(tmp_path):
         def read_pools(prefix: str) -> None:
             pools.update(lab.telemetry_query(prefix, "/jumbogate_switch/buffers"))
 
-        devices = ["net_tap0,iface=jgbt0", "net_tap1,iface=jgbt1", "net_bonding0,mode=0,slave=net_tap0,slave=net_tap1"]
+        devices = ["net_tap0,iface=jgbt0", "net_tap1,iface=jgbt1", f"net_bonding0,mode=0,slave={members}"]
         status, output = run_switch(tmp_path, devices, ["--port-mtu", "1500"], netns=ns, serving=read_pools, ports=["net_bonding0"])
         assert pool_of((status, output), 1) == 2 * RX_DESCRIPTORS + CACHE_AND_BURSTS + 2 * TX_DESCRIPTORS + PACKET_IN_QUEUE
         out = [count for name, count in pools.items() if name.startswith("jg_rx_")]
-        # net_tap fills all of a ring's descriptors but one.
         assert len(out) == 1 and 2 * (RX_DESCRIPTORS - 1) <= out[0] <= 2 * RX_DESCRIPTORS, pools
     finally:
         ns.delete()
