@@ -70,6 +70,22 @@ def run_switch(
         remove_runtime_dir(prefix)
 
 
+def run_reading_pools(tmp_path, devices: list[str], options: list[str], netns: Netns, **kwargs) -> tuple[tuple[int, str], dict[str, int]]:
+    """run_switch, and each pool's buffers outside it once the switch serves (DPDK telemetry's
+    /jumbogate_switch/buffers)."""
+    pools = {}
+
+    def read_pools(prefix: str) -> None:
+        pools.update(lab.telemetry_query(prefix, "/jumbogate_switch/buffers"))
+
+    return run_switch(tmp_path, devices, options, netns=netns, serving=read_pools, **kwargs), pools
+
+
+def receive_pools_out(pools: dict[str, int]) -> list[int]:
+    """Buffers out of each receive pool, leaving out the packet-out and the drivers' own pools."""
+    return [count for name, count in pools.items() if name.startswith("jg_rx_")]
+
+
 def rings(count: int) -> list[str]:
     return [f"net_ring{i}" for i in range(count)]
 
@@ -126,13 +142,8 @@ def test_a_port_that_wants_larger_buffers_gets_a_pool_of_its_own(tmp_path):
     ns = Netns("jgbuf")
     try:
         veth(ns, "jgbq0", ns, "jgbq1", mtu_a=1500, mtu_b=1500)
-        pools = {}
-
-        def read_pools(prefix: str) -> None:
-            pools.update(lab.telemetry_query(prefix, "/jumbogate_switch/buffers"))
-
         devices = ["net_ring0", "net_af_packet0,iface=jgbq0,framesz=4096,blocksz=4096"]
-        status, output = run_switch(tmp_path, devices, ["--port-mtu", "1500"], netns=ns, serving=read_pools)
+        (status, output), pools = run_reading_pools(tmp_path, devices, ["--port-mtu", "1500"], ns)
         assert pools_of((status, output), 2) == [(RX_DESCRIPTORS + CACHE_AND_BURSTS + TX_DESCRIPTORS + PACKET_IN_QUEUE, 2)]
         own = CACHE_AND_BURSTS + TX_DESCRIPTORS + PACKET_IN_QUEUE
         assert f"port net_af_packet0 wants larger buffers; trying {own} of 4096 bytes in a pool of its own" in output, output
@@ -167,16 +178,11 @@ def test_each_worker_adds_its_rings_and_cache(tmp_path):
         pytest.skip("net_tap: /dev/net/tun is missing")
     ns = Netns("jgbuf")
     try:
-        pools = {}
-
-        def read_pools(prefix: str) -> None:
-            pools.update(lab.telemetry_query(prefix, "/jumbogate_switch/buffers"))
-
         devices = ["net_tap0,iface=jgbw0", "net_tap1,iface=jgbw1"]
-        result = run_switch(tmp_path, devices, ["--port-mtu", "1500"], netns=ns, serving=read_pools, workers=2)
+        result, pools = run_reading_pools(tmp_path, devices, ["--port-mtu", "1500"], ns, workers=2)
         per_worker = 2 * RX_DESCRIPTORS + CACHE_AND_BURSTS + 2 * TX_DESCRIPTORS
         assert pool_of(result, 2, workers=2) == 2 * per_worker + PACKET_IN_QUEUE
-        out = [count for name, count in pools.items() if name.startswith("jg_rx_")]
+        out = receive_pools_out(pools)
         assert len(out) == 1 and 4 * (RX_DESCRIPTORS - 1) <= out[0] <= 4 * RX_DESCRIPTORS, pools
     finally:
         ns.delete()
@@ -202,16 +208,10 @@ def test_at_rest_a_pool_has_out_what_its_receive_queue_keeps(tmp_path):
     try:
         veth(ns, "jgbx0", ns, "jgbx1", mtu_a=1500, mtu_b=1500)
         veth(ns, "jgbp0", ns, "jgbp1", mtu_a=1500, mtu_b=1500)
-        pools = {}
-
-        def read_pools(prefix: str) -> None:
-            pools.update(lab.telemetry_query(prefix, "/jumbogate_switch/buffers"))
-
         devices = ["net_af_xdp0,iface=jgbx0", "net_af_packet0,iface=jgbp0"]
-        status, output = run_switch(tmp_path, devices, ["--port-mtu", "1500"], netns=ns, serving=read_pools)
+        (status, output), pools = run_reading_pools(tmp_path, devices, ["--port-mtu", "1500"], ns)
         assert [whose for _, whose in pools_of((status, output), 2)] == [1, "net_af_xdp0"], output
-        port_pools = sorted(count for name, count in pools.items() if name.startswith("jg_rx_"))
-        assert port_pools == [0, 2048], pools
+        assert sorted(receive_pools_out(pools)) == [0, 2048], pools
     finally:
         ns.delete()
 
@@ -228,15 +228,10 @@ def test_a_bond_keeps_what_its_members_keep(tmp_path, members):
         pytest.skip("net_tap: /dev/net/tun is missing")
     ns = Netns("jgbuf")
     try:
-        pools = {}
-
-        def read_pools(prefix: str) -> None:
-            pools.update(lab.telemetry_query(prefix, "/jumbogate_switch/buffers"))
-
         devices = ["net_tap0,iface=jgbt0", "net_tap1,iface=jgbt1", f"net_bonding0,mode=0,slave={members}"]
-        status, output = run_switch(tmp_path, devices, ["--port-mtu", "1500"], netns=ns, serving=read_pools, ports=["net_bonding0"])
+        (status, output), pools = run_reading_pools(tmp_path, devices, ["--port-mtu", "1500"], ns, ports=["net_bonding0"])
         assert pool_of((status, output), 1) == 2 * RX_DESCRIPTORS + CACHE_AND_BURSTS + 2 * TX_DESCRIPTORS + PACKET_IN_QUEUE
-        out = [count for name, count in pools.items() if name.startswith("jg_rx_")]
+        out = receive_pools_out(pools)
         assert len(out) == 1 and 2 * (RX_DESCRIPTORS - 1) <= out[0] <= 2 * RX_DESCRIPTORS, pools
     finally:
         ns.delete()
