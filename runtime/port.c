@@ -401,8 +401,9 @@ bool jg_port_setup(const struct jg_port_params *p, struct rte_mempool **out)
 		if (pool != p->pool)
 			refused[refused_count++] = pool;
 		data_size = RTE_MIN(data_size * 2, MAX_DATA_SIZE);
-		/* A shared pool's buffers are too small for this port: it
-		 * gets a pool of its own (p->mbufs), as without sharing. */
+		/* The port takes these buffers as too small (a shared pool's
+		 * or its own): it gets a pool of its own (p->mbufs) of larger
+		 * ones. */
 		JG_LOG(jg_log_port, NOTICE,
 		       "%s: port %s wants larger buffers; trying %u of %u "
 		       "bytes in a pool of its own\n",
