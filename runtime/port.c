@@ -90,16 +90,21 @@ static struct rte_mempool *create_pool(const struct jg_port_params *p,
 			      p->priv_size, socket);
 }
 
-/* One receive and one transmit queue per worker; 0 or a negative errno. */
+/* One receive and one transmit queue per worker; 0 or a negative errno.
+ * *pool_used says whether a queue was set up from the pool before one
+ * failed. */
 static int setup_queues(const struct jg_port_params *p, int socket,
-			struct rte_mempool *pool)
+			struct rte_mempool *pool, bool *pool_used)
 {
+	*pool_used = false;
 	for (uint16_t q = 0; q < p->queues; q++) {
 		int result = rte_eth_rx_queue_setup(
 			p->port_id, q, RX_DESCRIPTORS, socket, NULL, pool);
-		if (result == 0)
-			result = rte_eth_tx_queue_setup(
-				p->port_id, q, TX_DESCRIPTORS, socket, NULL);
+		if (result != 0)
+			return result;
+		*pool_used = true;
+		result = rte_eth_tx_queue_setup(p->port_id, q, TX_DESCRIPTORS,
+						socket, NULL);
 		if (result != 0)
 			return result;
 	}
@@ -391,15 +396,19 @@ bool jg_port_setup(const struct jg_port_params *p, struct rte_mempool **out)
 	else if ((pool = create_pool(p, data_size, socket)) == NULL)
 		return false;
 	for (;;) {
-		result = setup_queues(p, socket, pool);
+		bool pool_used;
+
+		result = setup_queues(p, socket, pool, &pool_used);
 		if (result != -ENOMEM || p->mbuf_size ||
 		    data_size >= MAX_DATA_SIZE || refused_count == MAX_RETRIES)
 			break;
 		/* Queues set up before the one that refused may hold buffers
 		 * of this pool until they are set up again: it is freed only
-		 * once they are. */
-		if (pool != p->pool)
+		 * once they are. Refused by the first, it goes at once. */
+		if (pool != p->pool && pool_used)
 			refused[refused_count++] = pool;
+		else if (pool != p->pool)
+			rte_mempool_free(pool);
 		data_size = RTE_MIN(data_size * 2, MAX_DATA_SIZE);
 		/* The port takes these buffers as too small (a shared pool's
 		 * or its own): it gets a pool of its own (p->mbufs) of larger

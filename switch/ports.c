@@ -31,6 +31,7 @@ struct pool_group {
 	unsigned int first_port;	     /* index in sw->ports */
 	uint32_t size;
 	struct rte_mempool *pool;
+	unsigned int users; /* ports that took the shared pool */
 };
 
 static struct jg_port_params port_params(const struct sw_switch *sw,
@@ -202,7 +203,8 @@ bool sw_ports_start(struct sw_switch *sw, const struct options *options)
 	fflush(stdout);
 	for (unsigned int i = 0; i < sw->port_count; i++) {
 		struct jg_port_params params = port_params(sw, options, i);
-		const struct pool_group *group = &groups[group_of[i]];
+		struct pool_group *group = &groups[group_of[i]];
+		struct rte_mempool *taken;
 
 		params.pool = group->pool;
 		/* A port that cannot share, or that refuses the shared
@@ -211,8 +213,19 @@ bool sw_ports_start(struct sw_switch *sw, const struct options *options)
 			group->shared && options->mbufs == 0
 				? pool_needs(sw, options, &params.port_id, 1)
 				: group->size;
-		if (!jg_port_setup(&params, NULL))
+		if (!jg_port_setup(&params, &taken))
 			return false;
+		if (taken == group->pool)
+			group->users++;
 	}
+	/* A shared pool every port of which took one of its own. */
+	for (unsigned int g = 0; g < count; g++)
+		if (groups[g].shared && groups[g].users == 0) {
+			rte_mempool_free(groups[g].pool);
+			printf(PROGRAM ": pool %u freed: its ports took pools "
+				       "of their own\n",
+			       g);
+		}
+	fflush(stdout);
 	return true;
 }

@@ -138,7 +138,8 @@ def test_shared_pools_grow_with_the_ports_not_their_square(tmp_path):
 def test_a_port_that_wants_larger_buffers_gets_a_pool_of_its_own(tmp_path):
     """An af_packet port whose ring frames are 4096 bytes refuses the 2048-byte buffers it would share with a ring at
     MTU 1500: it gets a pool of its own of larger buffers, as large as it alone needs (the cache, bursts, the
-    ring's transmit ring and the packet-in queue), and the shared pool stays."""
+    ring's transmit ring and the packet-in queue), and the shared pool stays; a shared pool none of whose ports
+    took it is freed."""
     ns = Netns("jgbuf")
     try:
         veth(ns, "jgbq0", ns, "jgbq1", mtu_a=1500, mtu_b=1500)
@@ -148,6 +149,10 @@ def test_a_port_that_wants_larger_buffers_gets_a_pool_of_its_own(tmp_path):
         own = CACHE_AND_BURSTS + TX_DESCRIPTORS + PACKET_IN_QUEUE
         assert f"port net_af_packet0 wants larger buffers; trying {own} of 4096 bytes in a pool of its own" in output, output
         assert sorted(name for name in pools if name.startswith("jg_rx_")) == ["jg_rx_1_4096", "jg_rx_pool0_2048"], pools
+        # Alone, the port leaves its shared pool to nobody: the pool is freed.
+        (status, output), pools = run_reading_pools(tmp_path, devices[1:], ["--port-mtu", "1500"], ns)
+        assert "jumbogate-switch: pool 0 freed: its ports took pools of their own" in output, output
+        assert sorted(name for name in pools if name.startswith("jg_rx_")) == ["jg_rx_0_4096"], pools
     finally:
         ns.delete()
 
