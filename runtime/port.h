@@ -39,9 +39,9 @@ struct jg_port_params {
  * member's receive queue keeps (a full ring on a NIC, twice that on
  * net_af_xdp, none on ports that copy every frame: net_af_packet,
  * net_pcap, net_null; on a bond, what its members keep), a full per-core
- * cache and two bursts in flight, and
- * what the transmit queues keep (a NIC frees what it sent only as its ring
- * wraps; net_af_xdp keeps up to 2048 of its own pool and copies others').
+ * cache and two bursts in flight, and what the transmit queues keep (a NIC
+ * frees what it sent only as its ring wraps; net_af_xdp keeps up to 2048
+ * of its own pool and copies others').
  * What remains of the pool is what the program may keep (held segments,
  * packet-in) without starving reception (rx_nombuf). runtime/port.c says
  * what each kind keeps. */

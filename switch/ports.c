@@ -190,15 +190,17 @@ bool sw_ports_start(struct sw_switch *sw, const struct options *options)
 	if (!size_pools(sw, options, groups, count))
 		return false;
 	for (unsigned int g = 0; g < count; g++) {
+		char own[96];
+
 		if (groups[g].shared) {
 			if (!create_pool(sw, &groups[g], g))
 				return false;
-		} else {
-			printf(PROGRAM ": %u receive buffers of %u bytes in "
-				       "port %s's own pool\n",
-			       groups[g].size, groups[g].data_size,
-			       sw->ports[groups[g].first_port].name);
+			continue;
 		}
+		/* jg_port_setup makes it. */
+		describe_pool(sw, &groups[g], own, sizeof(own));
+		printf(PROGRAM ": %u receive buffers of %u bytes in %s\n",
+		       groups[g].size, groups[g].data_size, own);
 	}
 	fflush(stdout);
 	for (unsigned int i = 0; i < sw->port_count; i++) {
