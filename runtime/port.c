@@ -4,12 +4,16 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_errno.h>
 #include <rte_eth_bond.h>
 #include <rte_ethdev.h>
+#include <rte_kvargs.h>
 #include <rte_mbuf.h>
 #include <rte_pause.h>
 
@@ -157,15 +161,22 @@ uint16_t jg_port_max_tx_segments(uint16_t port_id)
  *   pool, so it is never given a shared one (jg_port_shares_pools).
  * - PORT_BOND: net_bonding sets up each member's queues from the bond's
  *   pool, so its queues keep what its members' keep, each by its kind.
+ * - PORT_MEMIF: net_memif copies every frame between a buffer and the
+ *   shared memory, keeping none, unless it is a client in zero-copy mode
+ *   (zero-copy=yes; a server ignores it). Then the receive ring holds a
+ *   buffer of the pool in each of its 2^rsize slots (rsize: 10 unless
+ *   given, up to 14), topped up as frames are taken, and a sent buffer of
+ *   any pool waits in its ring until the peer hands the slot back. Counted
+ *   as a NIC's 1024, a ring of 4096 starved reception.
  * - PORT_NIC: every other port is counted as a NIC: a buffer per
  *   receive descriptor from start, and a transmit ring that frees what it
- *   sent only as it wraps. Ports that in fact copy (net_vhost, net_memif as
- *   a server) are over-counted, which is safe; net_tap does keep a buffer
- *   per receive descriptor.
+ *   sent only as it wraps. Ports that in fact copy (net_vhost) are
+ *   over-counted, which is safe; net_tap does keep a buffer per receive
+ *   descriptor.
  */
 #define AF_XDP_RING_BUFFERS 2048u
 
-enum port_kind { PORT_COPIES, PORT_AF_XDP, PORT_BOND, PORT_NIC };
+enum port_kind { PORT_COPIES, PORT_AF_XDP, PORT_BOND, PORT_MEMIF, PORT_NIC };
 
 static enum port_kind port_kind(uint16_t port_id)
 {
@@ -183,7 +194,51 @@ static enum port_kind port_kind(uint16_t port_id)
 		return PORT_AF_XDP;
 	if (strcmp(info.driver_name, "net_bonding") == 0)
 		return PORT_BOND;
+	if (strcmp(info.driver_name, "net_memif") == 0)
+		return PORT_MEMIF;
 	return PORT_NIC;
+}
+
+/* Whether a net_memif role argument makes a server, read as DPDK 22.11's
+ * driver reads it: "server" anywhere in it, else "client", else "master"
+ * (a client when absent). */
+static bool memif_role_is_server(const char *role)
+{
+	return role != NULL && (strstr(role, "server") != NULL ||
+				(strstr(role, "client") == NULL &&
+				 strstr(role, "master") != NULL));
+}
+
+/* Buffers each queue of a net_memif port keeps (PORT_MEMIF above), read
+ * from the arguments the port was created with, as the driver reads them:
+ * the role, zero-copy ("yes" anywhere in its value, ignored by a server)
+ * and rsize. Arguments that cannot be read count as a NIC's ring, and an
+ * rsize the driver would refuse never gets here. */
+static uint32_t memif_queue_keeps(uint16_t port_id)
+{
+	const struct rte_devargs *devargs = NULL;
+	struct rte_eth_dev_info info;
+	struct rte_kvargs *kvargs = NULL;
+	const char *role, *zero_copy, *rsize;
+	uint32_t keeps = 0;
+
+	if (rte_eth_dev_info_get(port_id, &info) == 0 && info.device != NULL)
+		devargs = rte_dev_devargs(info.device);
+	if (devargs == NULL || devargs->args == NULL ||
+	    (kvargs = rte_kvargs_parse(devargs->args, NULL)) == NULL)
+		return RX_DESCRIPTORS;
+	role = rte_kvargs_get(kvargs, "role");
+	zero_copy = rte_kvargs_get(kvargs, "zero-copy");
+	rsize = rte_kvargs_get(kvargs, "rsize");
+	if (!memif_role_is_server(role) && zero_copy != NULL &&
+	    strstr(zero_copy, "yes") != NULL) {
+		unsigned long log2_size = rsize ? strtoul(rsize, NULL, 10) : 10;
+
+		keeps = log2_size >= 1 && log2_size <= 14 ? 1u << log2_size
+							  : RX_DESCRIPTORS;
+	}
+	rte_kvargs_free(kvargs);
+	return keeps;
 }
 
 /* A bond's members; 0 for any other port. A bond learns the members its
@@ -222,6 +277,8 @@ static uint32_t queue_keeps(uint16_t port_id, bool receive, bool own_pool)
 	case PORT_AF_XDP:
 		/* Only its own pool's buffers wait in its rings. */
 		return receive || own_pool ? AF_XDP_RING_BUFFERS : 0;
+	case PORT_MEMIF:
+		return memif_queue_keeps(port_id);
 	case PORT_BOND:
 		count = bond_members(port_id, members);
 		for (unsigned int i = 0; i < count; i++)

@@ -48,6 +48,17 @@ static struct jg_port_params port_params(const struct sw_switch *sw,
 	};
 }
 
+/* The NUMA socket of a port's pool. A virtual device may have none
+ * (net_memif) where others take the main lcore's (net_null, net_ring): a
+ * port without one takes the main lcore's too, so it shares their pool
+ * instead of making one of its own. */
+static int port_socket(uint16_t port_id)
+{
+	const int socket = rte_eth_dev_socket_id(port_id);
+
+	return socket == SOCKET_ID_ANY ? (int)rte_socket_id() : socket;
+}
+
 /* Sorts the ports into pools: one per socket and buffer size, and one for
  * each port that cannot share. Returns the number of pools; group_of[i]
  * is port i's. */
@@ -61,7 +72,7 @@ static unsigned int group_ports(const struct sw_switch *sw,
 	for (unsigned int i = 0; i < sw->port_count; i++) {
 		const struct jg_port_params params =
 			port_params(sw, options, i);
-		const int socket = rte_eth_dev_socket_id(params.port_id);
+		const int socket = port_socket(params.port_id);
 		const uint32_t data_size = jg_port_data_size(&params);
 		const bool shared = jg_port_shares_pools(params.port_id);
 		unsigned int g = 0;

@@ -8,7 +8,8 @@ frames. A smaller pool starves reception, and an AF_XDP port that cannot fill it
 that is refused with the figure to give, and without --mbufs each pool is that large. Ports that copy every frame
 (net_af_packet, net_pcap, net_null) keep none in their queues.
 
-net_ring stands in for a NIC here: like every port the runtime does not know to copy, it is counted as one.
+net_ring stands in for a NIC here: like every port the runtime does not know to copy, it is counted as one. net_memif
+copies too, unless it is a zero-copy client, whose rings hold buffers of 2^rsize slots.
 """
 
 from __future__ import annotations
@@ -38,13 +39,15 @@ def run_switch(
     serving=None,
     ports: list[str] | None = None,
     workers: int = 1,
+    eal: list[str] = (),
 ) -> tuple[int, str]:
-    """The switch with `workers` workers on the named vdevs (its ports: `ports`, or every vdev): (exit status,
-    output). Once it serves, `serving(file prefix)` is called, if given, and the switch stopped."""
+    """The switch with `workers` workers on the named vdevs (its ports: `ports`, or every vdev), `eal` added to its
+    EAL options: (exit status, output). Once it serves, `serving(file prefix)` is called, if given, and the switch
+    stopped."""
     prefix = unique("jgbuf")
     lcores = ",".join(["0@0", *(f"{worker}@1" for worker in range(1, workers + 1))])
     args = [SWITCH_BINARY, "--no-huge", "-m", "512", "--no-pci", "--file-prefix", prefix, "--lcores", lcores]
-    args += ["--log-level=lib.eal:error", *(f"--vdev={device}" for device in devices), "--"]
+    args += ["--log-level=lib.eal:error", *eal, *(f"--vdev={device}" for device in devices), "--"]
     for number, name in enumerate(ports or [device.split(",")[0] for device in devices], start=1):
         args += ["--port", f"{number}={name}"]
     grpc = f"unix:{tmp_path / (prefix + '.sock')}" if netns else f"127.0.0.1:{lab.free_tcp_port()}"
@@ -238,5 +241,25 @@ def test_a_bond_keeps_what_its_members_keep(tmp_path, members):
         assert pool_of((status, output), 1) == 2 * RX_DESCRIPTORS + CACHE_AND_BURSTS + 2 * TX_DESCRIPTORS + PACKET_IN_QUEUE
         out = receive_pools_out(pools)
         assert len(out) == 1 and 2 * (RX_DESCRIPTORS - 1) <= out[0] <= 2 * RX_DESCRIPTORS, pools
+    finally:
+        ns.delete()
+
+
+def test_memif_keeps_none_unless_a_zero_copy_client_and_then_its_rings(tmp_path):
+    """A net_memif server copies every frame in and out of the shared memory: like a null port it keeps none. A client
+    in zero-copy mode fills each of its receive ring's 2^rsize slots with a buffer of the pool and keeps what it sent
+    until the peer hands the slot back: with rsize=12, 4096 each way. Counted as a NIC's 1024 each way, the pool of
+    the two was 5,568 while the client's receive ring alone, connected to the server in the same switch, has 4096 out
+    at rest."""
+    ns = Netns("jgbuf")
+    try:
+        socket = tmp_path / "memif.sock"
+        server = f"net_memif0,role=server,socket={socket}"
+        assert pool_of(run_switch(tmp_path, [server, "net_null0,no-rx=1"], ["--port-mtu", "1500"]), 2) == CACHE_AND_BURSTS + PACKET_IN_QUEUE
+        client = f"net_memif1,role=client,socket={socket},zero-copy=yes,rsize=12"
+        # memif's zero-copy mode shares the process's memory with the peer, from one file per memory list.
+        result, pools = run_reading_pools(tmp_path, [server, client], ["--port-mtu", "1500"], ns, eal=["--single-file-segments"])
+        assert pool_of(result, 2) == CACHE_AND_BURSTS + 2 * 4096 + PACKET_IN_QUEUE
+        assert receive_pools_out(pools) == [4096], pools
     finally:
         ns.delete()
