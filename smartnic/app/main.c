@@ -122,8 +122,9 @@ static bool check_buffer_budget(const struct nic *nic)
 			"jumbogate-nic: --mbufs %u is too few: %u queues on "
 			"%u ports can leave %u buffers of each port's pool in "
 			"receive and transmit rings (%u descriptors each, "
-			"twice that for receiving on net_af_xdp, none on "
-			"ports that copy frames), "
+			"twice that for receiving on net_af_xdp, 2^rsize on "
+			"a net_memif zero-copy client, none on ports that "
+			"copy frames), "
 			"buffer caches and bursts of %u, and merging needs %u "
 			"more per worker; give --mbufs %u or more\n",
 			options->mbufs_per_port, nic->queues.count,

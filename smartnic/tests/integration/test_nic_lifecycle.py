@@ -107,6 +107,22 @@ def test_a_port_that_copies_frames_keeps_none_of_the_pool(log_dir):
         nic.stop()
 
 
+def test_memif_keeps_none_of_the_pool_unless_a_zero_copy_client(log_dir):
+    """net_memif copies every frame in and out of the shared memory, as net_null does: 576 of 1024 buffers are left
+    to merge with (counted as a NIC, 1024 buffers were refused). A client in zero-copy mode keeps a buffer in each of
+    its rings' 2^rsize slots, 2048 each way with rsize=11: the least --mbufs is then 2048 + 2048 + 448 + 256."""
+    server = [f"--vdev=net_memif0,role=server,socket={log_dir / 'server.sock'}", "-l", "0-1"]
+    nic = start_nic(server, ["--mbufs", "1024", "--grpc", "none"], None, log_dir)
+    try:
+        assert "each worker may hold 576 of each port's 1024 buffers" in nic.log(), nic.log()
+    finally:
+        nic.stop()
+    # memif's zero-copy mode shares the process's memory with the peer, from one file per memory list.
+    client = [f"--vdev=net_memif0,socket={log_dir / 'client.sock'},zero-copy=yes,rsize=11", "--single-file-segments", "-l", "0-1"]
+    log = fails_with(log_dir, client, ["--mbufs", "4799"], "--mbufs 4799 is too few")
+    assert "give --mbufs 4800 or more" in log, log
+
+
 TWO_NULL_PORTS = ["--vdev=net_null0,no-rx=1", "--vdev=net_null1,no-rx=1", "-l", "0-1"]
 
 
