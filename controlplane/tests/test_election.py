@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 
 import pytest
 
@@ -90,7 +91,8 @@ async def test_a_leader_cut_off_from_etcd_steps_down_and_campaigns_again_when_it
 
 class Relay:
     """A TCP relay to etcd that can cut every connection through it at once, as a middlebox or a
-    restarted proxy would, while etcd and the lease stay up."""
+    restarted proxy would, while etcd and the lease stay up; hold etcd's answers back for a while;
+    delay every answer; or drop every request from some moment on."""
 
     def __init__(self, target_port: int):
         self.target_port = target_port
@@ -99,6 +101,10 @@ class Relay:
         # Cleared while etcd's answers are held back (a slow path, not a broken one).
         self.flowing = asyncio.Event()
         self.flowing.set()
+        # Added to every answer's way back (each answer keeps its own delay: they do not add up).
+        self.answer_delay_s = 0.0
+        # From when it is set, requests go nowhere (answers already on their way still arrive).
+        self.requests_dropped = False
 
     async def start(self) -> int:
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -108,16 +114,34 @@ class Relay:
         etcd_reader, etcd_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
         self.writers += [client_writer, etcd_writer]
 
-        async def pipe(reader, writer, held_back: bool):
+        async def requests():
             with contextlib.suppress(OSError):
-                while data := await reader.read(65536):
-                    if held_back:
-                        await self.flowing.wait()
-                    writer.write(data)
-                    await writer.drain()
-            writer.close()
+                while data := await client_reader.read(65536):
+                    if not self.requests_dropped:
+                        etcd_writer.write(data)
+                        await etcd_writer.drain()
+            etcd_writer.close()
 
-        await asyncio.gather(pipe(client_reader, etcd_writer, False), pipe(etcd_reader, client_writer, True))
+        async def answers():
+            due: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+
+            async def read():
+                with contextlib.suppress(OSError):
+                    while data := await etcd_reader.read(65536):
+                        due.put_nowait((time.monotonic() + self.answer_delay_s, data))
+                due.put_nowait((0.0, b""))
+
+            reading = asyncio.create_task(read())
+            with contextlib.suppress(OSError):
+                while (item := await due.get())[1]:
+                    await asyncio.sleep(max(0.0, item[0] - time.monotonic()))
+                    await self.flowing.wait()
+                    client_writer.write(item[1])
+                    await client_writer.drain()
+            reading.cancel()
+            client_writer.close()
+
+        await asyncio.gather(requests(), answers())
 
     async def hold_answers(self, seconds: float) -> None:
         self.flowing.clear()
@@ -132,6 +156,29 @@ class Relay:
     async def close(self) -> None:
         self.cut()
         self.server.close()
+
+
+async def test_a_leader_whose_answers_come_late_steps_down_before_etcd_lets_its_lease_go(etcd):
+    """etcd starts a lease's TTL when it handles a refresh, which is before its answer arrives. With every
+    answer late by 0.6 s and then the leader's requests lost, the leader must have stepped down by the
+    time the next in line leads: counted from the answers, it went on leading for about 0.3 to 0.55 s
+    beside its successor."""
+    relay = Relay(etcd.client_port)
+    relay.answer_delay_s = 0.6
+    leader = await candidate(f"etcd://127.0.0.1:{await relay.start()}", "slow")
+    await asyncio.wait_for(leader.campaign(), BOUND_S)
+    successor = await candidate(etcd.store_url, "next")
+    waiting = asyncio.create_task(successor.campaign())
+    # Late answers are still answers: refreshes keep the lease.
+    await asyncio.sleep(2 * LEASE_TTL_S)
+    assert not leader.lost.is_set(), "stepped down although every refresh was answered, late"
+    relay.requests_dropped = True
+    await asyncio.wait_for(waiting, BOUND_S)
+    assert leader.lost.is_set() and leader.leadership is None, "still leading after its successor won"
+    await successor.resign()
+    for each in (leader, successor):
+        await each.store.close()
+    await relay.close()
 
 
 async def test_a_leader_keeps_its_lease_across_broken_keepalive_streams(etcd):

@@ -19,7 +19,10 @@ restored from a backup or rebuilt counts its revisions from lower than the
 ids the switches and SmartNICs already saw, and raising the epoch
 (jumbogatectl fleet raise-epoch) puts every later id above them again. Revisions, not
 clocks, order the leaders: the only clock here makes a leader that can no
-longer refresh its lease step down before etcd says so, never after.
+longer refresh its lease step down before etcd says so, never after. etcd
+starts a lease's TTL when it handles the grant or keepalive, which is after
+the request left: counted from the moment each request was sent, the
+leader's own deadline always falls before etcd's, however slow the answers.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from dataclasses import dataclass
 
 import grpc
@@ -40,6 +44,13 @@ LOG = logging.getLogger("jumbogate.election")
 # etcd's lease TTL is whole seconds; 2 s bounds a dead leader's reign.
 LEASE_TTL_S = 2
 KEEPALIVE_INTERVAL_S = LEASE_TTL_S / 3
+# How long before its lease could run out in etcd a leader stops leading: room
+# for the event loop to be late in noticing, and for the clocks' rates to differ.
+STEP_DOWN_MARGIN_S = 0.2
+# Between a broken keepalive stream and the next.
+STREAM_RETRY_S = 0.05
+# A keepalive stream whose oldest refresh went unanswered this long is given up for another.
+STALLED_STREAM_S = LEASE_TTL_S / 2
 # The fleet's fencing epoch, the high 64 bits of every leader's election id:
 # this key under the policy's prefix (so that every controller's watch sees
 # it raised), and its value while the key is absent.
@@ -100,10 +111,11 @@ class Election:
         self._stop_keepalive()
         self.lost = asyncio.Event()
         try:
+            asked = time.monotonic()
             grant = await lease_stub.LeaseGrant(rpc.LeaseGrantRequest(TTL=LEASE_TTL_S), timeout=REQUEST_TIMEOUT_S)
             self._lease = grant.ID
             key = self.prefix + f"{grant.ID:x}".encode()
-            self._keepalive = asyncio.create_task(self._keep_alive(grant.ID))
+            self._keepalive = asyncio.create_task(self._keep_alive(grant.ID, asked + grant.TTL))
             put = await kv.Put(rpc.PutRequest(key=key, value=self.name.encode(), lease=grant.ID), timeout=REQUEST_TIMEOUT_S)
         except grpc.aio.AioRpcError as err:
             self._stop_keepalive()
@@ -133,7 +145,10 @@ class Election:
                 # leaders that won after it joined (after a lost quorum, say), and the fenced devices would
                 # refuse it for good. A write now is above every id any earlier leader took.
                 won = await kv.Put(rpc.PutRequest(key=key, value=self.name.encode(), lease=lease), timeout=REQUEST_TIMEOUT_S)
-                self.leadership = Leadership(won.header.revision, lease, await self._epoch(kv))
+                epoch = await self._epoch(kv)
+                if self.lost.is_set():
+                    break  # the lease lapsed while it won: leading now would outlive it
+                self.leadership = Leadership(won.header.revision, lease, epoch)
                 LOG.info("leading rack %s (election id %s)", self.rack, self.leadership.shown())
                 return self.leadership
             if ahead[-1].key != waiting_for:
@@ -200,43 +215,68 @@ class Election:
             lost.cancel()
             call.cancel()
 
-    async def _keep_alive(self, lease: int) -> None:
-        """Refresh the lease; set `lost` when etcd says it expired, or when it could not be refreshed for a whole TTL.
+    async def _keep_alive(self, lease: int, expires: float) -> None:
+        """Refresh the lease; set `lost` when etcd says it expired, or when it may expire before the next refresh is answered.
         Whatever else ends it sets `lost` too: a leader whose lease nobody refreshes must not go on leading."""
         try:
-            await self._refresh_until_lost(lease)
+            await self._refresh_until_lost(lease, expires)
         except asyncio.CancelledError:
             raise
         except Exception as err:
             LOG.exception("refreshing lease %x failed", lease)
             self._lose(f"refreshing lease {lease:x} failed ({type(err).__name__}: {err})")
 
-    async def _refresh_until_lost(self, lease: int) -> None:
+    async def _refresh_until_lost(self, lease: int, expires: float) -> None:
+        """`expires`: the monotonic time before which etcd cannot have expired the lease (a request's sending time plus
+        the TTL etcd answered it with). Refreshes go out every KEEPALIVE_INTERVAL_S without waiting for the answer
+        to the last, so slow answers still extend the lease; the leader steps down at `expires` less the margin,
+        on a timer, whether or not anything failed."""
         _, lease_stub, _ = self.stubs()
-        refreshed = time.monotonic()
+
+        def left() -> float:
+            return expires - STEP_DOWN_MARGIN_S - time.monotonic()
 
         while not self.lost.is_set():
             call = lease_stub.LeaseKeepAlive()
+            # Sending times of the refreshes not yet answered, oldest first: etcd answers a stream in order.
+            unanswered: deque[float] = deque()
 
-            async def refresh(call=call):
-                await write_to_stream(call, rpc.LeaseKeepAliveRequest(ID=lease))
-                return await call.read()
+            async def send(call=call, unanswered=unanswered):
+                while True:
+                    unanswered.append(time.monotonic())
+                    await write_to_stream(call, rpc.LeaseKeepAliveRequest(ID=lease))
+                    await asyncio.sleep(KEEPALIVE_INTERVAL_S)
 
+            async def receive(call=call, unanswered=unanswered) -> str:
+                nonlocal expires
+                while True:
+                    reply = await call.read()
+                    if reply is grpc.aio.EOF or reply.TTL <= 0:
+                        return f"etcd let lease {lease:x} expire"
+                    sent = unanswered.popleft() if unanswered else time.monotonic()
+                    expires = max(expires, sent + reply.TTL)
+
+            tasks = {asyncio.create_task(send()), asyncio.create_task(receive())}
             try:
                 while True:
-                    reply = await asyncio.wait_for(refresh(), KEEPALIVE_INTERVAL_S)
-                    if reply is grpc.aio.EOF or reply.TTL <= 0:
-                        self._lose(f"etcd let lease {lease:x} expire")
+                    if left() <= 0:
+                        self._lose(f"lease {lease:x} not refreshed in time: etcd may expire it within {STEP_DOWN_MARGIN_S} s")
                         return
-                    refreshed = time.monotonic()
-                    await asyncio.sleep(KEEPALIVE_INTERVAL_S)
-            except (TimeoutError, grpc.aio.AioRpcError) as err:
-                # A broken or stalled stream: another one, until a whole TTL went unrefreshed.
-                if time.monotonic() - refreshed >= LEASE_TTL_S:
-                    self._lose(f"lease {lease:x} not refreshed for {LEASE_TTL_S} s ({type(err).__name__})")
-                    return
+                    done, _ = await asyncio.wait(tasks, timeout=min(left(), KEEPALIVE_INTERVAL_S), return_when=asyncio.FIRST_COMPLETED)
+                    if done:
+                        ended = done.pop()
+                        if ended.exception() is None and ended.result():
+                            self._lose(ended.result())
+                            return
+                        break  # the stream broke: another one
+                    if unanswered and time.monotonic() - unanswered[0] > STALLED_STREAM_S:
+                        break  # nothing answered for long: another stream (a middlebox may have dropped this one)
             finally:
+                for task in tasks:
+                    task.cancel()
                 call.cancel()
+            # A pause so short it costs no refresh, so that a channel failing at once is no busy loop.
+            await asyncio.sleep(max(0.0, min(STREAM_RETRY_S, left())))
 
     def _lose(self, why: str) -> None:
         if self.leadership is not None:
