@@ -21,7 +21,8 @@ from jumbogate import fleet
 from jumbogate.config import config_changes, load_config, parse_config
 from jumbogate.fleet import FleetPolicy, StoreValueError, policy_changes
 from jumbogate.state import PolicyError
-from jumbogate.store import PREFIX, EtcdStore, MemoryStore, StoreConflict, StoreRefused, StoreUnavailable
+from jumbogate.store import PREFIX, Change, EtcdStore, MemoryStore, StoreConflict, StoreRefused, StoreUnavailable
+from testlab.etcd_process import EtcdServer, etcdctl, missing_etcd
 from testlab.lab import free_tcp_port
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "rack.example.yaml"
@@ -223,6 +224,72 @@ async def test_an_invalid_value_edited_by_hand_is_refused_counted_and_the_last_v
     await rack.wait_for_revision(fixed)
     assert rack.policy.revision_applied == fixed and rack.policy.config.fleet_jumbo is (key == "fleet/jumbo")
     await rack.close()
+
+
+async def test_a_change_is_judged_by_what_the_store_holds_while_its_newest_revision_is_refused(etcd):
+    """The last valid policy (fleet on) and the store (fleet off by hand, behind an invalid key) differ.
+    Judged by the former, turning the fleet on wrote nothing yet answered as done, and an instance could
+    be turned on under a fleet flag that the store held off."""
+    rack = await Rack(etcd.store_url).start(watch=True)
+    assert rack.policy.config.fleet_jumbo is True
+    put_by_hand(etcd, "fleet/path_mtus", '[{"prefix": "198.51.100.0/24", "mtu": 99}]')
+    off = put_by_hand(etcd, "fleet/jumbo", "false")
+    await rack.wait_for_revision(off)
+    assert rack.policy.revision_applied < off and rack.policy.config.fleet_jumbo is True
+    with pytest.raises(PolicyError, match="fleet jumbo flag is off"):
+        await rack.policy.set_instance_jumbo("legacy-1", True)
+    await rack.policy.set_fleet(True)
+    assert etcd.ctl("get", PREFIX + "fleet/jumbo", "--print-value-only").stdout.strip() == "true"
+    await rack.policy.set_instance_jumbo("legacy-1", True)
+    assert json.loads(etcd.ctl("get", PREFIX + "instances/legacy-1", "--print-value-only").stdout)["jumbo"] is True
+    fixed = put_by_hand(etcd, "fleet/path_mtus", "[]")
+    await rack.wait_for_revision(fixed)
+    assert rack.policy.revision_applied == fixed and rack.policy.config.fleet_jumbo is True
+    assert rack.policy.config.instance("legacy-1").jumbo is True
+    await rack.close()
+
+
+@pytest.mark.skipif(bool(missing_etcd()), reason="needs etcd and etcdctl (make setup installs them)")
+async def test_a_store_restored_from_a_backup_is_read_again_and_a_change_from_before_is_refused(tmp_path):
+    """A restored etcd counts revisions from below the controller's view. Watching on from that view
+    missed the restored policy and every change until the store caught up, and a change based on
+    the old view passed every "not written since" compare."""
+    server = EtcdServer(tmp_path / "data", tmp_path / "etcd.log").start()
+    restored = None
+    try:
+        rack = await Rack(server.store_url).start(watch=True)
+        backup = tmp_path / "backup.db"
+        server.ctl("snapshot", "save", str(backup))
+        at_backup = rack.policy.revision
+        for _ in range(5):
+            await rack.policy.set_instance_jumbo("web-1", False)
+            await rack.policy.set_instance_jumbo("web-1", True)
+        await rack.policy.set_fleet(False)
+        view = rack.policy.snapshot
+        server.stop()
+        peer = f"http://127.0.0.1:{server.peer_port}"
+        done = etcdctl(
+            server.client_url, "snapshot", "restore", str(backup), "--data-dir", str(tmp_path / "restored"),
+            "--name", server.name, "--initial-cluster", f"{server.name}={peer}", "--initial-advertise-peer-urls", peer,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        restored = EtcdServer(tmp_path / "restored", tmp_path / "etcd.log", client_port=server.client_port, peer_port=server.peer_port).start()
+        # The controller reads the restored policy (the fleet flag as at the backup), below its old view.
+        await rack.wait_for(lambda: rack.policy.revision < view.revision)
+        assert rack.policy.revision == at_backup and rack.policy.config.fleet_jumbo is True
+        # Changes made on the restored store reach it, though their revisions are below the old view's.
+        edited = put_by_hand(restored, "fleet/path_mtus", '[{"prefix": "198.51.100.0/24", "mtu": 1400}]')
+        assert edited < view.revision
+        await rack.wait_for(lambda: [str(entry.prefix) for entry in rack.policy.config.path_mtus] == ["198.51.100.0/24"])
+        # A change judged on the old view: web-1 as written after the backup, which the restore took back.
+        stale = Change(view.revision, puts={"instances/web-1": view.entries["instances/web-1"].value}).depend(view, "instances/web-1")
+        with pytest.raises(StoreConflict, match="instances/web-1"):
+            await rack.policy.store.commit(stale)
+        await rack.close()
+    finally:
+        server.stop()
+        if restored is not None:
+            restored.stop()
 
 
 async def test_a_controller_does_not_start_on_a_store_it_cannot_read(etcd):

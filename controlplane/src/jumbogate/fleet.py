@@ -407,7 +407,10 @@ class FleetPolicy:
     def apply(self, snapshot: Snapshot) -> None:
         """Take a newer snapshot: a valid one becomes the policy; an invalid one is refused,
         counted and reported, and the last valid policy stays in force."""
-        if snapshot.revision <= self.snapshot.revision:
+        if snapshot.reset:
+            # The store went back in time: what it holds now is the policy, whatever its revision.
+            self._decoder = Decoder()  # its cache is keyed by mod revisions, which the store counts again
+        elif snapshot.revision <= self.snapshot.revision:
             return
         self.snapshot = snapshot
         self._take_epoch(snapshot)
@@ -466,10 +469,22 @@ class FleetPolicy:
             raise PolicyError("INVALID_ARGUMENT", f"revision {revision} is ahead of this controller's view of the store (revision {self.snapshot.revision})")
         return revision or self.snapshot.revision
 
+    def _stored(self, key: str) -> Any:
+        """A key's value in the newest revision read: what a change's transaction is checked against.
+        That revision may have been refused (a key edited by hand into nonsense elsewhere), so
+        self.config, the last valid policy, may not be what the store holds. None: absent or not JSON."""
+        entry = self.snapshot.entries.get(key)
+        if entry is None:
+            return None
+        try:
+            return json.loads(entry.value)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return None
+
     async def set_fleet(self, on: bool, revision: int = 0) -> None:
-        # A flag already as asked is written all the same, with no puts: the
+        # A flag the store already holds as asked is written all the same, with no puts: the
         # transaction still checks that the view it was judged on is current.
-        puts = {FLEET_JUMBO: encode(on)} if on != self.config.fleet_jumbo else {}
+        puts = {FLEET_JUMBO: encode(on)} if self._stored(FLEET_JUMBO) is not on else {}
         await self._commit(Change(self._base(revision), puts=puts).depend(self.snapshot, FLEET_JUMBO))
 
     async def set_instance_jumbo(self, instance_id: str, on: bool, revision: int = 0) -> None:
@@ -477,15 +492,13 @@ class FleetPolicy:
         if instance is None:
             known = ", ".join(i.id for i in self.config.instances) or "none"
             raise PolicyError("NOT_FOUND", f"no instance {instance_id!r} in rack {self.rack} (known: {known})")
-        if on and not self.config.fleet_jumbo:
+        if on and self._stored(FLEET_JUMBO) is not True:
             raise PolicyError("FAILED_PRECONDITION", f"cannot enable jumbo on instance {instance_id!r} while the fleet jumbo flag is off")
         key = instance_key(instance_id)
-        entry = self.snapshot.entries.get(key)
-        value = _json_object(entry.value) if entry else None
-        if value is None:
+        value = self._stored(key)
+        if not isinstance(value, dict):
             raise PolicyError("FAILED_PRECONDITION", f"{PREFIX}{key} is missing or invalid in the store at revision {self.snapshot.revision}")
-        value["jumbo"] = on
-        puts = {key: encode(value)} if instance.jumbo != on else {}
+        puts = {key: encode({**value, "jumbo": on})} if value.get("jumbo") is not on else {}
         await self._commit(Change(self._base(revision), puts=puts).depend(self.snapshot, FLEET_JUMBO, key))
 
     async def import_yaml(self, text: str, source: str, revision: int = 0) -> int:

@@ -8,7 +8,10 @@ A change names the revision its writer based it on and the keys it depends
 on. It is committed only if none of those keys was written or deleted after
 that revision (etcd compares each key's mod and create revisions inside the
 transaction): a writer working from a stale view is refused with the store's
-current revision, never allowed to overwrite what it did not see.
+current revision, never allowed to overwrite what it did not see. Each key
+must also still be at the very revision the writer saw it at: an etcd
+restored from a backup counts revisions from below the writer's view, where
+"not written after the base" would pass for keys the restore took back.
 
 Nothing here reads a clock: revisions order every change, and the only
 waits are the RPC deadlines of the etcd client.
@@ -21,7 +24,7 @@ import contextlib
 import ipaddress
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import grpc
 from aetcd import rpc
@@ -81,6 +84,9 @@ class Snapshot:
 
     revision: int
     entries: dict[str, Entry]
+    # The store went back in time (restored from a backup, or rebuilt): this
+    # snapshot replaces the view even though its revision is lower.
+    reset: bool = False
 
     def values(self) -> dict[str, bytes]:
         return {key: entry.value for key, entry in self.entries.items()}
@@ -107,12 +113,24 @@ class Change:
     deletes: set[str] = field(default_factory=set)
     depends_on: dict[str, int] = field(default_factory=dict)  # key -> create revision seen (0: absent)
     whole_store: bool = False
+    # key -> the mod revision seen, for the keys of depends_on that were present.
+    mod_seen: dict[str, int] = field(default_factory=dict)
 
     def depend(self, snapshot: Snapshot, *keys: str) -> Change:
         for key in keys:
             entry = snapshot.entries.get(key)
             self.depends_on[key] = entry.create_revision if entry else 0
+            if entry:
+                self.mod_seen[key] = entry.mod_revision
         return self
+
+    def exact_keys(self) -> list[str]:
+        """The keys whose mod revision must be exactly as seen: every one, or for a whole-store
+        change only the newest (etcd's compares per transaction are few; a store gone back
+        before that write has lost it)."""
+        if not self.whole_store:
+            return sorted(self.mod_seen)
+        return [max(self.mod_seen, key=self.mod_seen.__getitem__)] if self.mod_seen else []
 
 
 def _conflict(change: Change, current: int, moved: list[str]) -> StoreConflict:
@@ -165,9 +183,14 @@ class MemoryStore:
         return self.revision
 
     def _moved(self, change: Change):
+        exact = change.exact_keys()
         for key, created in change.depends_on.items():
             entry = self._entries.get(key)
-            if (entry.create_revision if entry else 0) != created or (entry and entry.mod_revision > change.base_revision):
+            if (
+                (entry.create_revision if entry else 0) != created
+                or (entry and entry.mod_revision > change.base_revision)
+                or (key in exact and (entry.mod_revision if entry else 0) != change.mod_seen[key])
+            ):
                 yield key
 
     async def commit(self, change: Change) -> int:
@@ -226,6 +249,11 @@ class EtcdStore:
         self.endpoints = parse_etcd_url(url)
         self.url = "etcd://" + ",".join(f"{h}:{p}" for h, p in self.endpoints)
         self.revision = 0
+        # The highest revision any answer carried (reads, commits, the watch): a store that
+        # answers below it went back in time.
+        self.highest_revision = 0
+        # etcd's cluster id as last answered: a cluster rebuilt under another token has a new one.
+        self.cluster_id = 0
         self._prefix = PREFIX.encode()
         self._channel: grpc.aio.Channel | None = None
         self._kv = None
@@ -263,6 +291,8 @@ class EtcdStore:
         except grpc.aio.AioRpcError as err:
             raise self._unavailable(err) from None
         self.revision = reply.header.revision
+        self.highest_revision = max(self.highest_revision, self.revision)
+        self.cluster_id = reply.header.cluster_id
         return Snapshot(reply.header.revision, {self._key(kv.key): Entry(kv.value, kv.create_revision, kv.mod_revision) for kv in reply.kvs})
 
     async def health(self) -> Health:
@@ -282,6 +312,9 @@ class EtcdStore:
     async def commit(self, change: Change) -> int:
         compare = []
         after = change.base_revision + 1
+        exact = change.exact_keys()
+        for key in exact:
+            compare.append(rpc.Compare(key=self._full(key), target=rpc.Compare.MOD, result=rpc.Compare.EQUAL, mod_revision=change.mod_seen[key]))
         for key, created in sorted(change.depends_on.items()):
             full = self._full(key)
             # Deleted or recreated since the base: its create revision differs.
@@ -308,25 +341,45 @@ class EtcdStore:
             for key, response in zip(sorted(change.depends_on), reply.responses, strict=True):
                 kvs = response.response_range.kvs
                 created = kvs[0].create_revision if kvs else 0
-                if created != change.depends_on[key] or (kvs and kvs[0].mod_revision >= after):
+                mod = kvs[0].mod_revision if kvs else 0
+                if created != change.depends_on[key] or (kvs and mod >= after) or (key in exact and mod != change.mod_seen[key]):
                     moved.append(key)
             raise _conflict(change, reply.header.revision, moved)
         self.revision = max(self.revision, reply.header.revision)
+        self.highest_revision = max(self.highest_revision, reply.header.revision)
         return reply.header.revision
 
     async def watch(self, after: int) -> AsyncIterator[Snapshot]:
         """Snapshots as the store changes after revision `after`; survives etcd restarts
         (a broken watch is resumed from the last revision seen, or from a fresh read if
-        that revision was compacted away)."""
+        that revision was compacted away). A store that answers below a revision it gave
+        before, or under another cluster id, was restored or rebuilt: its snapshot comes
+        marked `reset`, and the watch goes on from there."""
         broken = False
+        cluster = self.cluster_id
         while True:
             try:
+                # What this client saw before, the watch's own view or not (a commit's answer may be newer).
+                seen = max(after, self.highest_revision)
                 snapshot = await self.snapshot()
                 if broken:
                     LOG.info("watch on %s resumed at revision %d", self.url, snapshot.revision)
                     broken = False
                 entries = dict(snapshot.entries)
-                if snapshot.revision > after:
+                cluster = cluster or self.cluster_id
+                if snapshot.revision < seen or (cluster and self.cluster_id != cluster):
+                    # Watching on from `after` would wait for revisions this store may take long to
+                    # reach, and miss everything until then.
+                    LOG.warning(
+                        "the store at %s went back from revision %d to %d (cluster %x, was %x): restored from a backup? "
+                        "Its policy is read again whole; raise the fencing epoch (jumbogatectl fleet raise-epoch) if its "
+                        "revisions are below the election ids the devices saw",
+                        self.url, seen, snapshot.revision, self.cluster_id, cluster,
+                    )  # fmt: skip
+                    cluster, after = self.cluster_id, snapshot.revision
+                    self.highest_revision = snapshot.revision
+                    yield replace(snapshot, reset=True)
+                elif snapshot.revision > after:
                     after = snapshot.revision
                     yield snapshot
                 async for revision in self._events(after, entries):
@@ -359,6 +412,7 @@ class EtcdStore:
                         entries[key] = Entry(event.kv.value, event.kv.create_revision, event.kv.mod_revision)
                 revision = max(event.kv.mod_revision for event in reply.events)
                 self.revision = max(self.revision, revision)
+                self.highest_revision = max(self.highest_revision, revision)
                 yield revision
         finally:
             with contextlib.suppress(Exception):
