@@ -8,12 +8,17 @@ nobody listed as a read needs the admin role.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import grpc
 import pytest
 
+from jumbogate.config import load_config
+from jumbogate.controller import Controller
 from jumbogate.pki import make_pki
+from jumbogate.server import serve
 from jumbogate.tls import RoleInterceptor, TlsConfig, server_credentials
+from jumbogate.v1 import policy_pb2, policy_pb2_grpc
 from testlab import lab
 
 SERVICE = "jumbogate.test.Probe"
@@ -98,3 +103,67 @@ def test_a_read_only_client_calls_only_the_listed_reads(pki):
 def test_a_client_without_a_role_calls_nothing_of_any_kind(pki):
     codes = asyncio.run(call_every_kind(pki, "stranger"))
     assert set(codes.values()) == {grpc.StatusCode.PERMISSION_DENIED}, codes
+
+
+async def _watch_streams(pki) -> None:
+    """Watch streams that a read-only certificate could open without end: each cost the controller a
+    queue and a copy of every event (4,000 of them made every change 240 times slower)."""
+    example = Path(__file__).resolve().parents[1] / "rack.example.yaml"
+    tls = TlsConfig(ca=pki.ca, cert=pki["server"].cert, key=pki["server"].key, admins=frozenset({"ops"}), read_only=frozenset({"viewer"}))
+    address = f"127.0.0.1:{lab.free_tcp_port()}"
+    controller = Controller(load_config(example), Path("unused"), listen=address)
+    bus = controller.state.events
+    bus.max_watchers = bus.max_per_caller + 4
+    server = await serve(controller.service, address, tls)
+
+    def channel(holder: str) -> grpc.aio.Channel:
+        identity = pki[holder]
+        return grpc.aio.secure_channel(address, grpc.ssl_channel_credentials(pki.ca.read_bytes(), identity.key.read_bytes(), identity.cert.read_bytes()))
+
+    async def opened(stub) -> grpc.aio.UnaryStreamCall:
+        """A Watch stream, once the server holds it (its first event), or the error it ended with."""
+        call = stub.Watch(policy_pb2.WatchRequest(), timeout=30)
+        await asyncio.sleep(0)
+        before = bus.watchers
+        deadline = asyncio.get_running_loop().time() + 10
+        while bus.watchers == before and call.done() is False and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
+        return call
+
+    viewer, ops = channel("viewer"), channel("ops")
+    try:
+        viewer_stub, ops_stub = policy_pb2_grpc.PolicyStub(viewer), policy_pb2_grpc.PolicyStub(ops)
+        mine = [await opened(viewer_stub) for _ in range(bus.max_per_caller)]
+        assert bus.watchers == bus.max_per_caller and not any(call.done() for call in mine)
+        refused = await opened(viewer_stub)
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await refused.read()
+        assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, caught.value
+        assert "per caller" in caught.value.details()
+        # Another caller is not held to this one's share, only to the total.
+        theirs = [await opened(ops_stub) for _ in range(4)]
+        assert bus.watchers == bus.max_watchers and not any(call.done() for call in theirs)
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await (await opened(ops_stub)).read()
+        assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        # A stream closed makes room again.
+        mine.pop().cancel()
+        deadline = asyncio.get_running_loop().time() + 10
+        while bus.watchers == bus.max_watchers and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
+        again = await opened(viewer_stub)
+        assert not again.done() and bus.watchers == bus.max_watchers
+        stats = await ops_stub.GetStats(policy_pb2.GetStatsRequest(), timeout=10)
+        assert (stats.watch_streams.open, stats.watch_streams.refused) == (bus.max_watchers, 2)
+        assert (stats.watch_streams.max, stats.watch_streams.max_per_caller) == (bus.max_watchers, bus.max_per_caller)
+        for call in [*mine, *theirs, again]:
+            call.cancel()
+    finally:
+        await viewer.close()
+        await ops.close()
+        await server.stop(0)
+
+
+@pytest.mark.timeout(120)
+def test_watch_streams_are_bounded_per_caller_and_in_all_and_refusals_counted(pki):
+    asyncio.run(_watch_streams(pki))

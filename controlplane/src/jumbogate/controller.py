@@ -512,6 +512,12 @@ class Controller:
             config_reloads=policy_pb2.ConfigReloads(
                 applied=self.state.config_reloads, refused=self.state.config_reload_refusals, last_refusal=self.state.last_reload_refusal
             ),
+            watch_streams=policy_pb2.WatchStreams(
+                open=self.state.events.watchers,
+                max=self.state.events.max_watchers,
+                max_per_caller=self.state.events.max_per_caller,
+                refused=self.state.events.refused,
+            ),
         )
         if self.election is not None:
             stats.election.SetInParent()

@@ -155,6 +155,13 @@ def _controller_families(snap: Snapshot) -> Iterator[Metric]:
         ["reason"],
         [(["shed"], stats.digests_shed), (["refused"], stats.digests_refused)],
     )
+    yield _gauge("jumbogate_watch_streams", "Operator Watch streams open now.", [], [([], stats.watch_streams.open)])
+    yield _counter(
+        "jumbogate_watch_streams_refused",
+        "Watch calls refused past the bound on streams (in all, or per caller).",
+        [],
+        [([], stats.watch_streams.refused)],
+    )
     reconcile = stats.reconcile
     yield _counter("jumbogate_reconcile_runs", "Reconciliation runs (each reads the switch and writes what differs).", [], [([], reconcile.runs)])
     yield _counter(

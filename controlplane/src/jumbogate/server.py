@@ -21,7 +21,7 @@ from .flow import FiveTuple
 from .nic import NicLink
 from .state import Event, EventKind, FlowOrigin, MergeFlow, PolicyError, PolicyState, invalid
 from .store import MemoryStore, StoreError
-from .tls import ReloadableCredentials, RoleInterceptor, TlsConfig
+from .tls import ReloadableCredentials, RoleInterceptor, TlsConfig, peer_names
 from .v1 import common_pb2, nic_pb2, policy_pb2, policy_pb2_grpc
 
 StatsProvider = Callable[[], Awaitable[policy_pb2.Stats]]
@@ -251,7 +251,10 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
             await self._abort(context, err)
 
     async def Watch(self, request, context):
-        queue = self.state.events.subscribe()
+        try:
+            queue = self.state.events.subscribe(",".join(peer_names(context)))
+        except PolicyError as err:
+            await self._abort(context, err)
         try:
             while True:
                 event = await queue.get()

@@ -81,13 +81,30 @@ class Event:
     detail: str = ""
 
 
-class EventBus:
-    """Fan-out of events to watchers; a slow watcher loses its oldest events, never blocks the controller."""
+# Watch streams served at once, in all and per caller (a certificate's names;
+# plaintext callers on loopback count as one): each holds a queue of up to
+# 1024 events and costs every event a copy on the controller's one event loop,
+# so a read-only client opening thousands slowed every change a hundredfold.
+MAX_WATCHERS = 64
+MAX_WATCHERS_PER_CALLER = 16
 
-    def __init__(self, queue_size: int = 1024):
-        self._queues: set[asyncio.Queue[Event]] = set()
+
+class EventBus:
+    """Fan-out of events to watchers; a slow watcher loses its oldest events, never blocks the controller.
+    Watchers are bounded (MAX_WATCHERS, MAX_WATCHERS_PER_CALLER); one past a bound is refused and counted."""
+
+    def __init__(self, queue_size: int = 1024, max_watchers: int = MAX_WATCHERS, max_per_caller: int = MAX_WATCHERS_PER_CALLER):
+        self._queues: dict[asyncio.Queue[Event], str] = {}
+        self._per_caller: dict[str, int] = {}
         self._queue_size = queue_size
+        self.max_watchers = max_watchers
+        self.max_per_caller = max_per_caller
+        self.refused = 0
         self.history: list[Event] = []
+
+    @property
+    def watchers(self) -> int:
+        return len(self._queues)
 
     def publish(self, event: Event) -> None:
         self.history.append(event)
@@ -97,13 +114,27 @@ class EventBus:
                 queue.get_nowait()
             queue.put_nowait(event)
 
-    def subscribe(self) -> asyncio.Queue[Event]:
+    def subscribe(self, caller: str = "") -> asyncio.Queue[Event]:
+        """A queue of the events from now on; PolicyError RESOURCE_EXHAUSTED past a bound."""
+        if len(self._queues) >= self.max_watchers or self._per_caller.get(caller, 0) >= self.max_per_caller:
+            self.refused += 1
+            mine = self._per_caller.get(caller, 0)
+            raise PolicyError(
+                "RESOURCE_EXHAUSTED",
+                f"{len(self._queues)} Watch streams are open ({mine} of them this caller's): this controller serves at most "
+                f"{self.max_watchers}, {self.max_per_caller} per caller; close one first",
+            )
         queue: asyncio.Queue[Event] = asyncio.Queue(self._queue_size)
-        self._queues.add(queue)
+        self._queues[queue] = caller
+        self._per_caller[caller] = self._per_caller.get(caller, 0) + 1
         return queue
 
     def unsubscribe(self, queue: asyncio.Queue[Event]) -> None:
-        self._queues.discard(queue)
+        caller = self._queues.pop(queue, None)
+        if caller is not None:
+            self._per_caller[caller] -= 1
+            if not self._per_caller[caller]:
+                del self._per_caller[caller]
 
 
 # Path MTUs the SmartNIC learned (path MTU discovery) that the switch's
