@@ -215,6 +215,7 @@ struct nic_result nic_control_stats(struct nic_totals *totals)
 	struct nic_command command = {.type = NIC_CMD_SNAPSHOT};
 	struct nic_result result;
 	unsigned int count = 0;
+	uint64_t onloads_refused;
 
 	memset(totals, 0, sizeof(*totals));
 	pthread_mutex_lock(&control_state.lock);
@@ -229,8 +230,12 @@ struct nic_result nic_control_stats(struct nic_totals *totals)
 		     w++)
 			snapshots[count++] = commands[w]->snapshot;
 	control_release(commands);
+	onloads_refused = control_state.onloads_refused;
 	pthread_mutex_unlock(&control_state.lock);
-	if (result.status == NIC_STATUS_OK)
+	if (result.status == NIC_STATUS_OK) {
 		nic_totals_compute(totals, snapshots, count);
+		/* Refused by the onload list, before any engine saw them. */
+		totals->engine.merge.onloads_refused += onloads_refused;
+	}
 	return result;
 }

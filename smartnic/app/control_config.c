@@ -165,6 +165,9 @@ static int replay_state(struct jg_engine *engine)
 		if (result < 0)
 			return result;
 	}
+	/* Its clock starts now, not at its first burst, or every replayed
+	 * pin would look idle since the clock's origin. */
+	jg_engine_advance_clock(engine, nic_now_ns());
 	for (size_t i = 0; i < control_state.flow_count; i++) {
 		int result = jg_flow_onload(engine, &control_state.flows[i]);
 		if (result < 0)
@@ -213,6 +216,9 @@ change_engines(struct nic *nic, const struct jg_engine_config *next_config)
 
 	if (next.max_flows == nic->engine_config.max_flows)
 		return reconfigure(nic, &next);
+	/* Only flows still pinned somewhere are onloaded anew (and must fit
+	 * the new pin budget); if a worker does not answer, all are. */
+	(void)control_prune_flows(NULL);
 	/* A new flow-table size needs new engines: build them now, while
 	 * no worker can see them, and swap them in below. */
 	for (unsigned int w = 0; w < nic->worker_count; w++) {

@@ -30,6 +30,13 @@ static struct nic_result parse_flow(const char *src_ip, const char *dst_ip,
 	return control_ok();
 }
 
+/* The most flows the list holds: the pin budget of the engines
+ * (--max-onloaded-flows, or a quarter of the flow table). */
+static size_t flow_budget(void)
+{
+	return jg_engine_pin_budget(&control_state.nic->engine_config);
+}
+
 struct nic_result nic_control_onload(const char *src_ip, const char *dst_ip,
 				     uint32_t protocol, uint32_t src_port,
 				     uint32_t dst_port)
@@ -39,22 +46,50 @@ struct nic_result nic_control_onload(const char *src_ip, const char *dst_ip,
 	struct nic_result result;
 	struct jg_flow_key key;
 	bool refused = false;
+	size_t index;
 	void *grown;
 
 	result = parse_flow(src_ip, dst_ip, protocol, src_port, dst_port, &key);
 	if (result.status != NIC_STATUS_OK)
 		return result;
 	pthread_mutex_lock(&control_state.lock);
-	if (find_flow(&key) != SIZE_MAX)
-		goto out; /* already onloaded: nothing to do */
-	grown = realloc(control_state.flows,
-			(control_state.flow_count + 1) *
-				sizeof(*control_state.flows));
-	if (grown == NULL) {
-		result = control_fail(NIC_STATUS_INTERNAL, "out of memory");
+	if (control_state.nic == NULL) {
+		result = control_fail(NIC_STATUS_UNAVAILABLE,
+				      "the program is stopping");
 		goto out;
 	}
-	control_state.flows = grown;
+	/* A listed flow goes to the engines again: its pin may have lapsed
+	 * (jg_flow_onload pins it anew, or refreshes a pin it holds). A new
+	 * one needs room in the list, which flows whose pins lapsed on
+	 * every engine make. */
+	index = find_flow(&key);
+	if (index == SIZE_MAX && control_state.flow_count >= flow_budget()) {
+		result = control_prune_flows(NULL);
+		if (result.status != NIC_STATUS_OK)
+			goto out;
+		if (control_state.flow_count >= flow_budget()) {
+			control_state.onloads_refused++;
+			result = control_fail(
+				NIC_STATUS_RESOURCE_EXHAUSTED,
+				"%zu flows are onloaded, as many as "
+				"max_onloaded_flows allows, and none has been "
+				"idle for onload_idle_s (%u s) on every engine",
+				control_state.flow_count,
+				control_state.nic->engine_config.onload_idle_s);
+			goto out;
+		}
+	}
+	if (index == SIZE_MAX) {
+		grown = realloc(control_state.flows,
+				(control_state.flow_count + 1) *
+					sizeof(*control_state.flows));
+		if (grown == NULL) {
+			result = control_fail(NIC_STATUS_INTERNAL,
+					      "out of memory");
+			goto out;
+		}
+		control_state.flows = grown;
+	}
 	/* The flow's packets reach whichever worker the port's hash picks,
 	 * which the program cannot compute for every port type, so every
 	 * worker's engines learn the flow. */
@@ -64,17 +99,22 @@ struct nic_result nic_control_onload(const char *src_ip, const char *dst_ip,
 		refused |= commands[w] && commands[w]->result < 0;
 	control_release(commands);
 	if (result.status == NIC_STATUS_OK && refused) {
-		struct nic_command undo = {.type = NIC_CMD_FLOW_OFFLOAD};
+		/* A new flow is taken back; a listed one stays listed, as
+		 * onloaded as it was where its pin holds. */
+		if (index == SIZE_MAX) {
+			struct nic_command undo = {
+				.type = NIC_CMD_FLOW_OFFLOAD};
 
-		undo.arg.flow = key;
-		control_broadcast(&undo, commands);
-		control_release(commands);
+			undo.arg.flow = key;
+			control_broadcast(&undo, commands);
+			control_release(commands);
+		}
 		result = control_fail(
 			NIC_STATUS_RESOURCE_EXHAUSTED,
 			"the flow table is full (max_flows %u)",
 			control_state.nic->engine_config.max_flows);
 	}
-	if (result.status == NIC_STATUS_OK)
+	if (result.status == NIC_STATUS_OK && index == SIZE_MAX)
 		control_state.flows[control_state.flow_count++] = key;
 out:
 	pthread_mutex_unlock(&control_state.lock);
@@ -113,50 +153,139 @@ struct nic_result nic_control_offload(const char *src_ip, const char *dst_ip,
 	return result;
 }
 
-/* Add the counters of flows [first, first + count) of the onload list,
- * asked of every worker in one command each; the command owns copies of
- * the keys and its answer array (see struct nic_command). */
-static struct nic_result count_flow_page(struct nic_flow_entry *entries,
-					 size_t first, size_t count)
+/* One command of this type to every worker, each with its own copy of
+ * the keys (and, to count, its own answer arrays; see struct
+ * nic_command), posted and waited for. */
+static struct nic_result post_flows(enum nic_command_type type,
+				    const struct jg_flow_key *keys,
+				    size_t count, struct nic_command **commands)
 {
-	struct nic_command *commands[NIC_MAX_WORKERS] = {0};
-	struct nic_command command = {.type = NIC_CMD_FLOW_COUNTERS};
-	struct nic_result result;
+	struct nic_command command = {.type = type};
 
 	if (!control_copy_command(&command, commands))
 		return control_fail(NIC_STATUS_INTERNAL, "out of memory");
 	for (unsigned int w = 0; w < control_state.nic->worker_count; w++) {
 		struct nic_command *c = commands[w];
+		bool answers = type == NIC_CMD_FLOW_COUNTERS;
 
+		c->arg.flows.count = count;
 		c->arg.flows.keys = malloc(count * sizeof(*c->arg.flows.keys));
 		c->arg.flows.counters =
-			calloc(count, sizeof(*c->arg.flows.counters));
-		c->arg.flows.count = count;
+			answers ? calloc(count, sizeof(*c->arg.flows.counters))
+				: NULL;
+		c->arg.flows.pinned =
+			answers ? calloc(count, sizeof(*c->arg.flows.pinned))
+				: NULL;
 		if (c->arg.flows.keys == NULL ||
-		    c->arg.flows.counters == NULL) {
+		    (answers && (c->arg.flows.counters == NULL ||
+				 c->arg.flows.pinned == NULL))) {
 			for (unsigned int i = 0;
-			     i < control_state.nic->worker_count; i++)
+			     i < control_state.nic->worker_count; i++) {
 				nic_command_discard(commands[i]);
+				commands[i] = NULL;
+			}
 			return control_fail(NIC_STATUS_INTERNAL,
 					    "out of memory");
 		}
-		memcpy(c->arg.flows.keys, &control_state.flows[first],
+		memcpy(c->arg.flows.keys, keys,
 		       count * sizeof(*c->arg.flows.keys));
 	}
-	result = control_post_and_wait(commands);
+	return control_post_and_wait(commands);
+}
+
+static void discard_all(struct nic_command **commands)
+{
 	for (unsigned int w = 0; w < control_state.nic->worker_count; w++) {
-		if (commands[w] == NULL) /* abandoned: the worker frees it */
+		nic_command_discard(commands[w]); /* NULL: the worker frees */
+		commands[w] = NULL;
+	}
+}
+
+/* Add the counters of flows [first, first + count) of the onload list
+ * into entries (when not NULL), and mark in pinned[] the flows an engine
+ * of any worker still holds the pin of. */
+static struct nic_result query_flow_page(struct nic_flow_entry *entries,
+					 bool *pinned, size_t first,
+					 size_t count)
+{
+	struct nic_command *commands[NIC_MAX_WORKERS] = {0};
+	struct nic_result result;
+
+	result = post_flows(NIC_CMD_FLOW_COUNTERS, &control_state.flows[first],
+			    count, commands);
+	for (unsigned int w = 0; w < control_state.nic->worker_count; w++) {
+		const struct nic_command *c = commands[w];
+
+		if (c == NULL) /* abandoned: the worker frees it */
 			continue;
 		for (size_t i = 0; i < count; i++) {
+			pinned[first + i] |= c->arg.flows.pinned[i];
+			if (entries == NULL)
+				continue;
 			entries[first + i].packets_in +=
-				commands[w]->arg.flows.counters[i].packets_in;
+				c->arg.flows.counters[i].packets_in;
 			entries[first + i].merged_packets +=
-				commands[w]
-					->arg.flows.counters[i]
-					.merged_packets;
+				c->arg.flows.counters[i].merged_packets;
 		}
-		nic_command_discard(commands[w]);
 	}
+	discard_all(commands);
+	return result;
+}
+
+/* Tell the workers to drop the counters of flows that left the list;
+ * best effort (a worker that does not answer keeps a few counters). */
+static void forget_flows(const struct jg_flow_key *keys, size_t count)
+{
+	struct nic_command *commands[NIC_MAX_WORKERS] = {0};
+
+	for (size_t first = 0; first < count; first += FLOWS_PER_COMMAND) {
+		(void)post_flows(NIC_CMD_FLOW_FORGET, &keys[first],
+				 RTE_MIN(count - first, FLOWS_PER_COMMAND),
+				 commands);
+		discard_all(commands);
+	}
+}
+
+/*
+ * Drop from the onload list the flows whose pin lapsed (--onload-idle-s
+ * without traffic) on every engine of every worker: one engine that
+ * holds it keeps the flow listed, since its traffic reaches one worker
+ * and one port only. Asked 512 flows per command, and only when every
+ * worker answered, since one that did not may hold pins. entries, when
+ * not NULL, gets the counters of the listed flows, in the list's order.
+ */
+struct nic_result control_prune_flows(struct nic_flow_entry *entries)
+{
+	size_t flows = control_state.flow_count, kept = 0;
+	struct nic_result result = control_ok();
+	bool *pinned = calloc(flows + 1, sizeof(*pinned));
+
+	if (pinned == NULL)
+		return control_fail(NIC_STATUS_INTERNAL, "out of memory");
+	for (size_t first = 0; result.status == NIC_STATUS_OK && first < flows;
+	     first += FLOWS_PER_COMMAND)
+		result = query_flow_page(
+			entries, pinned, first,
+			RTE_MIN(flows - first, FLOWS_PER_COMMAND));
+	if (result.status != NIC_STATUS_OK) {
+		free(pinned);
+		return result;
+	}
+	/* Kept flows keep their order; the others gather behind them. */
+	for (size_t i = 0; i < flows; i++) {
+		struct jg_flow_key key = control_state.flows[i];
+
+		if (!pinned[i])
+			continue;
+		control_state.flows[i] = control_state.flows[kept];
+		control_state.flows[kept] = key;
+		if (entries != NULL)
+			entries[kept] = entries[i];
+		kept++;
+	}
+	control_state.flow_count = kept;
+	forget_flows(&control_state.flows[kept], flows - kept);
+	free(pinned);
 	return result;
 }
 
@@ -164,20 +293,15 @@ struct nic_flow_entry *nic_control_list_flows(size_t *count,
 					      struct nic_result *result)
 {
 	struct nic_flow_entry *entries;
-	size_t flows;
 
 	*count = 0;
 	pthread_mutex_lock(&control_state.lock);
-	flows = control_state.flow_count;
-	entries = calloc(flows + 1, sizeof(*entries));
-	*result = entries ? control_ok()
+	entries = calloc(control_state.flow_count + 1, sizeof(*entries));
+	*result = entries ? control_prune_flows(entries)
 			  : control_fail(NIC_STATUS_INTERNAL, "out of memory");
-	for (size_t first = 0; result->status == NIC_STATUS_OK && first < flows;
-	     first += FLOWS_PER_COMMAND)
-		*result = count_flow_page(
-			entries, first,
-			RTE_MIN(flows - first, FLOWS_PER_COMMAND));
-	for (size_t i = 0; result->status == NIC_STATUS_OK && i < flows; i++) {
+	for (size_t i = 0;
+	     result->status == NIC_STATUS_OK && i < control_state.flow_count;
+	     i++) {
 		const struct jg_flow_key *key = &control_state.flows[i];
 		struct nic_flow_entry *entry = &entries[i];
 
@@ -190,7 +314,7 @@ struct nic_flow_entry *nic_control_list_flows(size_t *count,
 		entry->dst_port = ntohs(key->dst_port);
 	}
 	if (result->status == NIC_STATUS_OK) {
-		*count = flows;
+		*count = control_state.flow_count;
 	} else {
 		free(entries);
 		entries = NULL;

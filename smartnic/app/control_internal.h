@@ -40,8 +40,14 @@ struct control_state {
 		uint16_t mtu;
 	} * path_mtus;
 	size_t path_mtu_count;
+	/* The onloaded flows: at most the engines' pin budget, flows whose
+	 * pins lapsed on every engine dropped when room is needed (and by
+	 * ListFlows). */
 	struct jg_flow_key *flows;
 	size_t flow_count;
+	/* Onloads refused here for want of room in the list; added to the
+	 * engines' merge.onloads_refused in every report of it. */
+	uint64_t onloads_refused;
 	/* What the workers classify by (each holds its own copy). */
 	struct nic_prefix_list internal;
 };
@@ -63,5 +69,10 @@ bool control_copy_command(const struct nic_command *template,
 struct nic_result control_broadcast(const struct nic_command *template,
 				    struct nic_command **commands);
 void control_release(struct nic_command **commands);
+
+/* Drop from the onload list the flows no engine of any worker holds a pin
+ * for any more (control_flows.c); entries, when not NULL, gets the
+ * counters of the flows that stay, in the list's order. */
+struct nic_result control_prune_flows(struct nic_flow_entry *entries);
 
 #endif /* JUMBOGATE_NIC_CONTROL_INTERNAL_H */

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -37,6 +38,24 @@ grpc::Status to_status(const nic_result &result)
 		return grpc::Status::OK;
 	return grpc::Status(static_cast<grpc::StatusCode>(result.status),
 			    result.message);
+}
+
+// The control layer takes strings as C strings, which end at their first
+// NUL: "198.51.100.0/24\0junk" would pass as its first part. A string field
+// with a NUL in it is refused whole, before anything is called.
+struct StringField {
+	std::string name;
+	const std::string &value;
+};
+
+grpc::Status refuse_nul(std::initializer_list<StringField> fields)
+{
+	for (const StringField &field : fields)
+		if (field.value.find('\0') != std::string::npos)
+			return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+					    field.name +
+						    " contains a NUL byte");
+	return grpc::Status::OK;
 }
 
 void fill_config(const nic_config_view &view, v1::NicConfig *config)
@@ -195,6 +214,13 @@ class NicService final : public v1::Nic::Service
 		nic_config_request req{};
 		nic_config_view view{};
 
+		for (int i = 0; i < request->internal_prefixes_size(); i++)
+			if (grpc::Status bad = refuse_nul(
+				    {{"internal_prefixes[" + std::to_string(i) +
+					      "].cidr",
+				      request->internal_prefixes(i).cidr()}});
+			    !bad.ok())
+				return bad;
 		req.values.internal_mtu = request->internal_mtu();
 		req.values.max_flows = request->max_flows();
 		req.values.max_segments = request->max_segments();
@@ -233,6 +259,10 @@ class NicService final : public v1::Nic::Service
 	{
 		if (grpc::Status fenced = fence_.admit(context); !fenced.ok())
 			return fenced;
+		if (grpc::Status bad = refuse_nul(
+			    {{"prefix.cidr", request->prefix().cidr()}});
+		    !bad.ok())
+			return bad;
 		return to_status(nic_control_set_path_mtu(
 			request->prefix().cidr().c_str(), request->mtu()));
 	}
@@ -243,6 +273,10 @@ class NicService final : public v1::Nic::Service
 	{
 		if (grpc::Status fenced = fence_.admit(context); !fenced.ok())
 			return fenced;
+		if (grpc::Status bad = refuse_nul(
+			    {{"prefix.cidr", request->prefix().cidr()}});
+		    !bad.ok())
+			return bad;
 		return to_status(nic_control_delete_path_mtu(
 			request->prefix().cidr().c_str()));
 	}
@@ -272,6 +306,11 @@ class NicService final : public v1::Nic::Service
 			return fenced;
 		const v1::FiveTuple &flow = request->flow();
 
+		if (grpc::Status bad =
+			    refuse_nul({{"flow.src_ip", flow.src_ip()},
+					{"flow.dst_ip", flow.dst_ip()}});
+		    !bad.ok())
+			return bad;
 		return to_status(nic_control_onload(
 			flow.src_ip().c_str(), flow.dst_ip().c_str(),
 			flow.protocol(), flow.src_port(), flow.dst_port()));
@@ -285,6 +324,12 @@ class NicService final : public v1::Nic::Service
 			return fenced;
 		const v1::FiveTuple &flow = request->flow();
 		uint64_t flushed = 0;
+
+		if (grpc::Status bad =
+			    refuse_nul({{"flow.src_ip", flow.src_ip()},
+					{"flow.dst_ip", flow.dst_ip()}});
+		    !bad.ok())
+			return bad;
 		grpc::Status status = to_status(nic_control_offload(
 			flow.src_ip().c_str(), flow.dst_ip().c_str(),
 			flow.protocol(), flow.src_port(), flow.dst_port(),
@@ -411,6 +456,10 @@ class NicService final : public v1::Nic::Service
 	{
 		if (grpc::Status fenced = fence_.admit(context); !fenced.ok())
 			return fenced;
+		if (grpc::Status bad =
+			    refuse_nul({{"address", request->address()}});
+		    !bad.ok())
+			return bad;
 		nic_learned_path path;
 		nic_result result = nic_control_probe_path(
 			request->address().c_str(), request->exact(), &path);

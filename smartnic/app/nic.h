@@ -145,6 +145,7 @@ enum nic_command_type {
 	NIC_CMD_FLOW_ONLOAD,
 	NIC_CMD_FLOW_OFFLOAD,
 	NIC_CMD_FLOW_COUNTERS,
+	NIC_CMD_FLOW_FORGET,
 	NIC_CMD_SWAP_ENGINES,
 	NIC_CMD_RECONFIGURE,
 	NIC_CMD_SET_INTERNAL_PREFIXES,
@@ -166,19 +167,23 @@ struct nic_command {
 		struct jg_flow_key flow;
 		/* In: replacements; out: the engines they replaced. */
 		struct jg_engine *engines[NIC_MAX_PORTS];
-		/* Counters of these flows, written by the worker into
-		 * counters[0..count). Both arrays belong to the command
-		 * (malloc'd), so that a command its waiter abandoned never
-		 * points into memory the waiter freed or moved. */
 		struct nic_prefix_list internal;
 		/* The engines' configuration now and what it becomes. */
 		struct {
 			struct jg_engine_config from;
 			struct jg_engine_config to;
 		} reconfigure;
+		/* FLOW_COUNTERS: the counters of these flows, written by
+		 * the worker into counters[0..count), and in pinned[] whether
+		 * any engine of the worker holds the flow's pin.
+		 * FLOW_FORGET: flows that left the onload list, whose
+		 * counters the worker drops. The arrays belong to the command
+		 * (malloc'd), so that a command its waiter abandoned never
+		 * points into memory the waiter freed or moved. */
 		struct {
 			struct jg_flow_key *keys;
 			struct nic_flow_counters *counters;
+			bool *pinned;
 			size_t count;
 		} flows;
 	} arg;

@@ -29,12 +29,25 @@ void nic_worker_snapshot(const struct nic_worker *worker,
 	}
 }
 
+/* An engine's clock moves with its bursts and due timers only; the flow
+ * commands date pins (and the delays of what an offload releases) by the
+ * time now, also on an engine whose port was quiet or whose queues
+ * another worker polls. */
+static void advance_clocks(struct nic_worker *worker)
+{
+	uint64_t now = nic_now_ns();
+
+	for (unsigned int p = 0; p < nic_instance->port_count; p++)
+		jg_engine_advance_clock(worker->engines[p], now);
+}
+
 static int onload(struct nic_worker *worker, const struct jg_flow_key *key)
 {
 	const struct nic *nic = nic_instance;
 	struct nic_flow_counters *flow;
 	void *existing;
 
+	advance_clocks(worker);
 	for (unsigned int p = 0; p < nic->port_count; p++) {
 		int result = jg_flow_onload(worker->engines[p], key);
 		if (result < 0)
@@ -59,6 +72,7 @@ static uint64_t offload(struct nic_worker *worker,
 	uint64_t released = 0;
 	void *existing;
 
+	advance_clocks(worker);
 	for (unsigned int p = 0; p < nic->port_count; p++) {
 		int produced;
 
@@ -158,6 +172,47 @@ static void pack_all_held_caravans(struct nic_worker *worker)
 	}
 }
 
+/* The counters of the listed flows, and whether this worker's engines
+ * still pin them: a flow's traffic reaches one worker and one port, so
+ * the pins of the other engines lapse by themselves. */
+static void flow_counters(struct nic_worker *worker,
+			  struct nic_command *command)
+{
+	const struct nic *nic = nic_instance;
+
+	advance_clocks(worker);
+	for (size_t i = 0; i < command->arg.flows.count; i++) {
+		const struct jg_flow_key *key = &command->arg.flows.keys[i];
+		void *data;
+
+		if (worker->flow_counters &&
+		    rte_hash_lookup_data(worker->flow_counters, key, &data) >=
+			    0)
+			command->arg.flows.counters[i] =
+				*(struct nic_flow_counters *)data;
+		for (unsigned int p = 0; p < nic->port_count; p++)
+			command->arg.flows.pinned[i] |=
+				jg_flow_is_onloaded(worker->engines[p], key);
+	}
+}
+
+/* Flows whose pins lapsed on every engine left the onload list: their
+ * counters go too. */
+static void forget_flows(struct nic_worker *worker, struct nic_command *command)
+{
+	for (size_t i = 0; i < command->arg.flows.count; i++) {
+		const struct jg_flow_key *key = &command->arg.flows.keys[i];
+		void *data;
+
+		if (worker->flow_counters &&
+		    rte_hash_lookup_data(worker->flow_counters, key, &data) >=
+			    0) {
+			rte_hash_del_key(worker->flow_counters, key);
+			free(data);
+		}
+	}
+}
+
 static void execute(struct nic_worker *worker, struct nic_command *command)
 {
 	const struct nic *nic = nic_instance;
@@ -191,16 +246,10 @@ static void execute(struct nic_worker *worker, struct nic_command *command)
 		command->packets = offload(worker, &command->arg.flow);
 		break;
 	case NIC_CMD_FLOW_COUNTERS:
-		for (size_t i = 0; i < command->arg.flows.count; i++) {
-			void *data;
-
-			if (worker->flow_counters &&
-			    rte_hash_lookup_data(worker->flow_counters,
-						 &command->arg.flows.keys[i],
-						 &data) >= 0)
-				command->arg.flows.counters[i] =
-					*(struct nic_flow_counters *)data;
-		}
+		flow_counters(worker, command);
+		break;
+	case NIC_CMD_FLOW_FORGET:
+		forget_flows(worker, command);
 		break;
 	case NIC_CMD_SWAP_ENGINES:
 		swap_engines(worker, command);
@@ -221,9 +270,11 @@ void nic_command_discard(struct nic_command *command)
 {
 	if (command == NULL)
 		return;
-	if (command->type == NIC_CMD_FLOW_COUNTERS) {
+	if (command->type == NIC_CMD_FLOW_COUNTERS ||
+	    command->type == NIC_CMD_FLOW_FORGET) {
 		free(command->arg.flows.keys);
 		free(command->arg.flows.counters);
+		free(command->arg.flows.pinned);
 	} else if (command->type == NIC_CMD_SWAP_ENGINES) {
 		/* Ran: the engines it replaced, flushed. Never ran: the
 		 * replacements, which nothing else references. */

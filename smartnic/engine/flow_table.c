@@ -113,10 +113,23 @@ bool jg_flow_key_equal(const struct jg_flow_key *a, const struct jg_flow_key *b)
 	       memcmp(a->dst.v6, b->dst.v6, 16) == 0;
 }
 
+static uint32_t table_capacity(const struct jg_engine_config *config)
+{
+	return rte_align32pow2(RTE_MAX(config->max_flows, 2u * JG_BUCKET_WAYS));
+}
+
+uint32_t jg_engine_pin_budget(const struct jg_engine_config *config)
+{
+	uint32_t capacity = table_capacity(config);
+
+	return config->max_onloaded_flows != 0
+		       ? RTE_MIN(config->max_onloaded_flows, capacity)
+		       : capacity / 4;
+}
+
 int jg_flow_table_init(struct jg_engine *e)
 {
-	uint32_t capacity = rte_align32pow2(
-		RTE_MAX(e->config.max_flows, 2u * JG_BUCKET_WAYS));
+	uint32_t capacity = table_capacity(&e->config);
 	uint32_t buckets = capacity / JG_BUCKET_WAYS;
 	size_t flow_bytes = (size_t)capacity * sizeof(struct jg_flow);
 	size_t key_bytes = (size_t)capacity * sizeof(struct jg_flow_key);
@@ -137,10 +150,7 @@ int jg_flow_table_init(struct jg_engine *e)
 		return -ENOMEM;
 	e->flow_capacity = capacity;
 	e->bucket_mask = buckets - 1;
-	e->max_pinned =
-		e->config.max_onloaded_flows != 0
-			? RTE_MIN(e->config.max_onloaded_flows, capacity)
-			: capacity / 4;
+	e->max_pinned = jg_engine_pin_budget(&e->config);
 	e->pin_idle_coarse = (uint32_t)(((uint64_t)e->config.onload_idle_s *
 					 1000000000ull) >>
 					JG_COARSE_SHIFT);
@@ -259,6 +269,22 @@ static bool pin_holds(struct jg_engine *e, struct jg_flow *f)
 	jg_flow_unpin(e, f);
 	e->stats.merge.pins_expired++;
 	return false;
+}
+
+bool jg_flow_is_onloaded(struct jg_engine *e, const struct jg_flow_key *key)
+{
+	struct jg_flow *f = jg_flow_find(e, key);
+
+	return f != NULL && pin_holds(e, f);
+}
+
+void jg_engine_advance_clock(struct jg_engine *e, uint64_t now_ns)
+{
+	/* Timers keep their own position (next_slot), which only
+	 * jg_timer_expire moves: a later now_ns only makes a deadline
+	 * scheduled behind it due at once, as in a burst. */
+	if (now_ns > e->now_ns)
+		e->now_ns = now_ns;
 }
 
 /* Higher is a better victim: old, idle, unpinned. */

@@ -211,6 +211,65 @@ static void idle_pins_expire(void)
 	fixture_finish(&fx);
 }
 
+/* What the control layer asks of an engine to keep its onload list: the
+ * pin budget, and whether a flow still holds its pin (the idle rule of
+ * eviction), by a clock that moves without traffic. */
+static void onload_state_follows_the_clock(void)
+{
+	struct fixture fx;
+	struct jg_flow_key a, b, unknown;
+	struct jg_stats stats;
+	struct jg_engine_config config;
+
+	jg_engine_config_init(&config);
+	config.max_flows = 1000; /* a table of 1024 */
+	CHECK_EQ(jg_engine_pin_budget(&config), 256);
+	config.max_onloaded_flows = 5;
+	CHECK_EQ(jg_engine_pin_budget(&config), 5);
+	config.max_onloaded_flows = 5000;
+	CHECK_EQ(jg_engine_pin_budget(&config), 1024);
+
+	fixture_config(&fx);
+	fx.config.max_flows = 1024;
+	fx.config.max_onloaded_flows = 4;
+	fx.config.onload_idle_s = 1;
+	fixture_start(&fx);
+	numbered_key(12, 0, &a);
+	numbered_key(12, 1, &b);
+	numbered_key(13, 0, &unknown);
+	CHECK(!jg_flow_is_onloaded(fx.engine, &a));
+	CHECK_EQ(jg_flow_onload(fx.engine, &a), 0);
+	CHECK_EQ(jg_flow_onload(fx.engine, &b), 0);
+	CHECK(jg_flow_is_onloaded(fx.engine, &a));
+	CHECK(jg_flow_is_onloaded(fx.engine, &b));
+	CHECK(!jg_flow_is_onloaded(fx.engine, &unknown));
+
+	/* No traffic: only jg_engine_advance_clock moves the clock. Onloading
+	 * a again at 0.6 s refreshes its pin; at 1.2 s b's has lapsed. */
+	jg_engine_advance_clock(fx.engine, fx.now_ns + 600000000ull);
+	CHECK_EQ(jg_flow_onload(fx.engine, &a), 0);
+	jg_engine_advance_clock(fx.engine, fx.now_ns + 1200000000ull);
+	CHECK(jg_flow_is_onloaded(fx.engine, &a));
+	CHECK(!jg_flow_is_onloaded(fx.engine, &b));
+	jg_engine_get_stats(fx.engine, &stats);
+	CHECK_EQ(stats.merge.pins_expired, 1);
+	/* The clock never goes back. */
+	jg_engine_advance_clock(fx.engine, fx.now_ns);
+	CHECK(!jg_flow_is_onloaded(fx.engine, &b));
+	/* A lapsed flow onloaded again holds its pin again. */
+	CHECK_EQ(jg_flow_onload(fx.engine, &b), 0);
+	CHECK(jg_flow_is_onloaded(fx.engine, &b));
+	/* A burst dated by the same clock agrees; asking created nothing. */
+	fx.now_ns += 1900000000ull;
+	fixture_timer(&fx);
+	CHECK(jg_flow_is_onloaded(fx.engine, &b));
+	CHECK(!jg_flow_is_onloaded(fx.engine, &a));
+	jg_engine_get_stats(fx.engine, &stats);
+	CHECK_EQ(stats.flows_now, 2);
+	CHECK_EQ(stats.merge.pins_expired, 2);
+	fixture_finish(&fx);
+}
+
 /*
  * Flow identity is the whole 5-tuple. Build a tuple whose primary hash
  * equals a victim's (the test reads the engine's secret; an outsider
@@ -523,6 +582,7 @@ static void reconfigure_keeps_flows(void)
 HARNESS_MAIN("jg_test_flow_table", HARNESS_CASE(mss_learning),
 	     HARNESS_CASE(onload_offload), HARNESS_CASE(pinned_entries_bounded),
 	     HARNESS_CASE(idle_pins_expire),
+	     HARNESS_CASE(onload_state_follows_the_clock),
 	     HARNESS_CASE(colliding_tuple_leaves_victim_alone),
 	     HARNESS_CASE(hash_secret_per_engine),
 	     HARNESS_CASE(half_full_table_evicts_nothing),

@@ -288,6 +288,28 @@ struct jg_flow_key {
  *  pinned already or both of its buckets hold pinned flows. */
 int jg_flow_onload(struct jg_engine *engine, const struct jg_flow_key *key);
 
+/** Whether the flow holds its pin: onloaded, and seen or onloaded again
+ *  within onload_idle_s, the rule eviction applies. A pin found idle for
+ *  longer is dropped here as eviction would drop it (merge.pins_expired).
+ *  Never creates an entry. */
+bool jg_flow_is_onloaded(struct jg_engine *engine,
+			 const struct jg_flow_key *key);
+
+/** The most flows engines built from this configuration pin at once:
+ *  max_onloaded_flows, at most the flow table's capacity, or a quarter of
+ *  that capacity when 0. */
+uint32_t jg_engine_pin_budget(const struct jg_engine_config *config);
+
+/**
+ * Move the engine's clock on to now_ns (never back). The clock moves with
+ * jg_merge_burst and jg_merge_timer, which a poll loop calls only when
+ * packets arrive or a deadline is due; jg_flow_onload and
+ * jg_flow_is_onloaded date pins by it. A program that calls them after a
+ * quiet spell, or on an engine that saw no packet yet, calls this first
+ * with the time of the clock it gives jg_merge_burst. Nothing is released.
+ */
+void jg_engine_advance_clock(struct jg_engine *engine, uint64_t now_ns);
+
 /**
  * Stop merging this flow (the switch will now carry it directly). What
  * the flow holds is released into out in sequence order; its pin is

@@ -6,6 +6,8 @@ controller reaches it by default.
 
 from __future__ import annotations
 
+import time
+
 import grpc
 import pytest
 
@@ -192,6 +194,90 @@ def test_full_tables_are_resource_exhausted_and_change_nothing(log_dir):
         assert len(stub.ListPathMtus(nic_pb2.ListPathMtusRequest(), timeout=5).entries) == added
     finally:
         process.stop()
+
+
+def test_the_onload_list_holds_live_pins_within_the_budget(log_dir):
+    """The onload list holds at most the pin budget (--max-onloaded-flows).
+    Flows whose pins lapsed (--onload-idle-s without traffic) leave it to
+    make room and are not listed; an onload of a listed flow reaches the
+    engines, so one whose pin lapsed is pinned again; a full list of live
+    pins refuses a new flow with RESOURCE_EXHAUSTED, counted once."""
+    process = start_null_nic(
+        log_dir,
+        ["--internal-prefix", "10.10.0.0/16", "--max-flows", "1024", "--max-onloaded-flows", "3", "--onload-idle-s", "1"],
+    )
+    try:
+        stub = process.stub()
+
+        def flow(n: int) -> nic_pb2.NicFlowRequest:
+            five = common_pb2.FiveTuple(src_ip="203.0.113.6", dst_ip="10.10.0.6", protocol=6, src_port=42000 + n, dst_port=443)
+            return nic_pb2.NicFlowRequest(flow=five)
+
+        def listed() -> list[int]:
+            ports = sorted(f.flow.src_port - 42000 for f in stub.ListFlows(nic_pb2.ListNicFlowsRequest(), timeout=5).flows)
+            assert len(ports) <= 3, ports
+            return ports
+
+        def stats():
+            return stub.GetStats(nic_pb2.GetNicStatsRequest(), timeout=5)
+
+        for n in range(3):
+            stub.OnloadFlow(flow(n), timeout=5)
+        assert listed() == [0, 1, 2]
+        time.sleep(1.5)  # every pin lapses: no traffic on a null port
+        # Flow 0 again: pinned anew, while 1 and 2 stay lapsed.
+        stub.OnloadFlow(flow(0), timeout=5)
+        assert listed() == [0]
+        assert stats().pins_expired >= 2
+        for n in (3, 4):
+            stub.OnloadFlow(flow(n), timeout=5)
+        assert listed() == [0, 3, 4]
+        refused_before = stats().onloads_refused
+        with pytest.raises(grpc.RpcError) as error:
+            stub.OnloadFlow(flow(5), timeout=5)
+        assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, error.value.details()
+        assert stats().onloads_refused == refused_before + 1
+        assert listed() == [0, 3, 4]
+        # A listed flow is still welcome (it refreshes its pin).
+        stub.OnloadFlow(flow(3), timeout=5)
+        assert listed() == [0, 3, 4]
+    finally:
+        process.stop()
+
+
+def nul_flow(side: str) -> nic_pb2.NicFlowRequest:
+    """A flow request whose address on `side` carries a NUL and more after it."""
+    addresses = {"src_ip": "203.0.113.5", "dst_ip": "10.10.0.5"}
+    addresses[side] += "\x00evil"
+    return nic_pb2.NicFlowRequest(flow=common_pb2.FiveTuple(**addresses, protocol=6, src_port=40001, dst_port=443))
+
+
+NUL_REQUESTS = {
+    "SetPathMtu.prefix.cidr": ("SetPathMtu", nic_pb2.SetPathMtuRequest(prefix=common_pb2.Prefix(cidr="192.0.2.0/24\x00junk"), mtu=1400)),
+    "DeletePathMtu.prefix.cidr": ("DeletePathMtu", nic_pb2.DeletePathMtuRequest(prefix=common_pb2.Prefix(cidr="198.51.100.0/24\x00junk"))),
+    **{f"{method}.flow.{side}": (method, nul_flow(side)) for method in ("OnloadFlow", "OffloadFlow") for side in ("src_ip", "dst_ip")},
+    "Configure.internal_prefixes.cidr": (
+        "Configure",
+        nic_pb2.NicConfig(
+            internal_prefixes=[common_pb2.Prefix(cidr="10.10.0.0/16"), common_pb2.Prefix(cidr="10.20.0.0/16\x00junk")], set_internal_prefixes=True
+        ),
+    ),
+    "ProbePath.address": ("ProbePath", common_pb2.ProbePathRequest(address="198.51.100.7\x00junk")),
+}
+
+
+@pytest.mark.parametrize("field", list(NUL_REQUESTS))
+def test_strings_with_a_nul_are_refused_and_change_nothing(stub, field):
+    """C reads a string up to its first NUL: one that has a NUL inside is
+    refused whole instead of taken for its first part."""
+    method, request = NUL_REQUESTS[field]
+    config = stub.GetConfig(nic_pb2.GetConfigRequest(), timeout=5)
+    paths = stub.ListPathMtus(nic_pb2.ListPathMtusRequest(), timeout=5)
+    flows = stub.ListFlows(nic_pb2.ListNicFlowsRequest(), timeout=5)
+    refused(getattr(stub, method), request, "NUL")
+    assert stub.GetConfig(nic_pb2.GetConfigRequest(), timeout=5) == config
+    assert stub.ListPathMtus(nic_pb2.ListPathMtusRequest(), timeout=5) == paths
+    assert stub.ListFlows(nic_pb2.ListNicFlowsRequest(), timeout=5) == flows
 
 
 @pytest.mark.parametrize(

@@ -292,6 +292,40 @@ def test_two_workers_share_the_flows_and_the_accounting(log_dir):
         wiring.close()
 
 
+def test_an_onloaded_flow_stays_while_the_engine_its_traffic_reaches_holds_it(log_dir):
+    """Every worker's engines pin an onloaded flow, but its traffic reaches
+    one of them: the other pins lapse after --onload-idle-s. The flow stays
+    onloaded (listed, merged with --merge-unknown-flows off) while one
+    engine holds it; a flow without traffic lapses everywhere and leaves
+    the full list to make room for a new one."""
+    options = ["--internal-prefix", "10.10.0.0/16", "--merge-unknown-flows", "off", "--max-onloaded-flows", "2", "--onload-idle-s", "1"]
+    wiring = SinglePort(log_dir, options, workers=2)
+    try:
+        stub = wiring.nic.stub()
+
+        def flow(sport: int) -> nic_pb2.NicFlowRequest:
+            return nic_pb2.NicFlowRequest(flow=common_pb2.FiveTuple(src_ip=INTERNET, dst_ip=INSTANCE, protocol=6, src_port=sport, dst_port=80))
+
+        def listed() -> list[int]:
+            return sorted(f.flow.src_port for f in stub.ListFlows(nic_pb2.ListNicFlowsRequest(), timeout=5).flows)
+
+        stub.OnloadFlow(flow(49000), timeout=5)
+        stub.OnloadFlow(flow(49001), timeout=5)
+        # 1.75 s of one segment of 49000 every 0.25 s; none of 49001.
+        segments = tcp_segments(INTERNET, INSTANCE, 49000, 80, count=12)
+        for segment in segments[:7]:
+            wiring.port.send([segment])
+            time.sleep(0.25)
+        assert listed() == [49000]
+        stub.OnloadFlow(flow(49002), timeout=5)
+        assert listed() == [49000, 49002]
+        # Merged (not onloaded, each segment would leave alone).
+        lengths = [ip_length(p) for p in tcp_frames_of(exchange(wiring, segments[7:]), 49000)]
+        assert max(lengths) > 1500 and len(lengths) < 5, lengths
+    finally:
+        wiring.close()
+
+
 def test_control_changes_reach_the_data_path(single_port):
     """Configure, SetPathMtu and OnloadFlow act on the running workers."""
     stub = single_port.nic.stub()
