@@ -464,6 +464,9 @@ Status Server::write_group(p4v1::Update::Type type,
 	Group group;
 	group.group = in;
 	group.group.set_max_size(in.max_size());
+	// Fields this switch does not know are not kept: opaque bytes of
+	// any size otherwise.
+	group.group.DiscardUnknownFields();
 	groups_[in.group_id()] = group;
 	rebuild_next_hops();
 	return Status::OK;
@@ -572,10 +575,13 @@ Status Server::write_meter(p4v1::Update::Type type, const p4v1::MeterEntry &in)
 	sw_meter_set(&meter_cells(in.meter_id())[index], (uint64_t)c.cir(),
 		     (uint64_t)c.cburst(), (uint64_t)c.pir(),
 		     (uint64_t)c.pburst(), sw_now_ns());
-	if (in.has_config())
-		meters_[{in.meter_id(), index}] = c;
-	else
+	if (in.has_config()) {
+		auto &kept = meters_[{in.meter_id(), index}];
+		kept = c;
+		kept.DiscardUnknownFields(); // opaque bytes otherwise
+	} else {
 		meters_.erase({in.meter_id(), index});
+	}
 	return Status::OK;
 }
 
@@ -636,6 +642,7 @@ Status Server::write_digest(p4v1::Update::Type type,
 					     p4rt_bounds::kMaxDigestListSize) +
 				     " here");
 	digest_config_ = DigestConfig{c};
+	digest_config_->config.DiscardUnknownFields(); // opaque bytes otherwise
 	return Status::OK;
 }
 

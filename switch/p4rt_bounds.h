@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include <rte_pause.h>
 #include <rte_rwlock.h>
@@ -59,6 +60,37 @@ constexpr size_t kMaxStreams = 2 * kMaxStreamsPerRole;
 // specification) means kMaxDigestListSize here.
 constexpr int64_t kMaxDigestTimeoutNs = 10 * 1000 * 1000 * 1000LL;
 constexpr int32_t kMaxDigestListSize = 1024;
+
+// Multicast groups and clone sessions (p4rt_pre.h) held at once. Their ids
+// are any uint32 and each holds up to 1024 replicas, so without a count a
+// client made entries until memory ran out (15,000 groups of 1,024
+// replicas took the switch to 2.9 GB). The software pipeline replicates
+// nothing; the entries are kept for a controller that programs the Tofino
+// top, which gives each port one mirror session (p4src/tna/signal.p4:
+// 512 + port on Tofino 1, whose session ids are 10 bits, so 1024 sessions
+// in all) and calls no multicast: 1024 of each is every session the
+// hardware numbers, and a group per port twice over. At the bounds, with
+// 1024 replicas each, the switch holds about 380 MB more (a replica kept
+// as protobuf is about 185 bytes). Beyond, an INSERT is RESOURCE_EXHAUSTED
+// and counted (multicast_groups_refused, clone_sessions_refused).
+constexpr size_t kMaxMulticastGroups = 1024;
+constexpr size_t kMaxCloneSessions = 1024;
+
+// Opaque bytes a client keeps with an entry and reads back: a table
+// entry's metadata, a multicast group's. A controller keeps a tag there
+// (an owner, a revision, a cookie or a hash of its intent: tens of
+// bytes); unbounded, 16 table entries of 48 MB each took the switch from
+// 94 MB to 885 MB. At 1 KiB, every table of the program full (about
+// 62,000 entries) holds at most about 60 MB of it. Beyond, the update is
+// INVALID_ARGUMENT. (controller_metadata is a uint64.) Unknown fields, the
+// other opaque bytes a client could send, are not kept.
+constexpr size_t kMaxEntryMetadata = 1024;
+inline std::string metadata_too_long(size_t size)
+{
+	return "metadata of " + std::to_string(size) +
+	       " bytes: this switch keeps at most " +
+	       std::to_string(kMaxEntryMetadata);
+}
 
 // The data path's lock is held for at most this long at a stretch while a
 // batch is written: between two updates the workers get their turn (the

@@ -328,6 +328,11 @@ Status Server::write_table_entry(p4v1::Update::Type type,
 	if (type == p4v1::Update::UNSPECIFIED)
 		return error(StatusCode::INVALID_ARGUMENT,
 			     "update type is unspecified");
+	if (type != p4v1::Update::DELETE &&
+	    in.metadata().size() > p4rt_bounds::kMaxEntryMetadata)
+		return error(
+			StatusCode::INVALID_ARGUMENT,
+			p4rt_bounds::metadata_too_long(in.metadata().size()));
 	if (in.is_default_action())
 		return write_default(type, table, in);
 	if (table.fields.empty())
@@ -395,7 +400,8 @@ Status Server::write_table_entry(p4v1::Update::Type type,
 			return status;
 	}
 	stored.entry.set_idle_timeout_ns(in.idle_timeout_ns());
-	// Opaque to the switch: kept and read back as written.
+	// Opaque to the switch: kept and read back as written, up to
+	// kMaxEntryMetadata bytes (checked above).
 	stored.entry.set_metadata(in.metadata());
 	// controller_metadata is deprecated in p4runtime.proto in
 	// favour of metadata, yet still a field a client may set and
@@ -460,6 +466,9 @@ Status Server::decode_table_action(const TableInfo &table,
 					     "member or group id");
 		}
 		*stored->entry.mutable_action() = action;
+		// Fields this switch does not know are not kept: opaque
+		// bytes of any size otherwise.
+		stored->entry.mutable_action()->DiscardUnknownFields();
 		return Status::OK;
 	}
 	if (!action.has_action())

@@ -12,6 +12,8 @@
 #ifndef JUMBOGATE_SWITCH_P4RT_PRE_H
 #define JUMBOGATE_SWITCH_P4RT_PRE_H
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -22,6 +24,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "p4/v1/p4runtime.pb.h"
+#include "p4rt_bounds.h"
 #include "switch.h"
 
 namespace p4rt_pre
@@ -34,6 +37,12 @@ using grpc::StatusCode;
 // Replicas of one group or session: each a distinct (port, instance).
 constexpr int kMaxReplicas = 1024;
 
+// INSERTs refused because p4rt_bounds::kMaxMulticastGroups groups or
+// kMaxCloneSessions sessions exist (/jumbogate_switch/stats:
+// multicast_groups_refused, clone_sessions_refused).
+inline std::atomic<uint64_t> g_multicast_groups_refused{0};
+inline std::atomic<uint64_t> g_clone_sessions_refused{0};
+
 class Engine
 {
       public:
@@ -43,9 +52,18 @@ class Engine
 		switch (in.type_case()) {
 		case p4v1::PacketReplicationEngineEntry::kMulticastGroupEntry: {
 			const auto &g = in.multicast_group_entry();
+			// Opaque to the switch: kept and read back, up to
+			// its bound.
+			if (type != p4v1::Update::DELETE &&
+			    g.metadata().size() >
+				    p4rt_bounds::kMaxEntryMetadata)
+				return Status(StatusCode::INVALID_ARGUMENT,
+					      p4rt_bounds::metadata_too_long(
+						      g.metadata().size()));
 			return apply(type, "multicast group",
 				     g.multicast_group_id(), g.replicas(), g,
-				     &groups_);
+				     &groups_, p4rt_bounds::kMaxMulticastGroups,
+				     &g_multicast_groups_refused);
 		}
 		case p4v1::PacketReplicationEngineEntry::kCloneSessionEntry: {
 			const auto &c = in.clone_session_entry();
@@ -55,7 +73,9 @@ class Engine
 					      "packet_length_bytes is "
 					      "negative");
 			return apply(type, "clone session", c.session_id(),
-				     c.replicas(), c, &sessions_);
+				     c.replicas(), c, &sessions_,
+				     p4rt_bounds::kMaxCloneSessions,
+				     &g_clone_sessions_refused);
 		}
 		default:
 			return Status(StatusCode::INVALID_ARGUMENT,
@@ -105,7 +125,8 @@ class Engine
 	Status
 	apply(p4v1::Update::Type type, const std::string &what, uint32_t id,
 	      const google::protobuf::RepeatedPtrField<p4v1::Replica> &replicas,
-	      const Entry &in, std::map<uint32_t, Entry> *entries)
+	      const Entry &in, std::map<uint32_t, Entry> *entries,
+	      size_t max_entries, std::atomic<uint64_t> *refused)
 	{
 		if (type == p4v1::Update::UNSPECIFIED)
 			return Status(StatusCode::INVALID_ARGUMENT,
@@ -123,6 +144,16 @@ class Engine
 		if (type == p4v1::Update::DELETE) {
 			entries->erase(id);
 			return Status::OK;
+		}
+		if (type == p4v1::Update::INSERT &&
+		    entries->size() >= max_entries) {
+			(*refused)++;
+			return Status(StatusCode::RESOURCE_EXHAUSTED,
+				      name + ": " +
+					      std::to_string(max_entries) +
+					      " " + what +
+					      "s exist, the most this switch "
+					      "holds");
 		}
 		if (replicas.size() > kMaxReplicas)
 			return Status(StatusCode::RESOURCE_EXHAUSTED,
@@ -149,7 +180,11 @@ class Engine
 						std::to_string(r.instance()) +
 						" twice");
 		}
-		(*entries)[id] = in;
+		// Kept as written, less fields this switch does not know:
+		// opaque bytes of any size otherwise.
+		Entry &kept = (*entries)[id];
+		kept = in;
+		kept.DiscardUnknownFields();
 		return Status::OK;
 	}
 

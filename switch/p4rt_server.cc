@@ -253,6 +253,16 @@ extern "C" uint64_t sw_p4rt_streams_refused(void)
 	return g_streams_refused.load();
 }
 
+extern "C" uint64_t sw_p4rt_multicast_groups_refused(void)
+{
+	return p4rt_pre::g_multicast_groups_refused.load();
+}
+
+extern "C" uint64_t sw_p4rt_clone_sessions_refused(void)
+{
+	return p4rt_pre::g_clone_sessions_refused.load();
+}
+
 extern "C" void sw_p4rt_writes_telemetry(struct rte_tel_data *d)
 {
 	g_writes.telemetry(d);

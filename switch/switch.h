@@ -81,6 +81,9 @@ uint64_t sw_p4rt_streams_refused(void);
 uint64_t sw_p4rt_roles(void);
 uint64_t sw_p4rt_roles_refused(void);
 uint64_t sw_p4rt_role_denials(void);
+/* Multicast group and clone session INSERTs refused past their bounds. */
+uint64_t sw_p4rt_multicast_groups_refused(void);
+uint64_t sw_p4rt_clone_sessions_refused(void);
 
 struct rte_tel_data;
 /* /jumbogate_switch/writes: accepted write updates per election id. */
