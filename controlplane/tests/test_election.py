@@ -158,6 +158,23 @@ class Relay:
         self.server.close()
 
 
+async def test_a_leader_whose_key_is_deleted_by_hand_steps_down_for_the_next_in_line(etcd):
+    """Its lease alive, a leader whose key went on leading beside the next in line, who leads once it is gone."""
+    leader, successor = await candidate(etcd.store_url, "leader"), await candidate(etcd.store_url, "next")
+    leading = await asyncio.wait_for(leader.campaign(), BOUND_S)
+    waiting = asyncio.create_task(successor.campaign())
+    while len(etcd.ctl("get", "--prefix", "--keys-only", leader.prefix.decode()).stdout.split()) < 2:
+        await asyncio.sleep(0.05)  # the successor in line
+    etcd.ctl("del", leader.prefix.decode() + f"{leading.lease:x}")
+    after = await asyncio.wait_for(waiting, BOUND_S)
+    await asyncio.wait_for(leader.lost.wait(), BOUND_S)
+    assert leader.leadership is None and after.election_id > leading.election_id
+    await successor.resign()
+    await leader.resign()
+    for each in (leader, successor):
+        await each.store.close()
+
+
 async def test_a_leader_whose_answers_come_late_steps_down_before_etcd_lets_its_lease_go(etcd):
     """etcd starts a lease's TTL when it handles a refresh, which is before its answer arrives. With every
     answer late by 0.6 s and then the leader's requests lost, the leader must have stepped down by the

@@ -99,6 +99,8 @@ class Election:
         # Set when the leadership (or the candidacy) is lost.
         self.lost = asyncio.Event()
         self._keepalive: asyncio.Task | None = None
+        # While leading: ends the term if its key goes (deleted by hand while the lease lives).
+        self._key_guard: asyncio.Task | None = None
         self._lease: int | None = None
 
     def stubs(self):
@@ -149,6 +151,7 @@ class Election:
                 if self.lost.is_set():
                     break  # the lease lapsed while it won: leading now would outlive it
                 self.leadership = Leadership(won.header.revision, lease, epoch)
+                self._key_guard = asyncio.create_task(self._lose_when_deleted(key, won.header.revision))
                 LOG.info("leading rack %s (election id %s)", self.rack, self.leadership.shown())
                 return self.leadership
             if ahead[-1].key != waiting_for:
@@ -284,10 +287,29 @@ class Election:
         self.leadership = None
         self.lost.set()
 
+    async def _lose_when_deleted(self, key: bytes, revision: int) -> None:
+        """The next in line leads once this key is gone, whatever removed it: a leader whose
+        key was deleted by hand, its lease alive, must not lead beside it."""
+        kv, _, _ = self.stubs()
+        while not self.lost.is_set():
+            try:
+                await self._wait_for_delete(key, revision)
+                # Deleted, or the watch was cancelled (its revision compacted): look.
+                reply = await kv.Range(rpc.RangeRequest(key=key), timeout=REQUEST_TIMEOUT_S)
+            except grpc.aio.AioRpcError:
+                # etcd unreachable: the lease's own deadline ends the term if it must; look again after.
+                await asyncio.sleep(STREAM_RETRY_S * 10)
+                continue
+            if not reply.kvs:
+                self._lose(f"its key {key.decode(errors='replace')} was deleted")
+                return
+            revision = reply.header.revision
+
     def _stop_keepalive(self) -> None:
-        if self._keepalive is not None:
-            self._keepalive.cancel()
-            self._keepalive = None
+        for task in (self._keepalive, self._key_guard):
+            if task is not None:
+                task.cancel()
+        self._keepalive = self._key_guard = None
 
     async def resign(self) -> None:
         """Step down at once (a clean stop): revoking the lease deletes the key, and the next in line leads."""
