@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import grpc
 from aetcd import rpc
 
-from .state import MAX_LEARNED_PATHS, LearnedPath, PolicyState
+from .state import MAX_LEARNED_PATHS, MAX_METHOD_CHARS, MAX_PATH_MTU, MIN_PATH_MTU, LearnedPath, PolicyState
 from .store import REQUEST_TIMEOUT_S, EtcdStore, StoreUnavailable, range_end
 
 LOG = logging.getLogger("jumbogate.learned")
@@ -58,14 +58,16 @@ def decode_paths(raw: bytes) -> list[PublishedPath]:
     """A rack's published paths; entries that do not read as one are left out (another version may add fields)."""
     try:
         items = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, an integer of too many digits, nested too deep
         return []
     out = []
     for item in items if isinstance(items, list) else []:
         try:
-            out.append(PublishedPath(str(item["address"]), int(item["mtu"]), str(item.get("method", "")), float(item["learned_at"])))
-        except (KeyError, TypeError, ValueError):
+            path = PublishedPath(str(item["address"]), int(item["mtu"]), str(item.get("method", ""))[:MAX_METHOD_CHARS], float(item["learned_at"]))
+        except (KeyError, TypeError, ValueError, OverflowError):
             continue
+        if MIN_PATH_MTU <= path.mtu <= MAX_PATH_MTU:
+            out.append(path)
     return out
 
 

@@ -68,6 +68,25 @@ async def read_table_fill(switch: fy.Switch) -> tuple[TableFill, ...]:
     return tuple(TableFill(table.alias, held[table.alias], table.size) for table in switch.p4info.tables if table.match_fields)
 
 
+# Label values the SmartNIC names (drop reasons, discovery events; a few dozen
+# of each): a SmartNIC that sent thousands made as many series, and a name
+# sent twice made a scrape Prometheus refuses whole. Past this many names
+# the rest are summed under "other"; a name sent twice is summed; a long
+# one is cut.
+MAX_NIC_LABEL_VALUES = 64
+MAX_NIC_LABEL_CHARS = 64
+
+
+def _nic_named(pairs: Iterable[tuple[str, float]]) -> list[tuple[list[str], float]]:
+    sums: dict[str, float] = {}
+    for name, value in pairs:
+        name = name[:MAX_NIC_LABEL_CHARS]
+        if name not in sums and len(sums) >= MAX_NIC_LABEL_VALUES:
+            name = "other"
+        sums[name] = sums.get(name, 0) + value
+    return [([name], value) for name, value in sums.items()]
+
+
 def _counter(name: str, documentation: str, labels: list[str], samples: Iterable[tuple[list[str], float]]) -> CounterMetricFamily:
     family = CounterMetricFamily(name, documentation, labels=labels)
     for label_values, value in samples:
@@ -229,7 +248,7 @@ def _nic_families(nic: nic_pb2.NicStats | None) -> Iterator[Metric]:
         "jumbogate_smartnic_drop_packets",
         "Packets the SmartNIC dropped, by reason.",
         ["reason"],
-        [] if nic is None else [([d.reason], d.packets) for d in nic.drops],
+        [] if nic is None else _nic_named((d.reason, d.packets) for d in nic.drops),
     )
     yield level("jumbogate_smartnic_flows", "Flows the SmartNIC tracks now.", "flows_active")
     yield count("jumbogate_smartnic_flows_evicted", "Flows the SmartNIC's full flow table evicted (and flushed).", "flows_evicted")
@@ -283,7 +302,7 @@ def _path_mtu_discovery(nic: nic_pb2.NicStats | None) -> Iterator[Metric]:
         "jumbogate_smartnic_pmtu_events",
         "Path MTU discovery's counts, by event (docs/pathmtu.md names them).",
         ["event"],
-        [([key], value) for key, value in events],
+        _nic_named(events),
     )
 
 

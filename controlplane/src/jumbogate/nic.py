@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import grpc
 
 from .config import RackConfig
-from .flow import FiveTuple
-from .state import EventKind, LearnedPath, PolicyError, PolicyState
+from .flow import FiveTuple, IPAddress
+from .state import MAX_METHOD_CHARS, EventKind, LearnedPath, PolicyError, PolicyState
 from .tls import channel_credentials
 from .v1 import common_pb2, nic_pb2, nic_pb2_grpc
 
@@ -76,6 +76,20 @@ class NicStatus:
     boot_id: int = 0
     # Flows the SmartNIC has been told about since its current boot.
     flows: frozenset[FiveTuple] = frozenset()
+
+
+def learned_address(text: str) -> IPAddress | None:
+    """A learned path's address as the SmartNIC lists it; None (logged) when it is not a plain address.
+    A zone id (fe80::1%eth0) is refused too: two of them for one address made two paths of one /128
+    on the switch, and every reconciliation failed from then on."""
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        address = None
+    if address is None or getattr(address, "scope_id", None):
+        LOG.warning("SmartNIC listed a learned path to %r, not a plain address; ignored", text[:80])
+        return None
+    return address
 
 
 class NicLink:
@@ -196,7 +210,16 @@ class NicLink:
         self.state.touch()
 
     async def _push_configuration(self) -> None:
+        # Cleared before the calls, so that a reload while they run is pushed again after; set
+        # again when one fails, so that a refused or timed-out push is tried on the next poll.
         self._config_changed = False
+        try:
+            await self._push_configuration_calls()
+        except grpc.aio.AioRpcError:
+            self._config_changed = True
+            raise
+
+    async def _push_configuration_calls(self) -> None:
         await self._call("Configure", nic_config(self.config))
         wanted = {str(p.prefix): p.mtu for p in self.config.path_mtus}
         present = await self._call("ListPathMtus", nic_pb2.ListPathMtusRequest())
@@ -234,15 +257,13 @@ class NicLink:
         for path in reply.paths:
             if path.mtu == 0:
                 continue
-            try:
-                address = ipaddress.ip_address(path.address)
-            except ValueError:
-                LOG.warning("SmartNIC listed a learned path to %r, not an address; ignored", path.address)
+            address = learned_address(path.address)
+            if address is None:
                 continue
             if path.mtu < (576 if address.version == 4 else 1280) or path.mtu > 0xFFFF:
                 LOG.warning("SmartNIC listed path MTU %d to %s, outside what IP allows; ignored", path.mtu, address)
                 continue
-            paths.append(LearnedPath(address=address, mtu=path.mtu, method=path.method, learned_at=now - path.age_s, rtt_ms=path.rtt_ms))
+            paths.append(LearnedPath(address=address, mtu=path.mtu, method=path.method[:MAX_METHOD_CHARS], learned_at=now - path.age_s, rtt_ms=path.rtt_ms))
         self.state.update_learned_paths(paths)
 
     async def ask(self, method: str, request, timeout: float | None = None):

@@ -11,7 +11,7 @@ import ipaddress
 import time
 
 from . import learned
-from .nic import NicLink
+from .nic import NicLink, learned_address
 from .state import PolicyError, PolicyState, invalid
 from .store import EtcdStore, StoreError
 from .v1 import common_pb2, nic_pb2, policy_pb2
@@ -58,7 +58,7 @@ async def list_paths(nic: NicLink, state: PolicyState, address_text: str) -> pol
     if nic.up:
         listed = await nic.ask("ListLearnedPaths", nic_pb2.ListLearnedPathsRequest())
         reply.discovery = listed.enabled
-        learned = {ipaddress.ip_address(p.address): p for p in listed.paths}
+        learned = {address: p for p in listed.paths if (address := learned_address(p.address)) is not None}
     if wanted is not None:
         reply.paths.append(path_of(state, wanted, learned.get(wanted)))
     else:

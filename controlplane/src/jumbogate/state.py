@@ -141,6 +141,11 @@ class EventBus:
 # path-MTU tables hold at most, beside the configured ones (each table has
 # 1024 entries): past it the least recently learned are left out, counted.
 MAX_LEARNED_PATHS = 512
+# A learned path's method as the SmartNIC names it (a word or two): kept and
+# published to every rack cut to this length, whatever the SmartNIC sent.
+MAX_METHOD_CHARS = 32
+# What an IP path's MTU can be (IPv4's least to IPv4's and IPv6's largest).
+MIN_PATH_MTU, MAX_PATH_MTU = 576, 0xFFFF
 
 
 @dataclass(frozen=True)
