@@ -87,10 +87,14 @@ def server_credentials(tls: TlsConfig) -> grpc.ServerCredentials:
 
 
 def check_key_pair(tls: TlsConfig, ca: bytes, cert: bytes, key: bytes) -> None:
-    """ValueError naming the file unless the CA and the certificate are PEM certificates and the key is the certificate's.
+    """ValueError naming the file unless the CA and the certificate are PEM certificates, the key is the
+    certificate's, the certificate is valid now and the CA signed it.
 
-    gRPC takes any bytes and fails each handshake later: a half-written file
-    swapped in on a reload would cut every new connection off."""
+    gRPC takes any bytes and fails each handshake later: a half-written file,
+    an expired certificate or one of another CA swapped in on a reload would
+    cut every new connection off."""
+    import datetime
+
     from cryptography import x509
     from cryptography.hazmat.primitives import serialization
 
@@ -100,12 +104,37 @@ def check_key_pair(tls: TlsConfig, ca: bytes, cert: bytes, key: bytes) -> None:
         except (ValueError, TypeError) as err:
             raise ValueError(f"{path}: {err}") from None
 
-    load(x509.load_pem_x509_certificate, tls.ca, ca)
+    authority = load(x509.load_pem_x509_certificate, tls.ca, ca)
     certificate = load(x509.load_pem_x509_certificate, tls.cert, cert)
     private = load(lambda data: serialization.load_pem_private_key(data, None), tls.key, key)
     spki = serialization.PublicFormat.SubjectPublicKeyInfo
     if private.public_key().public_bytes(serialization.Encoding.DER, spki) != certificate.public_key().public_bytes(serialization.Encoding.DER, spki):
         raise ValueError(f"{tls.key} is not the key of the certificate in {tls.cert}")
+    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    if not certificate.not_valid_before <= now < certificate.not_valid_after:
+        raise ValueError(f"{tls.cert} is valid from {certificate.not_valid_before} to {certificate.not_valid_after} UTC, not now")
+    # The leaf's issuer: the CA, or an intermediate that the certificate file carries after the leaf.
+    begin = b"-----BEGIN CERTIFICATE-----"
+    candidates = [authority, *(load(x509.load_pem_x509_certificate, tls.cert, begin + part) for part in cert.split(begin)[2:])]
+    issuers = [c for c in candidates if c.subject == certificate.issuer]
+    if not issuers or not any(_signed_by(certificate, issuer.public_key()) for issuer in issuers):
+        raise ValueError(f"neither the CA in {tls.ca} nor a certificate after the first in {tls.cert} signed the certificate in {tls.cert}")
+
+
+def _signed_by(certificate, signer) -> bool:
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+
+    try:
+        if isinstance(signer, ec.EllipticCurvePublicKey):
+            signer.verify(certificate.signature, certificate.tbs_certificate_bytes, ec.ECDSA(certificate.signature_hash_algorithm))
+        elif isinstance(signer, rsa.RSAPublicKey):
+            signer.verify(certificate.signature, certificate.tbs_certificate_bytes, padding.PKCS1v15(), certificate.signature_hash_algorithm)
+        else:  # Ed25519, Ed448: no hash
+            signer.verify(certificate.signature, certificate.tbs_certificate_bytes)
+    except (InvalidSignature, TypeError, ValueError):
+        return False
+    return True
 
 
 class ReloadableCredentials:
