@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import ipaddress
+import math
 
 import finsy as fy
 import grpc
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from jumbogate import learned, metrics, paths, translate
 from jumbogate.config import load_config
@@ -122,21 +124,34 @@ def test_drop_reasons_and_discovery_events_the_smartnic_names_are_bounded_and_su
     nic = nic_pb2.NicStats(drops=[nic_pb2.DropCount(reason=f"r{i % 5000}", packets=1) for i in range(10_000)])
     for i in range(5000):
         nic.path_mtu_discovery[f"event_{i}"] = 1
-    registry = CollectorRegistry()
-
-    class Once:
-        def collect(self):
-            snap = metrics.Snapshot(stats=policy_pb2.Stats(), nic=nic, flows_onloaded=0, flows_expired=0, flows_offloaded=0)
-            yield from metrics.families(snap)
-
-    registry.register(Once())
-    text = generate_latest(registry).decode()
+    text = scrape(nic)
     drops = [line for line in text.splitlines() if line.startswith("jumbogate_smartnic_drop_packets_total{")]
     events = [line for line in text.splitlines() if line.startswith("jumbogate_smartnic_pmtu_events_total{")]
     assert len(drops) == metrics.MAX_NIC_LABEL_VALUES + 1 and len(events) == metrics.MAX_NIC_LABEL_VALUES + 1
     assert 'jumbogate_smartnic_drop_packets_total{reason="r0"} 2.0' in drops
     assert f'jumbogate_smartnic_drop_packets_total{{reason="other"}} {10_000 - 2 * metrics.MAX_NIC_LABEL_VALUES}.0' in drops
     assert len(set(drops)) == len(drops)
+
+
+def scrape(nic: nic_pb2.NicStats) -> str:
+    """The metrics endpoint's text for a SmartNIC that reported `nic` (and a switch that reported nothing)."""
+    registry = CollectorRegistry()
+
+    class Once:
+        def collect(self):
+            yield from metrics.families(metrics.Snapshot(stats=policy_pb2.Stats(), nic=nic, flows_onloaded=0, flows_expired=0, flows_offloaded=0))
+
+    registry.register(Once())
+    return generate_latest(registry).decode()
+
+
+def test_merge_delay_buckets_the_smartnic_sends_out_of_order_repeated_or_not_numbers_still_make_a_histogram():
+    """Unsorted, repeated or NaN bounds, or no +Inf, made a histogram Prometheus refuses, and with it the whole scrape."""
+    sent = [(50.0, 3), (10.0, 2), (math.nan, 4), (10.0, 1), (-5.0, 7), (100.0, 0)]
+    nic = nic_pb2.NicStats(merge_delay=[nic_pb2.HistogramBucket(le_us=le, count=count) for le, count in sent], merge_delay_sum_s=0.5)
+    (family,) = [f for f in text_string_to_metric_families(scrape(nic)) if f.name == "jumbogate_smartnic_merge_delay_seconds"]
+    buckets = [(sample.labels["le"], sample.value) for sample in family.samples if sample.name.endswith("_bucket")]
+    assert buckets == [("1e-05", 3.0), ("5e-05", 6.0), ("0.0001", 6.0), ("+Inf", 17.0)]
 
 
 @pytest.mark.parametrize(

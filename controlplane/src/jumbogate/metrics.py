@@ -279,13 +279,22 @@ def _nic_families(nic: nic_pb2.NicStats | None) -> Iterator[Metric]:
 
 def _merge_delay(nic: nic_pb2.NicStats | None) -> Iterator[Metric]:
     delay = HistogramMetricFamily("jumbogate_smartnic_merge_delay_seconds", "How long merged segments waited in the SmartNIC.")
-    # The SmartNIC counts per bucket; Prometheus buckets are cumulative.
-    buckets, running = [], 0
+    # The SmartNIC counts per bucket; Prometheus buckets are cumulative, in rising
+    # order, and end in +Inf. Bounds as sent are not trusted to be so: unsorted,
+    # repeated or NaN bounds made a scrape Prometheus refuses; a bound repeated
+    # is summed, one that is not a number of microseconds goes to +Inf, and past
+    # MAX_NIC_LABEL_VALUES bounds the rest too.
+    per_bound: dict[float, int] = {}
     for bucket in [] if nic is None else nic.merge_delay:
-        running += bucket.count
-        bound = "+Inf" if math.isinf(bucket.le_us) else repr(bucket.le_us / 1e6)
-        buckets.append((bound, running))
-    if buckets:
+        bound = bucket.le_us if bucket.le_us >= 0 else math.inf  # NaN compares false
+        per_bound[bound] = per_bound.get(bound, 0) + bucket.count
+    finite = sorted(bound for bound in per_bound if not math.isinf(bound))[:MAX_NIC_LABEL_VALUES]
+    buckets, running = [], 0
+    for bound in finite:
+        running += per_bound[bound]
+        buckets.append((repr(bound / 1e6), running))
+    if per_bound:
+        buckets.append(("+Inf", sum(per_bound.values())))
         delay.add_metric([], buckets, sum_value=nic.merge_delay_sum_s)
     yield delay
 
