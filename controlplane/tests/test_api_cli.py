@@ -5,6 +5,7 @@ its policy state, which is what it must do during an outage too.
 """
 
 import asyncio
+import contextlib
 import json
 import socket
 import threading
@@ -232,3 +233,59 @@ def test_status_of_a_lab_controller_says_what_it_does_not_drive(api, capsys):
     code, out, _ = ctl(api, capsys, "--json", "status")
     shown = json.loads(out)
     assert shown["store"]["healthy"] is True and "election" not in shown and not shown["switch"].get("connected", False)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("flows", "onload", "10.0.0.1:99999999999", "10.10.0.10:80"),
+        ("flows", "onload", "10.0.0.1:\u00b2", "10.10.0.10:80"),
+        ("flows", "onload", "10.0.0.1:1", "10.10.0.10:80", "--idle", "-1"),
+        ("flows", "onload", "10.0.0.1:1", "10.10.0.10:80", "--idle", str(1 << 32)),
+        ("fleet", "jumbo", "on", "--revision", "-1"),
+        ("fleet", "raise-epoch", "--to", "-5"),
+    ],
+    ids=["port-too-large", "superscript-digit", "negative-idle", "idle-past-32-bits", "negative-revision", "negative-epoch"],
+)
+def test_numbers_out_of_range_are_bad_input_not_a_traceback(api, capsys, args):
+    """Each ended in a ValueError traceback and exit 1 ("refused"), where exit 2 is bad input."""
+    with pytest.raises(SystemExit) if "--idle" in args or "--revision" in args or "--to" in args else contextlib.nullcontext() as exited:
+        code, _, err = ctl(api, capsys, *args)
+    if exited is not None:
+        assert exited.value.code == cli.EXIT_USAGE and "whole number" in capsys.readouterr().err
+    else:
+        assert code == cli.EXIT_USAGE and "is not ADDRESS:PORT" in err
+
+
+def test_config_export_to_a_path_it_cannot_write_is_bad_input(api, capsys, tmp_path):
+    code, _, err = ctl(api, capsys, "config", "export", "-o", str(tmp_path / "missing" / "rack.yaml"))
+    assert code == cli.EXIT_USAGE and "cannot write" in err and "No such file or directory" in err
+
+
+def test_what_a_newer_controller_may_send_is_shown_not_a_traceback():
+    """An event kind this jumbogatectl does not know, a time no clock shows, a destination that is not an address."""
+    event = policy_pb2.Event(kind=99, time=1e300)
+    assert cli.show_event(event).split()[:3] == ["-", "kind", "99"]
+    flow = policy_pb2.MergeFlow(flow=common_pb2.FiveTuple(src_ip="203.0.113.5", dst_ip="10.10.0.10", protocol=6, src_port=1, dst_port=2), onloaded_at=1e300)
+    assert cli.show_flows([flow]).splitlines()[-1].split()[-1] == "-"
+    assert sorted(["not-an-ip", "fd00::1", "10.0.0.2", "10.0.0.10"], key=cli._address_order) == ["10.0.0.2", "10.0.0.10", "fd00::1", "not-an-ip"]
+
+
+def test_watch_piped_into_a_reader_that_stops_ends_quietly(api, tmp_path):
+    """jumbogatectl --json watch | head -1: a BrokenPipeError traceback and exit 1 when head left."""
+    import subprocess
+    import sys
+
+    ctl_path = Path(sys.executable).parent / "jumbogatectl"
+    watch = subprocess.Popen([str(ctl_path), "--controller", api.address, "--json", "watch"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    head = subprocess.Popen(["head", "-1"], stdin=watch.stdout, stdout=subprocess.PIPE)
+    watch.stdout.close()
+    lab.wait_until(lambda: api.controller.state.events.watchers == 1, "the watch subscribed", 20)
+    # Events for the watch to print after head has gone.
+    for jumbo in ("off", "on", "off", "on"):
+        assert cli.main(["--controller", api.address, "fleet", "jumbo", jumbo]) == 0
+    assert head.communicate(timeout=20)[0].count(b"\n") == 1
+    for jumbo in ("off", "on"):
+        cli.main(["--controller", api.address, "fleet", "jumbo", jumbo])
+    _, err = watch.communicate(timeout=20)
+    assert watch.returncode == cli.EXIT_OK and b"Traceback" not in err, err.decode()

@@ -59,9 +59,30 @@ def parse_endpoint(text: str) -> tuple[str, int]:
         port = rest.removeprefix(":")
     else:
         host, _, port = text.rpartition(":")
-    if not host or not port.isdigit():
-        raise UsageError(f"{text!r} is not ADDRESS:PORT (IPv6 as [ADDRESS]:PORT)")
+    # isdigit() alone takes "²" and other digits int() refuses.
+    if not host or not (port.isascii() and port.isdigit()) or int(port) > 65535:
+        raise UsageError(f"{text!r} is not ADDRESS:PORT (IPv6 as [ADDRESS]:PORT, the port at most 65535)")
     return host, int(port)
+
+
+def unsigned(bits: int):
+    """An argparse type: a whole number from 0 to 2^bits-1, what the API's unsigned field holds
+    (a negative or larger one failed deep in protobuf, with a traceback)."""
+
+    def whole_number(text: str) -> int:
+        if not (text.isascii() and text.isdigit()) or int(text) >= 1 << bits:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 0 to 2^{bits}-1")
+        return int(text)
+
+    return whole_number
+
+
+def clock(seconds: float) -> str:
+    """HH:MM:SS of a time the controller sent, or "-" for one no clock shows."""
+    try:
+        return time.strftime("%H:%M:%S", time.localtime(seconds))
+    except (OverflowError, OSError, ValueError):
+        return "-"
 
 
 def flow_from_args(args) -> common_pb2.FiveTuple:
@@ -167,7 +188,7 @@ def show_flows(flows) -> str:
             origin.get(f.origin, "?"),
             f"{f.idle_timeout_s}s",
             "yes" if f.on_nic else "no",
-            time.strftime("%H:%M:%S", time.localtime(f.onloaded_at)),
+            clock(f.onloaded_at),
         ]
         for f in flows
     ]
@@ -284,8 +305,10 @@ def show_status(status: policy_pb2.BorderStatus) -> str:
 
 
 def show_event(event: policy_pb2.Event) -> str:
-    stamp = time.strftime("%H:%M:%S", time.localtime(event.time))
-    kind = policy_pb2.EventKind.Name(event.kind).removeprefix("EVENT_KIND_").lower()
+    stamp = clock(event.time)
+    # A newer controller may send kinds this jumbogatectl does not know.
+    known = event.kind in policy_pb2.EventKind.values()
+    kind = policy_pb2.EventKind.Name(event.kind).removeprefix("EVENT_KIND_").lower() if known else f"kind {event.kind}"
     parts = [stamp, kind]
     if event.HasField("flow"):
         parts.append(format_flow(event.flow))
@@ -334,8 +357,12 @@ def show_fleet_paths(reply: policy_pb2.ListPathsResponse) -> str:
 
 
 def _address_order(text: str):
-    address = ipaddress.ip_address(text)
-    return (address.version, address)
+    """IPv4, then IPv6, in address order; what does not read as an address last, as text."""
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return (7, 0, text)
+    return (address.version, int(address), text)
 
 
 def show_probe(path: policy_pb2.Path) -> str:
@@ -427,7 +454,10 @@ def run_command(args, stub: policy_pb2_grpc.PolicyStub, emit: Callable[[object, 
         elif args.action == "export":
             reply = stub.ExportConfig(policy_pb2.ExportConfigRequest(), timeout=t)
             if args.output:
-                args.output.write_text(reply.yaml)
+                try:
+                    args.output.write_text(reply.yaml)
+                except OSError as err:
+                    raise UsageError(f"cannot write {args.output}: {err.strerror}") from None
                 emit(reply, f"exported store revision {reply.revision} to {args.output}")
             else:
                 emit(reply, reply.yaml.rstrip("\n"))
@@ -498,11 +528,11 @@ def build_parser() -> argparse.ArgumentParser:
     fleet.add_parser("show", help="show the fleet flag")
     jumbo = fleet.add_parser("jumbo", help="turn the fleet flag on or off")
     jumbo.add_argument("state", choices=["on", "off"])
-    jumbo.add_argument("--revision", type=int, default=0, help=revision_help)
+    jumbo.add_argument("--revision", type=unsigned(64), default=0, help=revision_help)
     epoch = fleet.add_parser(
         "raise-epoch", help="raise the fencing epoch of the leaders' election ids (after restoring or rebuilding the store; docs/fleet.md)"
     )
-    epoch.add_argument("--to", type=int, default=0, help="the new epoch, above the current one (default: the current one plus one)")
+    epoch.add_argument("--to", type=unsigned(64), default=0, help="the new epoch, above the current one (default: the current one plus one)")
 
     inst = areas.add_parser("instance", help="instances and their jumbo flags").add_subparsers(dest="action", required=True)
     inst.add_parser("list", help="all instances with their effective MTU")
@@ -511,7 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
     ijumbo = inst.add_parser("jumbo", help="turn an instance's jumbo flag on or off")
     ijumbo.add_argument("id")
     ijumbo.add_argument("state", choices=["on", "off"])
-    ijumbo.add_argument("--revision", type=int, default=0, help=revision_help)
+    ijumbo.add_argument("--revision", type=unsigned(64), default=0, help=revision_help)
 
     flows = areas.add_parser("flows", help="flows on the merge path").add_subparsers(dest="action", required=True)
     flows.add_parser("list", help="flows on the merge path")
@@ -521,7 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("dst", help="destination ADDRESS:PORT")
         p.add_argument("--proto", choices=["tcp", "udp"], default="tcp")
         if name == "onload":
-            p.add_argument("--idle", type=int, default=0, help="idle timeout in seconds (default: the controller's)")
+            p.add_argument("--idle", type=unsigned(32), default=0, help="idle timeout in seconds (default: the controller's)")
 
     path = areas.add_parser("path", help="path MTUs to external destinations").add_subparsers(dest="action", required=True)
     pshow = path.add_parser("show", help="learned and configured path MTUs, and which applies")
@@ -539,7 +569,7 @@ def build_parser() -> argparse.ArgumentParser:
     config = areas.add_parser("config", help="the policy in the store, as a rack.yaml").add_subparsers(dest="action", required=True)
     cimport = config.add_parser("import", help="replace the fleet's and this rack's policy with a rack.yaml's (one transaction)")
     cimport.add_argument("file", type=Path)
-    cimport.add_argument("--revision", type=int, default=0, help=revision_help)
+    cimport.add_argument("--revision", type=unsigned(64), default=0, help=revision_help)
     cexport = config.add_parser("export", help="this rack's policy as a rack.yaml (importing it changes nothing)")
     cexport.add_argument("--output", "-o", type=Path, help="write to this file (default: print)")
     cvalidate = config.add_parser(
@@ -648,6 +678,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"jumbogatectl: {what}: {detail}", file=sys.stderr)
         return code
     except KeyboardInterrupt:
+        return EXIT_OK
+    except BrokenPipeError:
+        # The reader went away (watch | head): nothing more to print, and nothing for Python to
+        # complain of when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     return EXIT_OK
 
