@@ -186,7 +186,11 @@ def controller(stage: Path, version: str, wheel: Path) -> Path:
     maintainer_scripts(
         stage,
         "jumbogate-controller.service",
-        extra_postinst=f"/usr/bin/python3 -m compileall -q {CONTROLLER_VENV}/lib >/dev/null || true\n",
+        extra_postinst=(
+            # The unit's SupplementaryGroups: who may read the TLS key besides root.
+            'if [ "$1" = configure ] && ! getent group jumbogate >/dev/null; then groupadd --system jumbogate; fi\n'
+            f"/usr/bin/python3 -m compileall -q {CONTROLLER_VENV}/lib >/dev/null || true\n"
+        ),
         extra_prerm=f"find {CONTROLLER_VENV} -name __pycache__ -type d -prune -exec rm -rf {{}} + || true\n",
     )
     return stage

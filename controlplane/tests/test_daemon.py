@@ -116,3 +116,21 @@ def test_a_malformed_store_address_or_rack_name_exits_2():
     assert result.returncode == 2 and "is not HOST:PORT" in result.stderr, result.stderr
     result = controller("--config", str(EXAMPLE), "--pipeline", str(PIPELINE), "--store", "etcd://127.0.0.1:1", "--rack", "a/b")
     assert result.returncode == 2 and "rack 'a/b'" in result.stderr, result.stderr
+
+
+def test_tls_files_the_start_would_refuse_fail_validate_and_the_start_exits_2(tmp_path):
+    """config validate said "valid" (exit 0) for a key that is not the certificate's; the start then
+    refused it with exit 1, which the unit restarts on forever."""
+    from jumbogate.pki import make_pki
+
+    pki = make_pki(tmp_path / "pki", {"controller": ["127.0.0.1"], "ops-oncall": []}, clients={"controller", "ops-oncall"})
+    tls = f"tls:\n  ca: {pki.ca}\n  cert: {pki['controller'].cert}\n  key: {pki['ops-oncall'].key}\n  roles:\n    admin: [ops-oncall]\n"
+    config = tmp_path / "rack.yaml"
+    config.write_text(EXAMPLE.read_text() + "\n" + tls)
+    validate = subprocess.run([str(CTL), "config", "validate", str(config), "--pipeline", str(PIPELINE)], capture_output=True, text=True, timeout=30)
+    assert validate.returncode == 2 and "is not the key of the certificate" in validate.stderr, validate.stdout + validate.stderr
+    result = controller("--config", str(config), "--pipeline", str(PIPELINE))
+    assert result.returncode == 2 and "TLS files cannot be used" in result.stderr, result.stderr
+    config.write_text(EXAMPLE.read_text() + "\n" + tls.replace(str(pki["ops-oncall"].key), str(pki["controller"].key)))
+    validate = subprocess.run([str(CTL), "config", "validate", str(config), "--pipeline", str(PIPELINE)], capture_output=True, text=True, timeout=30)
+    assert validate.returncode == 0, validate.stderr

@@ -266,6 +266,14 @@ def test_the_shipped_rack_yaml_validates_and_names_the_packaged_p4(root):
     assert "pipeline: /usr/share/jumbogate/p4/depth512" in (root / "etc" / "jumbogate" / "rack.yaml").read_text()
 
 
+def test_the_controller_unit_reads_its_tls_key_through_a_group_the_package_made(root):
+    """The unit's user is made for each start and was in no group: a key readable by root alone
+    stopped the controller, and the only key that worked was readable by everyone."""
+    assert run(*in_root(root, "getent", "group", "jumbogate")).stdout.startswith("jumbogate:")
+    unit = (root / "lib" / "systemd" / "system" / "jumbogate-controller.service").read_text()
+    assert "SupplementaryGroups=jumbogate" in unit and "RestartPreventExitStatus=2" in unit
+
+
 def test_the_programs_start_from_their_units_and_say_ready(started):
     _, processes, sockets = started
     for name in UNITS:

@@ -15,7 +15,7 @@ from . import tofino
 from .config import ConfigError, RackConfig, load_config
 from .fleet import DEFAULT_RACK, StoreValueError
 from .store import StoreError, open_store
-from .tls import listener_refusals
+from .tls import check_key_pair, listener_refusals
 
 
 def package_version() -> str:
@@ -46,9 +46,23 @@ def pipeline_problem(config: RackConfig, pipeline: Path | None) -> tuple[Path | 
 
 def start_problems(config: RackConfig, pipeline: Path | None = None, listen: str | None = None) -> list[str]:
     """Everything that would stop a controller from starting with this config, beyond the file's own checks."""
-    problems = [why for why in [pipeline_problem(config, pipeline)[1]] if why]
+    problems = [why for why in [pipeline_problem(config, pipeline)[1], tls_problem(config)] if why]
     problems += listener_refusals(config.tls, listen or config.controller_listen, config.controller_metrics, config.controller_insecure)
     return problems
+
+
+def tls_problem(config: RackConfig) -> str | None:
+    """Why the operator API's TLS files cannot serve (unreadable by this user, not PEM, a key not the
+    certificate's, a certificate not valid now or not the CA's), or None: what the start would find."""
+    if config.tls is None:
+        return None
+    try:
+        check_key_pair(config.tls, *config.tls.files())
+    except OSError as err:
+        return f"the operator API's TLS files cannot be used: cannot read {err.filename}: {err.strerror}"
+    except ValueError as err:
+        return f"the operator API's TLS files cannot be used: {err}"
+    return None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"jumbogate-controller: {err}", file=sys.stderr)
         return 2
     pipeline, problem = pipeline_problem(config, args.pipeline)
+    problem = problem or tls_problem(config)
     if problem:
         print(f"jumbogate-controller: {problem}", file=sys.stderr)
         return 2
