@@ -289,3 +289,31 @@ def test_watch_piped_into_a_reader_that_stops_ends_quietly(api, tmp_path):
         cli.main(["--controller", api.address, "fleet", "jumbo", jumbo])
     _, err = watch.communicate(timeout=20)
     assert watch.returncode == cli.EXIT_OK and b"Traceback" not in err, err.decode()
+
+
+def test_ctrl_c_before_the_answer_is_not_success_except_for_watch(api):
+    """An import cut short by Ctrl-C exited 0, as if it had been made."""
+    import signal
+    import subprocess
+    import sys
+
+    ctl_path = Path(sys.executable).parent / "jumbogatectl"
+    # A controller address that takes the connection and never answers: the call waits.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        for args, expected in ((["fleet", "jumbo", "off"], 130), (["watch"], cli.EXIT_OK)):
+            target = address if args[0] != "watch" else api.address
+            call = subprocess.Popen([str(ctl_path), "--controller", target, "--timeout", "60", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            if args[0] == "watch":
+                lab.wait_until(lambda: api.controller.state.events.watchers == 1, "the watch subscribed", 20)
+            else:
+                silent.settimeout(20)
+                held = silent.accept()[0]  # it is in its call: connected, waiting for an answer that never comes
+            call.send_signal(signal.SIGINT)
+            _, err = call.communicate(timeout=20)
+            if args[0] != "watch":
+                held.close()
+            assert call.returncode == expected, err.decode()
+            assert b"Traceback" not in err

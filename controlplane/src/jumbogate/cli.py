@@ -27,6 +27,7 @@ DEFAULT_CONTROLLER = "127.0.0.1:50051"
 _NUMBER = re.compile(r"-?\d+(\.\d+)?%?")
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_UNREACHABLE, EXIT_ERROR, EXIT_DENIED, EXIT_CONFLICT = range(8)
+EXIT_INTERRUPTED = 128 + 2  # the shell's code for SIGINT
 EXIT_CODES = """exit codes:
   0  ok
   1  refused: a policy rule, a refused reload, a standby asked for what only the leader has
@@ -35,7 +36,8 @@ EXIT_CODES = """exit codes:
   4  controller unreachable, or it did not answer in time
   5  other error
   6  permission denied: the client certificate's role does not allow the call
-  7  conflict: the store moved on since the revision the change was based on"""
+  7  conflict: the store moved on since the revision the change was based on
+  130  interrupted (Ctrl-C) before the answer: a change may or may not have been made"""
 
 _STATUS_EXIT = {
     grpc.StatusCode.FAILED_PRECONDITION: (EXIT_REFUSED, "refused"),
@@ -678,7 +680,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"jumbogatectl: {what}: {detail}", file=sys.stderr)
         return code
     except KeyboardInterrupt:
-        return EXIT_OK
+        # Ctrl-C is how a watch ends; any other call it cuts short has no answer, and a change
+        # (an import, say) may have been made or not: exit 0 said it was.
+        if args.area == "watch":
+            return EXIT_OK
+        print("jumbogatectl: interrupted before the controller answered: a change may or may not have been made", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (watch | head): nothing more to print, and nothing for Python to
         # complain of when it flushes stdout at exit.
