@@ -11,24 +11,11 @@ Server::StreamChannel(grpc::ServerContext *context,
 		      grpc::ServerReaderWriter<p4v1::StreamMessageResponse,
 					       p4v1::StreamMessageRequest> *rw)
 {
-	// Each stream holds a thread of the server from its first
-	// message, arbitrated or not: past the bound the newest is
-	// closed at once.
-	struct Open {
-		~Open()
-		{
-			g_open_streams--;
-		}
-	} open;
-	if (++g_open_streams > p4rt_bounds::kMaxStreams) {
-		g_streams_refused++;
-		return error(StatusCode::RESOURCE_EXHAUSTED,
-			     std::to_string(p4rt_bounds::kMaxStreams) +
-				     " streams are open, the most "
-				     "this switch takes");
-	}
 	Stream stream;
 	stream.rw = rw;
+	Status admitted = take_slot(context, &stream);
+	if (!admitted.ok())
+		return admitted;
 	stream.start();
 	p4v1::StreamMessageRequest request;
 	Status result = Status::OK;
@@ -36,6 +23,8 @@ Server::StreamChannel(grpc::ServerContext *context,
 		switch (request.update_case()) {
 		case p4v1::StreamMessageRequest::kArbitration:
 			result = arbitrate(&stream, request.arbitration());
+			if (result.ok())
+				arbitrated(&stream);
 			break;
 		case p4v1::StreamMessageRequest::kPacket:
 			packet_out(&stream, request.packet());
@@ -53,7 +42,94 @@ Server::StreamChannel(grpc::ServerContext *context,
 	}
 	leave(&stream);
 	stream.stop(context);
+	release_slot(&stream);
 	return result;
+}
+
+// Each stream holds a thread of the server from its first message,
+// arbitrated or not. One that has not arbitrated waits among
+// unarbitrated_ for at most kArbitrationDeadlineNs; past
+// kMaxUnarbitratedStreams waiting, or kMaxStreams open while any waits,
+// the oldest that waits is closed to make room. Past kMaxStreams open and
+// arbitrated, the newest is refused at once.
+Status Server::take_slot(grpc::ServerContext *context, Stream *stream)
+{
+	std::lock_guard<std::mutex> lock(streams_mu_);
+	if (!unarbitrated_.empty() &&
+	    (unarbitrated_.size() >= p4rt_bounds::kMaxUnarbitratedStreams ||
+	     g_open_streams >= p4rt_bounds::kMaxStreams))
+		close_unarbitrated(unarbitrated_.front());
+	if (g_open_streams >= p4rt_bounds::kMaxStreams) {
+		g_streams_refused++;
+		return error(StatusCode::RESOURCE_EXHAUSTED,
+			     std::to_string(p4rt_bounds::kMaxStreams) +
+				     " streams are open, the most "
+				     "this switch takes");
+	}
+	g_open_streams++;
+	stream->holds_slot = true;
+	stream->context = context;
+	stream->opened_ns = sw_now_ns();
+	stream->waiting_at = unarbitrated_.insert(unarbitrated_.end(), stream);
+	stream->waits_arbitration = true;
+	g_unarbitrated_streams++;
+	return Status::OK;
+}
+
+// The stream has arbitrated: it no longer waits, nor has a deadline.
+void Server::arbitrated(Stream *stream)
+{
+	std::lock_guard<std::mutex> lock(streams_mu_);
+	if (!stream->waits_arbitration)
+		return;
+	unarbitrated_.erase(stream->waiting_at);
+	stream->waits_arbitration = false;
+	g_unarbitrated_streams--;
+}
+
+// The stream ends: its slot is free (unless it was closed to make room,
+// which freed it then).
+void Server::release_slot(Stream *stream)
+{
+	std::lock_guard<std::mutex> lock(streams_mu_);
+	if (stream->waits_arbitration) {
+		unarbitrated_.erase(stream->waiting_at);
+		stream->waits_arbitration = false;
+		g_unarbitrated_streams--;
+	}
+	if (stream->holds_slot) {
+		stream->holds_slot = false;
+		g_open_streams--;
+	}
+}
+
+// Caller holds streams_mu_. Closes a stream that has not arbitrated: its
+// call is cancelled (the client sees CANCELLED; its Read in StreamChannel
+// ends) and its slot is free at once.
+void Server::close_unarbitrated(Stream *stream)
+{
+	unarbitrated_.erase(stream->waiting_at);
+	stream->waits_arbitration = false;
+	g_unarbitrated_streams--;
+	if (stream->holds_slot) {
+		stream->holds_slot = false;
+		g_open_streams--;
+	}
+	g_unarbitrated_streams_closed++;
+	stream->context->TryCancel();
+}
+
+// From the control loop: streams that have not arbitrated within
+// kArbitrationDeadlineNs are closed. (The clock is read under the lock,
+// so never before a stream's opened_ns.)
+void Server::close_late_streams()
+{
+	std::lock_guard<std::mutex> lock(streams_mu_);
+	uint64_t now = sw_now_ns();
+	while (!unarbitrated_.empty() &&
+	       now - unarbitrated_.front()->opened_ns >=
+		       p4rt_bounds::kArbitrationDeadlineNs)
+		close_unarbitrated(unarbitrated_.front());
 }
 
 Status Server::check_device(uint64_t device_id) const

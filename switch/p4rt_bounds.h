@@ -51,8 +51,52 @@ constexpr size_t kMaxRoleName = 128;
 // StreamChannel calls open at once, arbitrated or not: each holds one of
 // the gRPC server's threads for as long as the client keeps it open, so
 // streams that never arbitrate could take every thread. A role's 64 and as
-// many more; beyond, the newest stream is closed with RESOURCE_EXHAUSTED.
+// many more; beyond, the oldest stream that has not arbitrated is closed
+// (below), or when every one has, the newest is closed with
+// RESOURCE_EXHAUSTED (streams_refused).
 constexpr size_t kMaxStreams = 2 * kMaxStreamsPerRole;
+
+// A stream's first message is its arbitration, sent as it opens: a stream
+// that has not arbitrated after kArbitrationDeadlineNs is closed
+// (cancelled) and counted (streams_unarbitrated_closed). 5 s is far more
+// than a round trip to a loaded controller, and short enough that streams
+// opened and left idle cannot keep the controller out: 128 of them held
+// every slot for as long as their client liked. At most
+// kMaxUnarbitratedStreams streams wait for their arbitration at once (a
+// role's 64): a stream past it, or past kMaxStreams while any waits, closes
+// the oldest that waits, counted the same way: streams that never
+// arbitrate take at most half the slots, and a new stream that arbitrates
+// at once gets in unless arbitrated streams hold every slot.
+constexpr uint64_t kArbitrationDeadlineNs = 5 * 1000 * 1000 * 1000ULL;
+constexpr size_t kMaxUnarbitratedStreams = kMaxStreamsPerRole;
+
+// The bytes a stream's outbox holds (message.ByteSizeLong()), beside its
+// 1024 messages (p4rt_server.h, kStreamOutbox): an idle-timeout
+// notification carries every idle merge_flows entry (16,384 of 83 bytes,
+// 1.4 MB) and was queued every 50 ms, so a primary that stopped reading
+// made the switch grow by 150 MB a second (6.5 GB after 40 s). 16 MiB holds
+// a dozen of the largest notifications, over 200 digest lists of 1,024
+// digests (about 70 KB each) or all 1,024 packet-ins of 9.6 KB frames, so
+// a controller that falls behind for a moment loses nothing. The switch
+// sends what it makes itself only to primaries (one a role); 128 streams at
+// the bound, each filled by its own client's packet-outs echoed in stream
+// errors, hold 2 GiB. Past it the new message is dropped and counted
+// (stream_messages_dropped; stream_outbox_bytes is what all hold now).
+constexpr size_t kMaxStreamOutboxBytes = 16 * 1024 * 1024;
+
+// Entities one Read may look at: those it answers and those its filters
+// pass over (a wildcard with a priority or action filter walks the table),
+// and entities one ReadRequest may name. A Read builds its whole answer
+// under the server's lock before it sends any: 20,000 wildcard counter
+// entities (an 80 KB request) expanded to 25.7 M entities, took the switch
+// from 94 MB to 4.4 GB and held a primary's Write for 15.7 s. Every table,
+// counter, meter, action profile member and group, multicast group and
+// clone session of the program full is about 68,000 entities (61,957 table
+// entries, 1,286 counter and 768 meter cells, 2 x 1,024 members and
+// groups, 2 x 1,024 replication entries): 140,000 reads all of it twice in
+// one request, and holds an answer of some tens of MB. Beyond, the Read is
+// RESOURCE_EXHAUSTED at once, nothing sent, and counted (reads_refused).
+constexpr size_t kMaxReadEntities = 140000;
 
 // The elephant digest's config: a list is sent when it holds
 // max_list_size digests or its oldest has waited max_timeout_ns, so both

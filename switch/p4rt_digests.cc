@@ -144,8 +144,9 @@ void Server::flush_digests(uint64_t now, bool force)
 			g_digests_dropped += list->data_size();
 			continue;
 		}
-		primary->send(message);
-		if (config.ack_timeout_ns() > 0) {
+		// A list the primary's outbox had no room for was never
+		// sent: nothing of it waits for an ack.
+		if (primary->send(message) && config.ack_timeout_ns() > 0) {
 			for (const auto &item : record.items)
 				recent_.insert(item);
 			outstanding_[list->list_id()] = record;
@@ -194,6 +195,7 @@ void Server::control_loop()
 	uint64_t last_idle_scan = 0;
 	while (!stopping_) {
 		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+		close_late_streams();
 		uint64_t now = sw_now_ns();
 		drain_packet_in();
 		std::lock_guard<std::mutex> lock(mu_);
@@ -248,10 +250,23 @@ void Server::drain_packet_in()
 // Caller holds mu_.
 void Server::scan_idle(uint64_t now)
 {
+	Stream *primary = primary_of("");
+	// While the primary's last notification waits in its outbox (a
+	// controller that reads slowly, or not at all) no other is made: the
+	// entries are left unreported, so the scan after it is written
+	// reports every entry still idle, and a primary that stopped reading
+	// holds one notification, not one every scan.
+	if (primary != nullptr && primary->idle_notification_waiting())
+		return;
 	const TableInfo *flows = schema_.table(P4_TABLE_MERGE_FLOWS);
 	auto &entries = entries_[flows->id];
 	p4v1::StreamMessageResponse message;
 	auto *notification = message.mutable_idle_timeout_notification();
+	struct Reported {
+		StoredEntry *stored;
+		uint64_t hit, ns;
+	};
+	std::vector<Reported> reported;
 	rte_rwlock_read_lock(&sw_->lock);
 	for (auto &[key, stored] : entries) {
 		int64_t timeout = stored.entry.idle_timeout_ns();
@@ -273,6 +288,8 @@ void Server::scan_idle(uint64_t now)
 		if (stored.reported_hit == hit &&
 		    now - stored.reported_ns < (uint64_t)timeout)
 			continue;
+		reported.push_back(
+			{&stored, stored.reported_hit, stored.reported_ns});
 		stored.reported_hit = hit;
 		stored.reported_ns = now;
 		*notification->add_table_entry() = stored.entry;
@@ -281,9 +298,13 @@ void Server::scan_idle(uint64_t now)
 	if (notification->table_entry_size() == 0)
 		return;
 	notification->set_timestamp((int64_t)now);
-	Stream *primary = primary_of("");
-	if (primary != nullptr)
-		primary->send(message);
+	// A notification the primary's outbox had no room for (its bytes'
+	// bound) reported nothing: the next scan tries again.
+	if (primary != nullptr && !primary->send(message))
+		for (const auto &r : reported) {
+			r.stored->reported_hit = r.hit;
+			r.stored->reported_ns = r.ns;
+		}
 }
 
 } // namespace p4rt_server

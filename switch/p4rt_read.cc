@@ -5,21 +5,35 @@
 namespace p4rt_server
 {
 
+// A Read past p4rt_bounds::kMaxReadEntities: refused whole, counted.
+static Status too_large_read()
+{
+	g_reads_refused++;
+	return error(StatusCode::RESOURCE_EXHAUSTED,
+		     "the read names or would look at more than " +
+			     std::to_string(p4rt_bounds::kMaxReadEntities) +
+			     " entities, the most this switch reads at once: "
+			     "read fewer in one request");
+}
+
 Status Server::Read(grpc::ServerContext *, const p4v1::ReadRequest *request,
 		    grpc::ServerWriter<p4v1::ReadResponse> *writer)
 {
-	std::vector<p4v1::Entity> out;
+	if ((size_t)request->entities_size() > p4rt_bounds::kMaxReadEntities)
+		return too_large_read();
+	ReadOut read;
 	{
 		std::lock_guard<std::mutex> lock(mu_);
 		Status status = check_readable(request->device_id());
 		if (!status.ok())
 			return status;
 		for (const auto &entity : request->entities()) {
-			status = read_one(entity, &out);
+			status = read_one(entity, &read);
 			if (!status.ok())
 				return status;
 		}
 	}
+	std::vector<p4v1::Entity> &out = read.entities;
 	for (size_t i = 0; i < out.size() || i == 0; i += kReadBatch) {
 		p4v1::ReadResponse reply;
 		for (size_t j = i; j < out.size() && j < i + kReadBatch; j++)
@@ -32,8 +46,9 @@ Status Server::Read(grpc::ServerContext *, const p4v1::ReadRequest *request,
 	return Status::OK;
 }
 
-Status Server::read_one(const p4v1::Entity &entity,
-			std::vector<p4v1::Entity> *out)
+// Each expansion looks at its entities one by one (out->look()), so a
+// Read past the bound stops at the first entity beyond it.
+Status Server::read_one(const p4v1::Entity &entity, ReadOut *out)
 {
 	switch (entity.entity_case()) {
 	case p4v1::Entity::kTableEntry:
@@ -44,11 +59,13 @@ Status Server::read_one(const p4v1::Entity &entity,
 		    q.action_profile_id() != schema_.ecmp_selector)
 			return error(StatusCode::INVALID_ARGUMENT,
 				     "unknown action profile id");
-		for (const auto &[id, m] : members_)
+		for (const auto &[id, m] : members_) {
+			if (!out->look())
+				return too_large_read();
 			if (q.member_id() == 0 || q.member_id() == id)
-				*out->emplace_back()
-					 .mutable_action_profile_member() =
+				*out->add()->mutable_action_profile_member() =
 					m.member;
+		}
 		return Status::OK;
 	}
 	case p4v1::Entity::kActionProfileGroup: {
@@ -57,11 +74,13 @@ Status Server::read_one(const p4v1::Entity &entity,
 		    q.action_profile_id() != schema_.ecmp_selector)
 			return error(StatusCode::INVALID_ARGUMENT,
 				     "unknown action profile id");
-		for (const auto &[id, g] : groups_)
+		for (const auto &[id, g] : groups_) {
+			if (!out->look())
+				return too_large_read();
 			if (q.group_id() == 0 || q.group_id() == id)
-				*out->emplace_back()
-					 .mutable_action_profile_group() =
+				*out->add()->mutable_action_profile_group() =
 					g.group;
+		}
 		return Status::OK;
 	}
 	case p4v1::Entity::kCounterEntry:
@@ -88,8 +107,9 @@ Status Server::read_one(const p4v1::Entity &entity,
 				first = last = q.index().index();
 			}
 			for (int64_t i = first; i <= last; i++) {
-				auto *m = out->emplace_back()
-						  .mutable_meter_entry();
+				if (!out->look())
+					return too_large_read();
+				auto *m = out->add()->mutable_meter_entry();
 				m->set_meter_id(id);
 				m->mutable_index()->set_index(i);
 				auto c = meters_.find({id, i});
@@ -106,15 +126,23 @@ Status Server::read_one(const p4v1::Entity &entity,
 			return error(StatusCode::INVALID_ARGUMENT,
 				     "unknown digest id");
 		if (digest_config_) {
-			auto *d = out->emplace_back().mutable_digest_entry();
+			if (!out->look())
+				return too_large_read();
+			auto *d = out->add()->mutable_digest_entry();
 			d->set_digest_id(schema_.elephant_digest);
 			*d->mutable_config() = digest_config_->config;
 		}
 		return Status::OK;
 	}
-	case p4v1::Entity::kPacketReplicationEngineEntry:
-		pre_.read(entity.packet_replication_engine_entry(), out);
+	case p4v1::Entity::kPacketReplicationEngineEntry: {
+		// At most every group and session (p4rt_pre.h's bounds).
+		size_t before = out->entities.size();
+		pre_.read(entity.packet_replication_engine_entry(),
+			  &out->entities);
+		if (!out->look(out->entities.size() - before))
+			return too_large_read();
 		return Status::OK;
+	}
 	case p4v1::Entity::kRegisterEntry:
 		return error(StatusCode::UNIMPLEMENTED,
 			     "registers are not readable over "
@@ -129,8 +157,7 @@ Status Server::read_one(const p4v1::Entity &entity,
 	}
 }
 
-Status Server::read_table_entries(const p4v1::TableEntry &q,
-				  std::vector<p4v1::Entity> *out)
+Status Server::read_table_entries(const p4v1::TableEntry &q, ReadOut *out)
 {
 	if (q.table_id() != 0 && !schema_.tables.count(q.table_id()))
 		return error(StatusCode::INVALID_ARGUMENT,
@@ -151,8 +178,10 @@ Status Server::read_table_entries(const p4v1::TableEntry &q,
 		if (q.table_id() != 0 && q.table_id() != id)
 			continue;
 		if (q.is_default_action()) {
+			if (!out->look())
+				return too_large_read();
 			if (table.action_profile == 0)
-				*out->emplace_back().mutable_table_entry() =
+				*out->add()->mutable_table_entry() =
 					default_entry(table);
 			continue;
 		}
@@ -169,9 +198,15 @@ Status Server::read_table_entries(const p4v1::TableEntry &q,
 				return status;
 			only = entry_key(probe.entry);
 		}
-		for (auto &[key, stored] : entries_[id]) {
+		// A match names one entry: it alone is looked at.
+		auto &held = entries_[id];
+		auto it = only.empty() ? held.begin() : held.find(only);
+		for (; it != held.end(); ++it) {
+			auto &[key, stored] = *it;
 			if (!only.empty() && key != only)
-				continue;
+				break;
+			if (!out->look())
+				return too_large_read();
 			if (only.empty() && q.priority() != 0 &&
 			    stored.entry.priority() != q.priority())
 				continue;
@@ -180,7 +215,7 @@ Status Server::read_table_entries(const p4v1::TableEntry &q,
 			     stored.entry.action().action().action_id() !=
 				     action_filter))
 				continue;
-			auto *entry = out->emplace_back().mutable_table_entry();
+			auto *entry = out->add()->mutable_table_entry();
 			*entry = stored.entry;
 			if (q.has_time_since_last_hit() &&
 			    table.kind == Table::MergeFlows) {
@@ -200,8 +235,7 @@ Status Server::read_table_entries(const p4v1::TableEntry &q,
 	return Status::OK;
 }
 
-Status Server::read_counters(const p4v1::CounterEntry &q,
-			     std::vector<p4v1::Entity> *out)
+Status Server::read_counters(const p4v1::CounterEntry &q, ReadOut *out)
 {
 	if (q.counter_id() != 0 && !schema_.counters.count(q.counter_id()))
 		return error(StatusCode::INVALID_ARGUMENT,
@@ -218,10 +252,12 @@ Status Server::read_counters(const p4v1::CounterEntry &q,
 			first = last = q.index().index();
 		}
 		for (int64_t i = first; i <= last; i++) {
+			if (!out->look())
+				return too_large_read();
 			sw_packets_bytes v = sw_counter_read(
 				&sw_->pipeline, sw_->worker_count,
 				counter.first, (uint32_t)i);
-			auto *c = out->emplace_back().mutable_counter_entry();
+			auto *c = out->add()->mutable_counter_entry();
 			c->set_counter_id(id);
 			c->mutable_index()->set_index(i);
 			c->mutable_data()->set_packet_count((int64_t)v.packets);

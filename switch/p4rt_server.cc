@@ -25,6 +25,10 @@ std::atomic<uint64_t> g_stream_messages_dropped{0};
 std::atomic<uint64_t> g_digests_dropped{0};
 std::atomic<size_t> g_open_streams{0};
 std::atomic<uint64_t> g_streams_refused{0};
+std::atomic<uint64_t> g_stream_outbox_bytes{0};
+std::atomic<size_t> g_unarbitrated_streams{0};
+std::atomic<uint64_t> g_unarbitrated_streams_closed{0};
+std::atomic<uint64_t> g_reads_refused{0};
 p4rt_writes::WriteRecord g_writes;
 
 bool Server::init(std::string *why)
@@ -186,8 +190,12 @@ void Server::reset_state()
 
 using p4rt_server::g_digests_dropped;
 using p4rt_server::g_open_streams;
+using p4rt_server::g_reads_refused;
 using p4rt_server::g_stream_messages_dropped;
+using p4rt_server::g_stream_outbox_bytes;
 using p4rt_server::g_streams_refused;
+using p4rt_server::g_unarbitrated_streams;
+using p4rt_server::g_unarbitrated_streams_closed;
 using p4rt_server::g_writes;
 using p4rt_server::Server;
 
@@ -251,6 +259,26 @@ extern "C" uint64_t sw_p4rt_streams_open(void)
 extern "C" uint64_t sw_p4rt_streams_refused(void)
 {
 	return g_streams_refused.load();
+}
+
+extern "C" uint64_t sw_p4rt_stream_outbox_bytes(void)
+{
+	return g_stream_outbox_bytes.load();
+}
+
+extern "C" uint64_t sw_p4rt_streams_unarbitrated(void)
+{
+	return g_unarbitrated_streams.load();
+}
+
+extern "C" uint64_t sw_p4rt_streams_unarbitrated_closed(void)
+{
+	return g_unarbitrated_streams_closed.load();
+}
+
+extern "C" uint64_t sw_p4rt_reads_refused(void)
+{
+	return g_reads_refused.load();
 }
 
 extern "C" uint64_t sw_p4rt_multicast_groups_refused(void)

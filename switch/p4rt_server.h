@@ -53,6 +53,25 @@ struct DigestConfig {
 	p4v1::DigestEntry::Config config;
 };
 
+// What a Read has built, and how many entities it has looked at to build
+// it: those it answers and those its filters passed over.
+struct ReadOut {
+	std::vector<p4v1::Entity> entities;
+	size_t looked_at = 0;
+
+	// false once the Read has looked at more than
+	// p4rt_bounds::kMaxReadEntities: it stops there.
+	bool look(size_t n = 1)
+	{
+		looked_at += n;
+		return looked_at <= p4rt_bounds::kMaxReadEntities;
+	}
+	p4v1::Entity *add()
+	{
+		return &entities.emplace_back();
+	}
+};
+
 struct Stream;
 
 // What P4Runtime arbitration knows about one role.
@@ -73,15 +92,25 @@ inline Uint128 from_proto(const p4v1::Uint128 &id)
 // gRPC Write blocks while the client does not read; written from the
 // control loop or under the server's lock, one client that stopped
 // reading (a hung controller) held up every other client's calls, even a
-// new controller taking over. Past kStreamOutbox messages the newest is
-// dropped and counted (/jumbogate_switch/stats, stream_messages_dropped).
+// new controller taking over. Past kStreamOutbox messages, or
+// p4rt_bounds::kMaxStreamOutboxBytes bytes, the newest is dropped and
+// counted (/jumbogate_switch/stats, stream_messages_dropped); the bytes all
+// outboxes hold now are stream_outbox_bytes.
 inline constexpr size_t kStreamOutbox = 1024;
 extern std::atomic<uint64_t> g_stream_messages_dropped;
+extern std::atomic<uint64_t> g_stream_outbox_bytes;
 // Digests the server dropped: no digest config, or no primary to send to.
 extern std::atomic<uint64_t> g_digests_dropped;
-// StreamChannel calls open now, and those refused past kMaxStreams.
+// Streams open now (StreamChannel calls that hold a slot), and those
+// refused past kMaxStreams.
 extern std::atomic<size_t> g_open_streams;
 extern std::atomic<uint64_t> g_streams_refused;
+// Streams open that have not arbitrated yet, and those closed for it: past
+// kArbitrationDeadlineNs, or to make room past kMaxUnarbitratedStreams.
+extern std::atomic<size_t> g_unarbitrated_streams;
+extern std::atomic<uint64_t> g_unarbitrated_streams_closed;
+// Reads refused past kMaxReadEntities.
+extern std::atomic<uint64_t> g_reads_refused;
 // Accepted write updates by election id (/jumbogate_switch/writes).
 extern p4rt_writes::WriteRecord g_writes;
 
@@ -93,9 +122,22 @@ struct Stream {
 	bool has_election = false;
 	Uint128 election;
 
+	// Its slot among the open streams (Server::streams_mu_ guards them):
+	// whether it holds one, and while it has not arbitrated, where it
+	// waits among those that have not.
+	grpc::ServerContext *context = nullptr;
+	uint64_t opened_ns = 0;
+	bool holds_slot = false;
+	bool waits_arbitration = false;
+	std::list<Stream *>::iterator waiting_at;
+
 	std::mutex outbox_mu;
 	std::condition_variable outbox_cv;
 	std::deque<p4v1::StreamMessageResponse> outbox;
+	// What the outbox holds (with the message the writer is writing): its
+	// bytes, and its idle-timeout notifications.
+	size_t outbox_bytes = 0;
+	size_t idle_notifications = 0;
 	bool closing = false;
 	bool writing = false; /* the writer is inside Write */
 	std::thread writer;
@@ -105,18 +147,32 @@ struct Stream {
 		writer = std::thread([this] { write_loop(); });
 	}
 
-	// Never blocks: queued for the writer thread.
-	void send(const p4v1::StreamMessageResponse &message)
+	// Never blocks: queued for the writer thread. false when dropped (the
+	// outbox full, or the stream closing).
+	bool send(const p4v1::StreamMessageResponse &message)
 	{
+		size_t bytes = message.ByteSizeLong();
 		{
 			std::lock_guard<std::mutex> lock(outbox_mu);
-			if (closing || outbox.size() >= kStreamOutbox) {
+			if (closing || outbox.size() >= kStreamOutbox ||
+			    outbox_bytes + bytes >
+				    p4rt_bounds::kMaxStreamOutboxBytes) {
 				g_stream_messages_dropped++;
-				return;
+				return false;
 			}
 			outbox.push_back(message);
+			add(outbox.back(), bytes);
 		}
 		outbox_cv.notify_all();
+		return true;
+	}
+
+	// An idle-timeout notification is still waiting to be written: a
+	// scan sends none more until it is (it would repeat the entries).
+	bool idle_notification_waiting()
+	{
+		std::lock_guard<std::mutex> lock(outbox_mu);
+		return idle_notifications > 0;
 	}
 
 	// The stream is over (the client closed it or the server stops):
@@ -128,8 +184,7 @@ struct Stream {
 	{
 		std::unique_lock<std::mutex> lock(outbox_mu);
 		closing = true;
-		g_stream_messages_dropped += outbox.size();
-		outbox.clear();
+		drop_all();
 		outbox_cv.notify_all();
 		if (!outbox_cv.wait_for(lock, std::chrono::seconds(1),
 					[this] { return !writing; }))
@@ -140,6 +195,32 @@ struct Stream {
 	}
 
       private:
+	// Caller holds outbox_mu: a message enters the outbox, or leaves it
+	// once written.
+	void add(const p4v1::StreamMessageResponse &message, size_t bytes)
+	{
+		outbox_bytes += bytes;
+		g_stream_outbox_bytes += bytes;
+		if (message.has_idle_timeout_notification())
+			idle_notifications++;
+	}
+	void remove(const p4v1::StreamMessageResponse &message, size_t bytes)
+	{
+		outbox_bytes -= bytes;
+		g_stream_outbox_bytes -= bytes;
+		if (message.has_idle_timeout_notification())
+			idle_notifications--;
+	}
+	// Caller holds outbox_mu: what is queued is dropped and counted.
+	void drop_all()
+	{
+		g_stream_messages_dropped += outbox.size();
+		outbox.clear();
+		g_stream_outbox_bytes -= outbox_bytes;
+		outbox_bytes = 0;
+		idle_notifications = 0;
+	}
+
 	void write_loop()
 	{
 		std::unique_lock<std::mutex> lock(outbox_mu);
@@ -157,12 +238,15 @@ struct Stream {
 			bool written = rw->Write(message);
 			lock.lock();
 			writing = false;
+			// Its bytes are held until it is written (had the
+			// stream stopped meanwhile, drop_all let go of them).
+			if (!closing)
+				remove(message, message.ByteSizeLong());
 			outbox_cv.notify_all();
 			if (!written) {
 				// The client is gone: nothing more can reach
 				// it.
-				g_stream_messages_dropped += outbox.size();
-				outbox.clear();
+				drop_all();
 				closing = true;
 				return;
 			}
@@ -242,6 +326,11 @@ class Server final : public p4v1::P4Runtime::Service
 		   bool tell_all = false);
 	void send_arbitration(Stream *stream, const RoleState &state);
 	void leave(Stream *stream);
+	Status take_slot(grpc::ServerContext *context, Stream *stream);
+	void arbitrated(Stream *stream);
+	void release_slot(Stream *stream);
+	void close_unarbitrated(Stream *stream);
+	void close_late_streams();
 	void stream_error(Stream *stream, StatusCode code,
 			  const std::string &message,
 			  const p4v1::PacketOut *packet = nullptr,
@@ -355,12 +444,9 @@ class Server final : public p4v1::P4Runtime::Service
 
 	// -- Read --
 	// (p4rt_read.cc)
-	Status read_one(const p4v1::Entity &entity,
-			std::vector<p4v1::Entity> *out);
-	Status read_table_entries(const p4v1::TableEntry &q,
-				  std::vector<p4v1::Entity> *out);
-	Status read_counters(const p4v1::CounterEntry &q,
-			     std::vector<p4v1::Entity> *out);
+	Status read_one(const p4v1::Entity &entity, ReadOut *out);
+	Status read_table_entries(const p4v1::TableEntry &q, ReadOut *out);
+	Status read_counters(const p4v1::CounterEntry &q, ReadOut *out);
 
 	// -- a new pipeline: everything back to the program's defaults --
 	// (p4rt_server.cc)
@@ -371,6 +457,10 @@ class Server final : public p4v1::P4Runtime::Service
 	std::mutex mu_;
 	std::optional<p4v1::ForwardingPipelineConfig> config_, saved_;
 	std::map<std::string, RoleState> roles_;
+	// Streams that have not arbitrated yet, oldest first, and the slots
+	// of the open streams (g_open_streams). Taken alone: never with mu_.
+	std::mutex streams_mu_;
+	std::list<Stream *> unarbitrated_;
 	// The highest election id this device made primary for the default
 	// role: the fence of --fence-election-ids. Kept across streams and
 	// pipelines. Named roles have election ids of their own, unfenced.

@@ -69,13 +69,21 @@ uint64_t sw_now_ns(void);
 
 /* Stream messages (digests, packet-in, idle-timeout notifications,
  * arbitration updates, errors) dropped because a client's outbox was full
- * or it was gone. */
+ * (its messages or its bytes) or it was gone; the bytes all outboxes hold
+ * now. */
 uint64_t sw_p4rt_stream_messages_dropped(void);
+uint64_t sw_p4rt_stream_outbox_bytes(void);
 /* Digests the P4Runtime server dropped: none configured, or no primary. */
 uint64_t sw_p4rt_digests_dropped(void);
 /* StreamChannel calls open now, and those refused past their bound. */
 uint64_t sw_p4rt_streams_open(void);
 uint64_t sw_p4rt_streams_refused(void);
+/* Streams open that have not arbitrated yet, and those closed for it (past
+ * the arbitration deadline, or to make room past their bound). */
+uint64_t sw_p4rt_streams_unarbitrated(void);
+uint64_t sw_p4rt_streams_unarbitrated_closed(void);
+/* Reads refused past the entities one Read may look at. */
+uint64_t sw_p4rt_reads_refused(void);
 /* Named P4Runtime roles now; arbitrations refused past their bound; writes'
  * updates, pipeline pushes and packet-outs a role's config refused. */
 uint64_t sw_p4rt_roles(void);

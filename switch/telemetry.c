@@ -78,9 +78,14 @@ static int stats_command(const char *command, const char *params,
 	jg_tel_u64(d, "packet_out_queued", rte_ring_count(sw->packet_out));
 	jg_tel_u64(d, "stream_messages_dropped",
 		   sw_p4rt_stream_messages_dropped());
+	jg_tel_u64(d, "stream_outbox_bytes", sw_p4rt_stream_outbox_bytes());
 	jg_tel_u64(d, "digests_dropped", sw_p4rt_digests_dropped());
 	jg_tel_u64(d, "streams_open", sw_p4rt_streams_open());
 	jg_tel_u64(d, "streams_refused", sw_p4rt_streams_refused());
+	jg_tel_u64(d, "streams_unarbitrated", sw_p4rt_streams_unarbitrated());
+	jg_tel_u64(d, "streams_unarbitrated_closed",
+		   sw_p4rt_streams_unarbitrated_closed());
+	jg_tel_u64(d, "reads_refused", sw_p4rt_reads_refused());
 	jg_tel_u64(d, "roles", sw_p4rt_roles());
 	jg_tel_u64(d, "roles_refused", sw_p4rt_roles_refused());
 	jg_tel_u64(d, "role_denials", sw_p4rt_role_denials());

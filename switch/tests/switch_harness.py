@@ -127,6 +127,10 @@ class Client:
         """From now on the stream's messages are not read (a client that hung): they pile up in the transport."""
         self._reading.clear()
 
+    def resume_reading(self) -> None:
+        """The stream's messages are read again, those that piled up first."""
+        self._reading.set()
+
     def _read(self) -> None:
         try:
             for response in self._stream:

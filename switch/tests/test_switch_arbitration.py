@@ -2,12 +2,15 @@
 
 The real program over real gRPC: --primary-on-leave (promote, the default, or wait, the specification's
 behaviour), --fence-election-ids (a deposed leader never becomes primary again), the record of accepted
-writes by election id (/jumbogate_switch/writes), and the bound on open streams.
+writes by election id (/jumbogate_switch/writes), the bound on open streams, and the deadline and bound of
+streams that have not arbitrated.
 """
 
 from __future__ import annotations
 
 import itertools
+import queue
+import time
 
 import grpc
 import pytest
@@ -16,12 +19,15 @@ from switch_harness import Client, OnePortSwitch, p4info
 
 from testlab.lab import telemetry_query
 from testlab.nic_harness import wait_for
+from testlab.stratum_roles import role_config
 
 OK, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED = 0, 5, 6, 7
 INFO = p4info(512)
 PORT_ROLES = next(t for t in INFO.tables if t.preamble.alias == "port_roles")
 SET_PORT_ROLE = next(a.preamble.id for a in INFO.actions if a.preamble.alias == "set_port_role")
 MAX_STREAMS = 128  # p4rt_bounds.h, docs/switch.md "Bounds"
+MAX_UNARBITRATED = 64
+ARBITRATION_DEADLINE_S = 5
 
 
 def port_role(port: int, role: int = 1) -> p4r.Update:
@@ -165,29 +171,47 @@ def test_accepted_writes_are_recorded_by_election_id(started, clients):
     assert (record["older"]["ids"], record["older"]["updates"]) == (2, 4)
 
 
-def test_open_streams_are_bounded(started):
-    """Streams that never arbitrate each held a server thread, without bound. Past 128 open streams the newest is
-    closed with RESOURCE_EXHAUSTED and counted (streams_open and streams_refused in /jumbogate_switch/stats)."""
-    import queue
+def open_streams(channels: list[grpc.Channel], count: int, feeds: list, calls: list, arbitration=lambda n: None) -> list:
+    """Opens `count` streams over `channels` in turn, each sending `arbitration(n)` first when it is not None."""
+    opened = []
+    for n in range(count):
+        feed: queue.Queue = queue.Queue()
+        first = arbitration(n)
+        if first is not None:
+            feed.put(p4r.StreamMessageRequest(arbitration=first))
+        call = p4r_grpc.P4RuntimeStub(channels[n % len(channels)]).StreamChannel(iter(feed.get, None))
+        feeds.append(feed)
+        calls.append(call)
+        opened.append(call)
+    return opened
 
+
+def test_open_streams_are_bounded(started):
+    """Streams each held a server thread, without bound. Past 128 open streams, every one arbitrated (64 of the
+    default role, 64 of a named one), the newest is closed with RESOURCE_EXHAUSTED and counted (streams_open and
+    streams_refused in /jumbogate_switch/stats); once one has gone, a new stream is taken."""
     wiring = started()
     channels = [grpc.insecure_channel(wiring.switch.grpc_address) for _ in range(4)]
     calls, feeds = [], []
     try:
 
-        def open_stream(channel):
-            feed: queue.Queue = queue.Queue()
-            call = p4r_grpc.P4RuntimeStub(channel).StreamChannel(iter(feed.get, None))
-            feeds.append(feed)
-            calls.append(call)
-            return call
+        def backup(role: str):
+            def arbitration(n: int) -> p4r.MasterArbitrationUpdate:
+                update = p4r.MasterArbitrationUpdate(device_id=1)
+                update.role.name = role
+                if role:
+                    update.role.config.CopyFrom(role_config())
+                return update
 
-        for n in range(MAX_STREAMS):
-            open_stream(channels[n % 4])
-        # Every one of them is open at the server before the next is judged.
+            return arbitration
+
+        for role in ("", "readers"):
+            for call in open_streams(channels, MAX_STREAMS // 2, feeds, calls, backup(role)):
+                assert next(call).arbitration.status.code == NOT_FOUND  # a backup, no primary
         prefix = wiring.switch.file_prefix
-        wait_for(lambda: telemetry_query(prefix, "/jumbogate_switch/stats")["streams_open"] == MAX_STREAMS, "128 streams open")
-        extra = open_stream(channels[0])
+        stats = telemetry_query(prefix, "/jumbogate_switch/stats")
+        assert (stats["streams_open"], stats["streams_unarbitrated"]) == (MAX_STREAMS, 0)
+        (extra,) = open_streams(channels, 1, feeds, calls)
         with pytest.raises(grpc.RpcError) as caught:
             next(extra)
         assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
@@ -206,6 +230,50 @@ def test_open_streams_are_bounded(started):
 
         wait_for(a_new_stream_is_taken, "a stream taken once another closed")
     finally:
+        for feed in feeds:
+            feed.put(None)
+        for call in calls:
+            call.cancel()
+        for channel in channels:
+            channel.close()
+
+
+def test_streams_that_never_arbitrate_are_closed_and_keep_no_one_out(started):
+    """Streams that never arbitrated kept their slots for as long as their client liked: 128 of them kept the
+    controller out (RESOURCE_EXHAUSTED, still 60 s later). At most MAX_UNARBITRATED streams wait for their
+    arbitration, a new one closing the oldest that waits, and none longer than ARBITRATION_DEADLINE_S: each is
+    closed (CANCELLED) and counted (streams_unarbitrated_closed), and the controller gets in at once."""
+    wiring = started()
+    prefix = wiring.switch.file_prefix
+    channels = [grpc.insecure_channel(wiring.switch.grpc_address) for _ in range(4)]
+    calls, feeds = [], []
+    controller = None
+    try:
+        idle = open_streams(channels, MAX_STREAMS, feeds, calls)
+        opened = time.monotonic()
+
+        def every_one_seen() -> bool:
+            stats = telemetry_query(prefix, "/jumbogate_switch/stats")
+            return stats["streams_open"] + stats.get("streams_unarbitrated_closed", 0) >= MAX_STREAMS
+
+        wait_for(every_one_seen, "every idle stream seen by the switch")
+        controller = Client(wiring.switch.grpc_address, election_low=10)
+        assert controller.arbitrate().status.code == OK
+        # The oldest idle streams were closed to make room for the newest, and one more for the controller's.
+        stats = telemetry_query(prefix, "/jumbogate_switch/stats")
+        assert stats["streams_unarbitrated_closed"] == MAX_STREAMS - MAX_UNARBITRATED + 1
+        assert (stats["streams_open"], stats["streams_unarbitrated"]) == (MAX_UNARBITRATED, MAX_UNARBITRATED - 1)
+        # The rest are closed at their deadline; the controller's stream, arbitrated, stays.
+        wait_for(lambda: all(call.done() for call in idle), "every idle stream closed", timeout=ARBITRATION_DEADLINE_S + 5)
+        assert time.monotonic() - opened >= ARBITRATION_DEADLINE_S - 0.5
+        assert {call.code() for call in idle} == {grpc.StatusCode.CANCELLED}
+        stats = telemetry_query(prefix, "/jumbogate_switch/stats")
+        assert (stats["streams_open"], stats["streams_unarbitrated"]) == (1, 0)
+        assert stats["streams_unarbitrated_closed"] == MAX_STREAMS
+        assert controller.arbitrate().status.code == OK
+    finally:
+        if controller is not None:
+            controller.close()
         for feed in feeds:
             feed.put(None)
         for call in calls:

@@ -531,6 +531,34 @@ def test_entry_metadata_is_bounded(primary):
     assert primary.read([p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry())]) == [group]
 
 
+MAX_READ_ENTITIES = 140_000  # docs/switch.md, "Bounds"
+
+
+def test_a_read_is_bounded_and_holds_up_no_write(switch, primary):
+    """A Read built its whole answer under the server's lock, without bound: 20,000 wildcard counter entities (an 80
+    KB request) expanded to 25.7 M entities, took the switch from 94 MB to 4.4 GB and held a primary's Write for 15.7 s.
+    A Read looks at MAX_READ_ENTITIES entities at most and names as many; past either it is RESOURCE_EXHAUSTED at once,
+    nothing sent, and counted (reads_refused), and a Write right after goes through."""
+    every_counter = p4r.Entity(counter_entry=p4r.CounterEntry())
+    cells = len(primary.read([every_counter]))
+    fits = MAX_READ_ENTITIES // cells
+    assert len(primary.read([every_counter] * fits)) == fits * cells
+    before = switch_stats(switch).get("reads_refused", 0)
+    started = time.monotonic()
+    with pytest.raises(grpc.RpcError) as caught:
+        primary.read([every_counter] * (fits + 1))
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    # Entities that find nothing (no digest is configured) cost little each; a request names at most as many.
+    nothing = p4r.Entity(digest_entry=p4r.DigestEntry())
+    assert primary.read([nothing] * MAX_READ_ENTITIES) == []
+    with pytest.raises(grpc.RpcError) as caught:
+        primary.read([nothing] * (MAX_READ_ENTITIES + 1))
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert switch_stats(switch)["reads_refused"] == before + 2
+    assert primary.write([update(p4r.Update.INSERT, port_role(1, 1))]) == [OK]
+    assert time.monotonic() - started < 5
+
+
 def with_unknown_field(message, size: int):
     """message with size bytes in a field no P4Runtime version has (number 1000), as a newer client could send."""
     length, rest = bytearray(), size

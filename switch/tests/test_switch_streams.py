@@ -35,7 +35,8 @@ from switch_harness import (
     update,
 )
 
-from testlab.nic_harness import PacketPort
+from testlab.lab import telemetry_query
+from testlab.nic_harness import PacketPort, wait_for
 
 
 def test_a_primary_that_stops_reading_holds_up_no_one(log_dir):
@@ -68,6 +69,53 @@ def test_a_primary_that_stops_reading_holds_up_no_one(log_dir):
     finally:
         for client in clients:
             client.close()
+        wiring.close()
+
+
+MAX_OUTBOX_BYTES = 16 * 2**20  # p4rt_bounds.h, docs/switch.md "Bounds"
+
+
+def test_a_primary_that_stops_reading_holds_a_bounded_outbox(log_dir):
+    """A stream's outbox was bounded in messages only: an idle-timeout notification of every idle entry (16,384 of
+    them, 1.4 MB) was queued every 50 ms for a primary that stopped reading, and the switch grew by 150 MB a second.
+    While one notification waits no other is made, and an outbox holds at most MAX_OUTBOX_BYTES: what would pass it is
+    dropped and counted (stream_messages_dropped). The entries are reported once the primary reads again."""
+    wiring = OnePortSwitch(log_dir)
+    stuck = None
+    try:
+        stuck = Client(wiring.switch.grpc_address, election_low=10, options=[("grpc.http2.bdp_probe", 0)])
+        assert stuck.arbitrate().status.code == OK
+        stuck.set_pipeline(INFO)
+        flows = 4096
+        stuck.stop_reading()
+        assert set(stuck.write([update(p4r.Update.INSERT, merge_flow_entry(n, 50_000_000)) for n in range(flows)], timeout=30)) == {OK}
+
+        def stats() -> dict:
+            return telemetry_query(wiring.switch.file_prefix, "/jumbogate_switch/stats")
+
+        # Forty scans in 2 s find the 4,096 entries idle (a 340 KB notification each): one is in the transport,
+        # at most one waits.
+        time.sleep(2)
+        held = stats().get("stream_outbox_bytes")
+        assert held is not None and held < 1_000_000, f"{held} bytes in the outbox"
+        # Packet-outs too large for a buffer come back in stream errors that carry them: 40 of 1 MiB.
+        dropped = stats()["stream_messages_dropped"]
+        for _ in range(40):
+            stuck.send(p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=bytes(2**20))))
+        wait_for(lambda: stats()["stream_messages_dropped"] - dropped >= 20, "the errors past the bound dropped")
+        assert stats()["stream_outbox_bytes"] <= MAX_OUTBOX_BYTES
+        stuck.resume_reading()
+        reported: set[bytes] = set()
+        deadline = time.monotonic() + 10
+        while len(reported) < flows and time.monotonic() < deadline:
+            response = stuck.next_response(timeout=max(0.01, deadline - time.monotonic()))
+            if response.HasField("idle_timeout_notification"):
+                reported |= {e.match[1].exact.value for e in response.idle_timeout_notification.table_entry}
+        assert len(reported) == flows
+        wait_for(lambda: stats()["stream_outbox_bytes"] < 1_000_000, "the outbox drained")
+    finally:
+        if stuck is not None:
+            stuck.close()
         wiring.close()
 
 
