@@ -15,7 +15,7 @@ from . import tofino
 from .config import ConfigError, RackConfig, load_config
 from .fleet import DEFAULT_RACK, StoreValueError
 from .store import StoreError, open_store
-from .tls import check_key_pair, listener_refusals
+from .tls import TlsConfig, check_key_pair, listener_refusals
 
 
 def package_version() -> str:
@@ -65,6 +65,26 @@ def tls_problem(config: RackConfig) -> str | None:
     return None
 
 
+def store_tls(ca: Path | None, cert: Path | None, key: Path | None) -> tuple[TlsConfig | None, str | None]:
+    """The store's mutual TLS from --store-ca, --store-cert and --store-key (all three, or none: plaintext), and why
+    they cannot be used, or None: files unreadable, not PEM, a key not the certificate's, a certificate not valid
+    now or not signed by the CA (the first certificate of --store-ca's file)."""
+    given = {"--store-ca": ca, "--store-cert": cert, "--store-key": key}
+    if not any(given.values()):
+        return None, None
+    missing = [flag for flag, path in given.items() if path is None]
+    if missing:
+        return None, f"mutual TLS to the store needs --store-ca, --store-cert and --store-key together ({', '.join(missing)} missing)"
+    tls = TlsConfig(ca, cert, key)
+    try:
+        check_key_pair(tls, *tls.files())
+    except OSError as err:
+        return None, f"the store's TLS files cannot be used: cannot read {err.filename}: {err.strerror}"
+    except ValueError as err:
+        return None, f"the store's TLS files cannot be used: {err}"
+    return tls, None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jumbogate-controller",
@@ -78,6 +98,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--store",
         help="where the policy lives: etcd://HOST:PORT[,HOST:PORT...] (the config seeds an empty store); "
         "default: this process's memory, seeded from the config (a one-box lab: a restart starts from the file again)",
+    )
+    parser.add_argument(
+        "--store-ca", type=Path, help="CA (PEM) that signed etcd's certificates and --store-cert: with --store-cert and --store-key, mutual TLS to etcd"
+    )
+    parser.add_argument(
+        "--store-cert", type=Path, help="the controller's client certificate for etcd; with etcd's auth on, its common name is the etcd user it acts as"
+    )
+    parser.add_argument("--store-key", type=Path, help="the key of --store-cert")
+    parser.add_argument(
+        "--store-server-name",
+        help="the name checked in every etcd member's certificate, instead of the endpoint's host; needed over TLS with several endpoints",
     )
     parser.add_argument("--rack", default=DEFAULT_RACK, help="the rack this controller programs, its name in the store (default: %(default)s)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -125,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     pipeline, problem = pipeline_problem(config, args.pipeline)
     problem = problem or tls_problem(config)
+    tls, store_problem = store_tls(args.store_ca, args.store_cert, args.store_key)
+    problem = problem or store_problem
     if problem:
         print(f"jumbogate-controller: {problem}", file=sys.stderr)
         return 2
@@ -132,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     from .controller import Controller
 
     try:
-        store = open_store(args.store, str(args.config))
+        store = open_store(args.store, str(args.config), tls, args.store_server_name)
         controller = Controller(config, pipeline, listen=args.listen, store=store, rack=args.rack)
     except ValueError as err:
         print(f"jumbogate-controller: {err}", file=sys.stderr)

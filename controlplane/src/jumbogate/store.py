@@ -15,6 +15,16 @@ restored from a backup counts revisions from below the writer's view, where
 
 Nothing here reads a clock: revisions order every change, and the only
 waits are the RPC deadlines of the etcd client.
+
+The channel to etcd is mutual TLS when the controller is given a CA and a
+client certificate and key (--store-ca, --store-cert, --store-key): etcd's
+certificate must chain to that CA and name the endpoint (or, with several
+endpoints, the one name --store-server-name gives, which gRPC checks in
+every member's certificate). Who the controller is to etcd is its
+certificate's common name: with etcd's auth on, an etcd user whose role
+grants what the controller touches, and nothing else (docs/fleet.md).
+Plaintext stays possible (the lab, the emulation) and is warned about at
+every start when an endpoint is not a loopback address.
 """
 
 from __future__ import annotations
@@ -28,6 +38,8 @@ from dataclasses import dataclass, field, replace
 
 import grpc
 from aetcd import rpc
+
+from .tls import TlsConfig, channel_credentials, is_loopback
 
 LOG = logging.getLogger("jumbogate.store")
 
@@ -242,12 +254,33 @@ def _grpc_target(endpoints: list[tuple[str, int]]) -> str:
     return f"{family}:" + ",".join(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in endpoints)
 
 
-class EtcdStore:
-    """The desired state in etcd (v3 API over gRPC, through aetcd's generated stubs)."""
+def controller_prefixes() -> list[str]:
+    """Every key prefix the controller reads and writes in etcd: what its etcd role must grant (readwrite), and no more."""
+    from .election import ELECTION_PREFIX
+    from .learned import LEARNED_PREFIX
 
-    def __init__(self, url: str):
+    return [PREFIX, ELECTION_PREFIX, LEARNED_PREFIX]
+
+
+class EtcdStore:
+    """The desired state in etcd (v3 API over gRPC, through aetcd's generated stubs).
+
+    With `tls` (the CA etcd's certificates chain to, the controller's client certificate
+    and key) the channel is mutual TLS; `server_name` is the name checked in etcd's
+    certificate instead of the endpoint's host (required with several endpoints)."""
+
+    def __init__(self, url: str, tls: TlsConfig | None = None, server_name: str | None = None):
         self.endpoints = parse_etcd_url(url)
         self.url = "etcd://" + ",".join(f"{h}:{p}" for h, p in self.endpoints)
+        if server_name and tls is None:
+            raise ValueError("--store-server-name names etcd's certificate: it needs --store-ca, --store-cert and --store-key")
+        if tls is not None and len(self.endpoints) > 1 and not server_name:
+            raise ValueError(
+                f"{self.url}: over TLS with several endpoints gRPC checks one name in every member's certificate, not each "
+                "member's own address: give --store-server-name NAME, a DNS or IP subject alternative name every member's certificate carries"
+            )
+        self.tls = tls
+        self.server_name = server_name
         self.revision = 0
         # The highest revision any answer carried (reads, commits, the watch): a store that
         # answers below it went back in time.
@@ -265,9 +298,29 @@ class EtcdStore:
         return self._channel
 
     def _unavailable(self, err: grpc.aio.AioRpcError) -> StoreUnavailable:
+        if err.code() in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED):
+            return StoreUnavailable(f"etcd at {self.url} refused the controller ({err.code().name.lower()}: {err.details()}); {self._who()}")
+        if self.tls is not None:
+            name = self.server_name or self.endpoints[0][0]
+            hint = (
+                f"; over TLS also that etcd's certificate chains to --store-ca ({self.tls.ca}) and names {name} (an IP subject "
+                f"alternative name for an address), and that etcd trusts the CA that signed --store-cert ({self.tls.cert}; etcd's --trusted-ca-file)"
+            )
+        else:
+            hint = "; an etcd that serves TLS (--cert-file, --client-cert-auth) needs --store-ca, --store-cert and --store-key"
         return StoreUnavailable(
             f"etcd at {self.url} did not answer ({err.code().name.lower()}: {err.details()}); "
-            "check that etcd runs, listens on that client URL (--listen-client-urls) and has a quorum, and the controller's --store"
+            "check that etcd runs, listens on that client URL (--listen-client-urls) and has a quorum, and the controller's --store" + hint
+        )
+
+    def _who(self) -> str:
+        """What etcd's auth wants of the controller, for a refusal."""
+        prefixes = ", ".join(controller_prefixes())
+        if self.tls is None:
+            return "with etcd's auth on, the controller is the etcd user its client certificate names: give --store-ca, --store-cert and --store-key (docs/fleet.md)"
+        return (
+            f"with etcd's auth on, the common name of the certificate in {self.tls.cert} must be an etcd user whose role "
+            f"grants readwrite on the prefixes {prefixes} (docs/fleet.md)"
         )
 
     async def open(self) -> None:
@@ -279,7 +332,18 @@ class EtcdStore:
             # A fleet's snapshot outgrows gRPC's default 4 MiB message.
             ("grpc.max_receive_message_length", MAX_SNAPSHOT_BYTES),
         ]
-        self._channel = grpc.aio.insecure_channel(_grpc_target(self.endpoints), options=options)
+        if self.tls is None:
+            if not all(is_loopback(f"[{host}]:{port}") for host, port in self.endpoints):
+                LOG.warning(
+                    "WARNING: plaintext to etcd at %s, which is not a loopback address: anyone who reaches it can read and rewrite "
+                    "the fleet's policy, past the operator API's roles. Give --store-ca, --store-cert and --store-key (mutual TLS; docs/fleet.md)",
+                    self.url,
+                )
+            self._channel = grpc.aio.insecure_channel(_grpc_target(self.endpoints), options=options)
+        else:
+            if self.server_name:
+                options.append(("grpc.ssl_target_name_override", self.server_name))
+            self._channel = grpc.aio.secure_channel(_grpc_target(self.endpoints), channel_credentials(self.tls), options=options)
         self._kv = rpc.KVStub(self._channel)
         self._watch = rpc.WatchStub(self._channel)
         await self.snapshot()
@@ -435,8 +499,10 @@ async def write_to_stream(call, request) -> None:
         await call.write(request)
 
 
-def open_store(url: str | None, source: str) -> Store:
-    """The store named by --store (etcd://...), or the lab's memory store seeded by `source`."""
+def open_store(url: str | None, source: str, tls: TlsConfig | None = None, server_name: str | None = None) -> Store:
+    """The store named by --store (etcd://...), over mutual TLS with `tls`, or the lab's memory store seeded by `source`."""
     if url is None or url.startswith("file:"):
+        if tls is not None or server_name:
+            raise ValueError("--store-ca, --store-cert, --store-key and --store-server-name are for an etcd store (--store etcd://...)")
         return MemoryStore(source)
-    return EtcdStore(url)
+    return EtcdStore(url, tls, server_name)
