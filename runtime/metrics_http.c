@@ -13,11 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #define REQUEST_MAX  4096
 #define IO_TIMEOUT_S 2
+/* How often a wait for a client looks whether the server is stopping. */
+#define STOP_CHECK_MS 100
 
 static void append(struct jg_metrics_text *text, const char *format, ...)
 {
@@ -106,27 +108,68 @@ static struct {
 	atomic_uint_fast64_t requests[OUTCOMES];
 } server = {.fd = -1};
 
-static void send_all(int fd, const char *data, size_t length)
+/* Milliseconds on the monotonic clock. */
+static int64_t now_ms(void)
 {
-	while (length > 0) {
-		ssize_t sent = send(fd, data, length, MSG_NOSIGNAL);
-		if (sent <= 0)
-			return;
-		data += sent;
-		length -= (size_t)sent;
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/* Waits until FD is ready for EVENTS, at most until DEADLINE (now_ms()):
+ * false when the deadline passes, the connection fails or the server
+ * stops (jg_metrics_stop() waits for no client). */
+static bool wait_ready(int fd, short events, int64_t deadline)
+{
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		struct pollfd ready = {.fd = fd, .events = events};
+		int n;
+
+		if (left <= 0 || atomic_load(&server.stop))
+			return false;
+		n = poll(&ready, 1,
+			 left < STOP_CHECK_MS ? (int)left : STOP_CHECK_MS);
+		if (n > 0)
+			return true;
+		if (n < 0 && errno != EINTR)
+			return false;
 	}
 }
 
+static bool send_all(int fd, const char *data, size_t length, int64_t deadline)
+{
+	while (length > 0) {
+		ssize_t sent;
+
+		if (!wait_ready(fd, POLLOUT, deadline))
+			return false;
+		sent = send(fd, data, length, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (sent < 0 &&
+		    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			continue;
+		if (sent <= 0)
+			return false;
+		data += sent;
+		length -= (size_t)sent;
+	}
+	return true;
+}
+
+/* The answer, header and body, is given IO_TIMEOUT_S to be sent in all,
+ * however slowly the client reads it. */
 static void respond(int fd, const char *status, const char *body, size_t length)
 {
+	const int64_t deadline = now_ms() + IO_TIMEOUT_S * 1000;
 	char header[256];
 	int n = snprintf(header, sizeof(header),
 			 "HTTP/1.0 %s\r\nContent-Type: text/plain; "
 			 "version=0.0.4; charset=utf-8\r\nContent-Length: "
 			 "%zu\r\nConnection: close\r\n\r\n",
 			 status, length);
-	send_all(fd, header, (size_t)n);
-	send_all(fd, body, length);
+	if (send_all(fd, header, (size_t)n, deadline))
+		send_all(fd, body, length, deadline);
 }
 
 static void render_scrape(struct jg_metrics_text *text)
@@ -145,18 +188,28 @@ static void render_scrape(struct jg_metrics_text *text)
 	}
 }
 
-/* Reads the request head (up to REQUEST_MAX bytes or the time limit) and
- * answers it. */
+/* Reads the request head (up to REQUEST_MAX bytes) and answers it. The
+ * whole head is given IO_TIMEOUT_S from the connection's accept, however
+ * it trickles in: a time limit on each read would let a client that sends
+ * a byte now and then hold the endpoint, and the program's stop, for as
+ * long as it likes. A request cut short is answered as what arrived; one
+ * that has not arrived by the server's stop is dropped. */
 static void serve(int fd)
 {
-	const struct timeval limit = {.tv_sec = IO_TIMEOUT_S};
+	const int64_t deadline = now_ms() + IO_TIMEOUT_S * 1000;
 	char request[REQUEST_MAX + 1];
 	size_t used = 0;
 
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
 	while (used < REQUEST_MAX) {
-		ssize_t got = recv(fd, request + used, REQUEST_MAX - used, 0);
+		ssize_t got;
+
+		if (!wait_ready(fd, POLLIN, deadline))
+			break;
+		got = recv(fd, request + used, REQUEST_MAX - used,
+			   MSG_DONTWAIT);
+		if (got < 0 &&
+		    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			continue;
 		if (got <= 0)
 			break;
 		used += (size_t)got;
@@ -215,6 +268,23 @@ static bool loopback(const struct sockaddr *address)
 	return false;
 }
 
+/* Decimal digits only, 1..65535. */
+static bool valid_port(const char *text)
+{
+	unsigned long port = 0;
+
+	if (*text == '\0')
+		return false;
+	for (const char *c = text; *c; c++) {
+		if (*c < '0' || *c > '9')
+			return false;
+		port = port * 10 + (unsigned long)(*c - '0');
+		if (port > 65535)
+			return false;
+	}
+	return port >= 1;
+}
+
 bool jg_metrics_start(const char *address, const char *prefix,
 		      jg_metrics_render_fn render, void *arg, char *error,
 		      size_t error_size)
@@ -231,6 +301,14 @@ bool jg_metrics_start(const char *address, const char *prefix,
 	    (size_t)(colon - address) >= sizeof(host)) {
 		snprintf(error, error_size,
 			 "metrics address '%s' is not HOST:PORT", address);
+		return false;
+	}
+	/* Checked here: getaddrinfo would take 99999 modulo 65536, and 0 (or
+	 * 65536) as any free port, and the scrape would go elsewhere. */
+	if (!valid_port(colon + 1)) {
+		snprintf(error, error_size,
+			 "metrics address '%s': the port must be 1..65535",
+			 address);
 		return false;
 	}
 	host_length = (size_t)(colon - address);

@@ -7,9 +7,10 @@
  * Loopback only: the endpoint has no TLS and checks no caller, so it is
  * refused on any other address (a Prometheus on another host scrapes it
  * through a local agent or a TLS-terminating proxy, as it would node
- * exporter's). One request at a time, each given 2 s to arrive and 2 s to
- * be sent: a client that stalls delays the next scrape by at most that,
- * and holds no other resource.
+ * exporter's). One request at a time, each given 2 s in all to arrive
+ * (however slowly it trickles in) and 2 s in all to be sent: a client that
+ * stalls delays the next scrape by at most that, holds no other resource,
+ * and does not hold up jg_metrics_stop().
  */
 #ifndef JUMBOGATE_METRICS_HTTP_H
 #define JUMBOGATE_METRICS_HTTP_H
@@ -43,7 +44,8 @@ typedef void (*jg_metrics_render_fn)(struct jg_metrics_text *text, void *arg);
 /* Listens on ADDRESS (a loopback HOST:PORT) and answers scrapes from a
  * thread of its own with RENDER(ARG) and its own request counters
  * (PREFIX_metrics_requests_total{outcome}). False, with why in ERROR,
- * when the address is not loopback or cannot be bound. */
+ * when the address is not loopback, its port is not 1..65535 (decimal)
+ * or it cannot be bound. */
 bool jg_metrics_start(const char *address, const char *prefix,
 		      jg_metrics_render_fn render, void *arg, char *error,
 		      size_t error_size);

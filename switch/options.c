@@ -2,6 +2,7 @@
 /* jumbogate-switch's command line (options.h). */
 #include "options.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -81,9 +82,12 @@ static bool parse_number(const char *option, const char *text, uint64_t min,
 	char *end;
 	unsigned long long value;
 
+	/* Decimal digits only, as jumbogate-nic reads its numbers: base 0
+	 * would read 010 as 8, and strtoull skips blanks and takes a sign
+	 * after them (" -1" as 2^64 - 1). */
 	errno = 0;
-	value = strtoull(text, &end, 0);
-	if (errno != 0 || end == text || *end != '\0' || text[0] == '-' ||
+	value = strtoull(text, &end, 10);
+	if (errno != 0 || !isdigit((unsigned char)text[0]) || *end != '\0' ||
 	    value < min || value > max) {
 		fprintf(stderr,
 			PROGRAM ": --%s takes a number from %" PRIu64

@@ -45,7 +45,9 @@ static bool parse_unsigned(const char *name, const char *value, uint64_t min,
 
 	errno = 0;
 	number = strtoull(value, &end, 10);
-	if (*value == '\0' || *end != '\0' || errno != 0 || value[0] == '-' ||
+	/* Digits only: strtoull would skip blanks and take a sign after
+	 * them (" -1" as 2^64 - 1). */
+	if (!isdigit((unsigned char)value[0]) || *end != '\0' || errno != 0 ||
 	    number < min || number > max) {
 		report(origin, "--%s '%s': expected a whole number %llu..%llu",
 		       name, value, (unsigned long long)min,
@@ -519,6 +521,18 @@ static enum nic_parse_result read_config(struct nic_options *options,
 		char *hash, *equals, *key, *value;
 
 		origin.line++;
+		/* fgets cuts a longer line in two, and the rest (of a
+		 * comment, say) would be read as a line of its own. */
+		if (strchr(line, '\n') == NULL && !feof(file)) {
+			int next = getc(file);
+
+			if (next != '\n' && next != EOF) {
+				report(&origin, "line longer than %zu bytes",
+				       sizeof(line) - 1);
+				result = NIC_PARSE_ERROR;
+				break;
+			}
+		}
 		hash = strchr(line, '#');
 		if (hash)
 			*hash = '\0';
@@ -630,7 +644,16 @@ enum nic_parse_result nic_options_parse(struct nic_options *options, int argc,
 			return NIC_PARSE_ERROR;
 		}
 		if (spec->argument == NULL) {
-			/* A flag: --help and --version were handled above. */
+			/* A flag: --help and --version were handled above.
+			 * It takes no value: "--insecure=false" ignored would
+			 * turn plaintext on. */
+			if (equals) {
+				fprintf(stderr,
+					"jumbogate-nic: --%s takes no value, "
+					"got '%s'\n",
+					spec->name, arg);
+				return NIC_PARSE_ERROR;
+			}
 			result = apply(options, spec, NULL, &command_line, 0);
 			if (result != NIC_PARSE_OK)
 				return result;

@@ -152,6 +152,7 @@ static bool assign_port_mtus(struct nic *nic)
 bool nic_ports_resolve(struct nic *nic)
 {
 	const struct nic_options *options = nic->options;
+	bool returned[NIC_MAX_PORTS] = {false};
 	uint16_t port_id;
 
 	if (options->port_count == 0) {
@@ -195,6 +196,8 @@ bool nic_ports_resolve(struct nic *nic)
 	}
 	for (unsigned int p = 0; p < nic->port_count; p++)
 		nic->ports[p].tx_port_id = nic->ports[p].port_id;
+	/* One return port per receive port: a second is a mistake, not a
+	 * replacement (as a second --port or --port-mtu for it). */
 	for (unsigned int i = 0; i < options->return_port_count; i++) {
 		const struct nic_return_port *pair = &options->return_ports[i];
 		char option[2 * NIC_NAME_LEN + 16];
@@ -206,6 +209,14 @@ bool nic_ports_resolve(struct nic *nic)
 		p = served_port_index(nic, pair->rx, option);
 		if (p < 0 || !jg_port_find("jumbogate-nic", pair->tx, &tx))
 			return false;
+		if (returned[p]) {
+			fprintf(stderr,
+				"jumbogate-nic: %s: port '%s' has two "
+				"--return-port\n",
+				option, pair->rx);
+			return false;
+		}
+		returned[p] = true;
 		nic->ports[p].tx_port_id = tx;
 	}
 	for (unsigned int p = 0; p < nic->port_count; p++) {

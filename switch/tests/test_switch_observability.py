@@ -8,8 +8,10 @@ port is net_null, which receives a stream of zero-filled frames: counters move w
 from __future__ import annotations
 
 import re
+import shutil
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -157,6 +159,79 @@ def test_a_client_that_stalls_holds_the_endpoint_at_most_its_time_limit(tmp_path
         assert waited < 5, waited  # 2 s to arrive, then the next request is served
     finally:
         process.stop()
+
+
+def drip(address: str, stop: threading.Event) -> threading.Thread:
+    """A client that sends its request a byte every 0.5 s (each byte well within any per-read limit), until STOP."""
+    host, port = address.split(":")
+    connection = socket.create_connection((host, int(port)))
+
+    def run():
+        with connection:
+            for byte in b"GET /metrics HTTP/1.0\r\nX-Pad: " + b"a" * 1000:
+                if stop.wait(0.5):
+                    return
+                try:
+                    connection.send(bytes([byte]))
+                except OSError:  # the endpoint gave up on it
+                    return
+
+    connection.send(b"G")
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    time.sleep(0.5)  # accepted (the endpoint polls for connections every 0.2 s)
+    return thread
+
+
+def test_a_client_that_drips_its_request_holds_the_endpoint_and_the_stop_at_most_its_time_limit(tmp_path):
+    metrics = f"127.0.0.1:{lab.free_tcp_port()}"
+    process, _, _ = start_switch(tmp_path, "drip", options=["--metrics", metrics])
+    stop = threading.Event()
+    try:
+        drip(metrics, stop)
+        started = time.monotonic()
+        scrape(metrics)
+        waited = time.monotonic() - started
+        assert waited < 5, waited  # 2 s for the whole request, however it trickles in
+        drip(metrics, stop)
+        started = time.monotonic()
+        assert process.stop(timeout=15) == 0, process.output()
+        stopping = time.monotonic() - started
+        assert stopping < 5, stopping  # SIGTERM does not wait for the client either
+    finally:
+        stop.set()
+        process.stop()
+
+
+@pytest.mark.parametrize("port", ["99999", "65536", "0", "-1", "0x50", "80a"])
+def test_a_metrics_port_out_of_range_is_refused(tmp_path, port):
+    """getaddrinfo would take 99999 modulo 65536 and 0 as any port: the scrape would go elsewhere."""
+    prefix = f"jgport-{tmp_path.name}"[:40]
+    args = [SWITCH_BINARY, "--no-huge", "-m", "256", "--no-pci", "--file-prefix", prefix, "-l", "0-1"]
+    args += ["--vdev=net_null0", "--", "--port", "1=net_null0", "--grpc", f"127.0.0.1:{lab.free_tcp_port()}", "--metrics", f"127.0.0.1:{port}"]
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=20)
+    finally:
+        shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
+    assert done.returncode != 0
+    assert f"metrics address '127.0.0.1:{port}': the port must be 1..65535" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        # Decimal, as the NIC reads its numbers: a leading zero is no octal.
+        (["--port", "010=net_null0", "--cpu-port", "010"], "P4 port 10 is the CPU port"),
+        (["--cpu-port", "0776"], "--cpu-port takes a number from 0 to 510, got '0776'"),
+        (["--device-id", "0x10"], "--device-id takes a number from 0 to 18446744073709551615, got '0x10'"),
+        # strtoull skips blanks and negates after them.
+        (["--device-id", " -1"], "--device-id takes a number from 0 to 18446744073709551615, got ' -1'"),
+        (["--depth", "+8"], "--depth takes a number from 0 to 4096, got '+8'"),
+    ],
+)
+def test_numbers_are_decimal_digits(options, message):
+    done = subprocess.run([SWITCH_BINARY, "--no-huge", "--no-pci", "--", *options], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
 
 
 def test_metrics_are_refused_on_an_address_other_than_loopback(tmp_path):

@@ -57,6 +57,11 @@ def test_help_explains_usage_and_options():
         (["--", "--port-mtu", "net_af_xdp0=99"], "--port-mtu '99': expected a whole number 1280..9216"),
         (["--", "--port-mtu", "a=1500", "--port-mtu", "a=1400"], "--port-mtu: port 'a' is given twice"),
         (["--", "--port-mtu", "1500"], "must not exceed the largest --port-mtu, 1500"),
+        # A flag takes no value: "--insecure=false" would otherwise turn plaintext on.
+        (["--", "--insecure=false"], "--insecure takes no value"),
+        (["--", "--insecure="], "--insecure takes no value"),
+        (["--", "--internal-mtu", " 9000"], "--internal-mtu ' 9000': expected a whole number 1280..9216"),
+        (["--", "--internal-mtu", "+9000"], "--internal-mtu '+9000': expected a whole number 1280..9216"),
     ],
 )
 def test_bad_options_are_named_before_dpdk_starts(args, message):
@@ -163,6 +168,15 @@ def test_a_port_mtu_given_twice_in_a_config_file_is_refused(tmp_path):
     assert f"{config}:2: --port-mtu: port 'net_null1' is given twice" in result.stderr, result.stderr
 
 
+def test_a_receive_port_has_one_return_port(log_dir):
+    fails_with(
+        log_dir,
+        TWO_NULL_PORTS,
+        ["--return-port", "net_null0=net_null1", "--return-port", "net_null0=net_null0"],
+        "port 'net_null0' has two --return-port",
+    )
+
+
 def test_each_port_gets_its_own_mtu(log_dir):
     nic = start_nic(TWO_NULL_PORTS, ["--port-mtu", "net_null1=1500"], None, log_dir, grpc_address=f"127.0.0.1:{free_tcp_port()}")
     try:
@@ -259,6 +273,21 @@ def test_config_file_mistakes_name_file_and_line(tmp_path):
     assert f"{config}:2: --internal-mtu 'lots'" in result.stderr
     config.write_text("colour = blue\n")
     assert f"{config}:1: unknown key 'colour'" in run_nic("--config", str(config)).stderr
+
+
+def test_a_config_line_longer_than_the_reader_takes_is_refused(tmp_path):
+    """Not cut in two: the rest of a long comment would be read as a line of its own."""
+    config = tmp_path / "long.conf"
+    config.write_text("internal-prefix = 10.10.0.0/16\n# " + "x" * 1021 + "internal-mtu = 9216\n")
+    result = run_nic("--", "--config", str(config))
+    assert result.returncode == 2
+    assert f"{config}:2: line longer than 1023 bytes" in result.stderr, result.stderr
+    # 1023 bytes and the newline are one line; so is a last line without one.
+    config.write_text("# " + "x" * 1021 + "\ncolour = blue")
+    assert f"{config}:2: unknown key 'colour'" in run_nic("--", "--config", str(config)).stderr
+    config.write_text("#\n# " + "x" * 1021)
+    result = run_nic("--", "--config", str(config), "--bogus")
+    assert "line longer" not in result.stderr and "unknown option '--bogus'" in result.stderr, result.stderr
 
 
 def test_sigterm_flushes_everything_and_a_restart_starts_empty(log_dir):
