@@ -317,3 +317,15 @@ def test_ctrl_c_before_the_answer_is_not_success_except_for_watch(api):
                 held.close()
             assert call.returncode == expected, err.decode()
             assert b"Traceback" not in err
+
+
+def test_tls_files_that_cannot_make_a_client_are_bad_input_not_an_unreachable_controller(api, capsys, tmp_path):
+    """gRPC takes any bytes and fails at the handshake: a key file that is not a key read as "controller unreachable" (exit 4)."""
+    from jumbogate.pki import make_pki
+
+    pki = make_pki(tmp_path / "pki", {"ops": [], "other": []}, clients={"ops", "other"})
+    not_pem = tmp_path / "notes.txt"
+    not_pem.write_text("not a key\n")
+    for cert, key, says in ((pki["ops"].cert, not_pem, "notes.txt"), (pki["ops"].cert, pki["other"].key, "is not the key of the certificate")):
+        code, _, err = ctl(api, capsys, "--tls-ca", str(pki.ca), "--tls-cert", str(cert), "--tls-key", str(key), "fleet", "show")
+        assert code == cli.EXIT_USAGE and "TLS files cannot be used" in err and says in err, err

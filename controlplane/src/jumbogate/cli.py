@@ -21,6 +21,7 @@ import grpc
 from google.protobuf import json_format
 
 from . import audit
+from .tls import TlsConfig, check_key_pair
 from .v1 import common_pb2, nic_pb2, policy_pb2, policy_pb2_grpc
 
 DEFAULT_CONTROLLER = "127.0.0.1:50051"
@@ -604,10 +605,15 @@ def open_channel(args) -> grpc.Channel:
         return grpc.insecure_channel(args.controller)
     if not all(files):
         raise UsageError("--tls-ca, --tls-cert and --tls-key go together (mutual TLS)")
+    tls = TlsConfig(*(Path(f) for f in files))
     try:
-        ca, cert, key = (Path(f).read_bytes() for f in files)
+        ca, cert, key = tls.files()
+        # gRPC takes any bytes and fails only at the handshake, which then read as "controller unreachable".
+        check_key_pair(tls, ca, cert, key, signed_by_ca=False)
     except OSError as err:
         raise UsageError(f"cannot read {err.filename}: {err.strerror}") from None
+    except ValueError as err:
+        raise UsageError(f"the TLS files cannot be used: {err}") from None
     return grpc.secure_channel(args.controller, grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert))
 
 

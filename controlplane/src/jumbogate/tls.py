@@ -86,9 +86,10 @@ def server_credentials(tls: TlsConfig) -> grpc.ServerCredentials:
     return grpc.ssl_server_credentials([(key, cert)], root_certificates=ca, require_client_auth=True)
 
 
-def check_key_pair(tls: TlsConfig, ca: bytes, cert: bytes, key: bytes) -> None:
+def check_key_pair(tls: TlsConfig, ca: bytes, cert: bytes, key: bytes, *, signed_by_ca: bool = True) -> None:
     """ValueError naming the file unless the CA and the certificate are PEM certificates, the key is the
-    certificate's, the certificate is valid now and the CA signed it.
+    certificate's, the certificate is valid now and (`signed_by_ca`) the CA signed it. A client's CA is the
+    one its server's certificate chains to, which need not be its own's: it asks signed_by_ca=False.
 
     gRPC takes any bytes and fails each handshake later: a half-written file,
     an expired certificate or one of another CA swapped in on a reload would
@@ -113,6 +114,8 @@ def check_key_pair(tls: TlsConfig, ca: bytes, cert: bytes, key: bytes) -> None:
     now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
     if not certificate.not_valid_before <= now < certificate.not_valid_after:
         raise ValueError(f"{tls.cert} is valid from {certificate.not_valid_before} to {certificate.not_valid_after} UTC, not now")
+    if not signed_by_ca:
+        return
     # The leaf's issuer: the CA, or an intermediate that the certificate file carries after the leaf.
     begin = b"-----BEGIN CERTIFICATE-----"
     candidates = [authority, *(load(x509.load_pem_x509_certificate, tls.cert, begin + part) for part in cert.split(begin)[2:])]
