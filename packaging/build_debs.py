@@ -72,8 +72,10 @@ def control(stage: Path, package: str, version: str, depends: str, description: 
     (debian / "conffiles").write_text("".join(f"{path}\n" for path in conffiles))
 
 
-def maintainer_scripts(stage: Path, unit: str, extra_postinst: str = "", extra_prerm: str = "") -> None:
-    """Enable the unit on install, restart it on upgrade, stop it on removal (what dh_installsystemd writes)."""
+def maintainer_scripts(stage: Path, unit: str, extra_postinst: str = "", extra_prerm: str = "", extra_purge: str = "") -> None:
+    """Enable the unit on install, restart it on upgrade, stop it on removal and mask it until purged or installed
+    again (so the enable link left behind points at nothing that runs), forget it on purge (what dh_installsystemd
+    writes); `extra_purge` runs on purge too."""
     debian = stage / "DEBIAN"
     postinst = f"""#!/bin/sh
 set -e
@@ -84,6 +86,7 @@ set -e
     fi
 fi
 if [ "$1" = configure ] && command -v deb-systemd-helper >/dev/null; then
+    deb-systemd-helper unmask {unit} >/dev/null || true
     deb-systemd-helper enable {unit} >/dev/null || true
 fi
 exit 0
@@ -97,9 +100,15 @@ fi
 """
     postrm = f"""#!/bin/sh
 set -e
-if [ "$1" = purge ] && command -v deb-systemd-helper >/dev/null; then
-    deb-systemd-helper purge {unit} >/dev/null || true
+if [ "$1" = remove ] && command -v deb-systemd-helper >/dev/null; then
+    deb-systemd-helper mask {unit} >/dev/null || true
 fi
+if [ "$1" = purge ]; then
+    if command -v deb-systemd-helper >/dev/null; then
+        deb-systemd-helper purge {unit} >/dev/null || true
+        deb-systemd-helper unmask {unit} >/dev/null || true
+    fi
+{extra_purge}fi
 exit 0
 """
     for name, text in (("postinst", postinst), ("prerm", prerm), ("postrm", postrm)):
@@ -192,6 +201,8 @@ def controller(stage: Path, version: str, wheel: Path) -> Path:
             f"/usr/bin/python3 -m compileall -q {CONTROLLER_VENV}/lib >/dev/null || true\n"
         ),
         extra_prerm=f"find {CONTROLLER_VENV} -name __pycache__ -type d -prune -exec rm -rf {{}} + || true\n",
+        # The unit's StateDirectory (DynamicUser keeps it under /var/lib/private).
+        extra_purge="    rm -rf /var/lib/private/jumbogate/controller /var/lib/jumbogate/controller\n",
     )
     return stage
 

@@ -341,3 +341,15 @@ while time.monotonic() < deadline:
 def test_the_machines_mount_table_is_left_as_it_was(started, mounts_before):
     """Installing and running in the root mounted nothing the machine keeps (run last, with the programs up)."""
     assert machine_mounts() == mounts_before
+
+
+def test_a_removed_controller_is_masked_and_a_purged_one_leaves_nothing(root, started):
+    """Removed, the enable link pointed at a unit file that was gone; purged, the unit's state stayed (run last)."""
+    state = root / "var" / "lib" / "private" / "jumbogate" / "controller"
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "left").write_text("state of the unit\n")
+    mask = root / "etc" / "systemd" / "system" / "jumbogate-controller.service"
+    run(*in_root(root, "dpkg", "--remove", "jumbogate-controller"))
+    assert mask.is_symlink() and str(mask.readlink()) == "/dev/null"
+    run(*in_root(root, "dpkg", "--purge", "jumbogate-controller"))
+    assert not mask.is_symlink() and not state.exists()
