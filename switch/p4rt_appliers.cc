@@ -344,8 +344,20 @@ Status Server::write_member(p4v1::Update::Type type,
 			     "members of " P4_ACTION_PROFILE_ECMP_SELECTOR
 			     " take " P4_ACTION_SET_NEXT_HOP);
 	member.hop = hop_of(action);
+	std::optional<Member> previous;
+	if (existing != members_.end())
+		previous = existing->second;
 	members_[in.member_id()] = member;
-	rebuild_next_hops();
+	if (rebuild_next_hops() != 0) {
+		// The data path's hop sets are as they were: so is the
+		// member.
+		if (previous)
+			members_[in.member_id()] = *previous;
+		else
+			members_.erase(in.member_id());
+		return hop_sets_refused("member " +
+					std::to_string(in.member_id()));
+	}
 	return Status::OK;
 }
 
@@ -467,20 +479,45 @@ Status Server::write_group(p4v1::Update::Type type,
 	// Fields this switch does not know are not kept: opaque bytes of
 	// any size otherwise.
 	group.group.DiscardUnknownFields();
+	std::optional<Group> previous;
+	if (existing != groups_.end())
+		previous = existing->second;
 	groups_[in.group_id()] = group;
-	rebuild_next_hops();
+	if (rebuild_next_hops() != 0) {
+		// The data path's hop sets are as they were: so is the
+		// group.
+		if (previous)
+			groups_[in.group_id()] = *previous;
+		else
+			groups_.erase(in.group_id());
+		return hop_sets_refused("group " +
+					std::to_string(in.group_id()));
+	}
 	return Status::OK;
+}
+
+// A member's or group's write whose hop sets could not be rebuilt: the
+// update fails, and what was in force before it (the member or group,
+// the data path's hop sets) stays.
+Status Server::hop_sets_refused(const std::string &what)
+{
+	return error(StatusCode::RESOURCE_EXHAUSTED,
+		     "no memory to rebuild the hop sets of " P4_TABLE_NEXT_HOPS
+		     " with " +
+			     what + ": nothing was changed");
 }
 
 // next_hops in the C pipeline: each entry's hop set, members in
 // member-id order with weights expanded (BMv2 picks hash % size over
-// its members, ordered by handle, which follows creation order).
+// its members, ordered by handle, which follows creation order). All or
+// nothing: every set is built before any is put in place, so on -ENOMEM
+// the data path keeps every set it had, and the caller puts back what it
+// changed.
 int Server::rebuild_next_hops()
 {
 	sw_tables *t = &sw_->pipeline.tables;
 	const TableInfo *hops = schema_.table(P4_TABLE_NEXT_HOPS);
-	std::set<uint32_t> present;
-	int result = 0;
+	std::vector<std::pair<uint32_t, sw_hop_set *>> built;
 	for (const auto &[key, stored] : entries_[hops->id]) {
 		// The key is the whole group id (p4_tables.h sizes the
 		// array by its width).
@@ -515,22 +552,27 @@ int Server::rebuild_next_hops()
 		auto *set = static_cast<sw_hop_set *>(std::calloc(
 			1, sizeof(sw_hop_set) +
 				   list.size() * sizeof(sw_next_hop)));
-		present.insert(group_id);
 		if (set == nullptr) {
-			result = -ENOMEM; // the group keeps its old set
-			continue;
+			for (const auto &unused : built)
+				std::free(unused.second);
+			return -ENOMEM;
 		}
 		set->count = (uint32_t)list.size();
 		std::copy(list.begin(), list.end(), set->hops);
+		built.push_back({group_id, set});
+	}
+	std::set<uint32_t> present;
+	for (const auto &[group_id, set] : built) {
 		std::free(t->next_hops[group_id]);
 		t->next_hops[group_id] = set;
+		present.insert(group_id);
 	}
 	for (uint32_t i = 0; i < std::size(t->next_hops); i++)
 		if (t->next_hops[i] != nullptr && !present.count(i)) {
 			std::free(t->next_hops[i]);
 			t->next_hops[i] = nullptr;
 		}
-	return result;
+	return 0;
 }
 
 // The pipeline's cells of a meter of the schema.
@@ -622,7 +664,12 @@ Status Server::write_digest(p4v1::Update::Type type,
 	if (!status.ok())
 		return status;
 	if (type == p4v1::Update::DELETE) {
+		// DELETE disables the digest (P4Runtime "DigestEntry"): what
+		// was kept under the config goes with it, so that a config
+		// inserted again starts with nothing pending and nothing
+		// remembered as sent.
 		digest_config_.reset();
+		forget_digests();
 		return Status::OK;
 	}
 	const auto &c = in.config();

@@ -145,8 +145,13 @@ void Server::flush_digests(uint64_t now, bool force)
 			continue;
 		}
 		// A list the primary's outbox had no room for was never
-		// sent: nothing of it waits for an ack.
-		if (primary->send(message) && config.ack_timeout_ns() > 0) {
+		// sent: its digests are dropped, and nothing of it waits
+		// for an ack.
+		if (!primary->send(message)) {
+			g_digests_dropped += list->data_size();
+			continue;
+		}
+		if (config.ack_timeout_ns() > 0) {
 			for (const auto &item : record.items)
 				recent_.insert(item);
 			outstanding_[list->list_id()] = record;
@@ -171,6 +176,20 @@ bool Server::recently_sent(const sw_elephant_digest &d) const
 	if (recent_.empty())
 		return false;
 	return recent_.count(encode_digest(d).SerializeAsString()) > 0;
+}
+
+// Caller holds mu_. The digest's state kept under its config, dropped
+// with the config (a DELETE, a new pipeline): the digests pending for a
+// list (dropped, and counted), and the lists sent and not acknowledged
+// with the digests they carried (the specification's cache): none is
+// held back as recently sent once the config is gone, and an ack for one
+// of those lists finds nothing, as an ack after ack_timeout_ns does.
+void Server::forget_digests()
+{
+	g_digests_dropped += pending_.size();
+	pending_.clear();
+	outstanding_.clear();
+	recent_.clear();
 }
 
 void Server::expire_outstanding(uint64_t now)
@@ -202,7 +221,10 @@ void Server::control_loop()
 		sw_elephant_digest d;
 		while (rte_ring_sc_dequeue_elem(sw_->digests, &d, sizeof(d)) ==
 		       0) {
-			if (recently_sent(d))
+			// Without a config nothing is remembered as sent:
+			// every digest is queued, and dropped and counted
+			// by flush_digests.
+			if (digest_config_ && recently_sent(d))
 				continue;
 			pending_.emplace_back(d, now);
 			if (pending_.size() >= digest_list_limit())

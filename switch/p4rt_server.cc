@@ -181,9 +181,7 @@ void Server::reset_state()
 	pre_.clear();
 	meters_.clear();
 	digest_config_.reset();
-	pending_.clear();
-	outstanding_.clear();
-	recent_.clear();
+	forget_digests();
 }
 
 } // namespace p4rt_server

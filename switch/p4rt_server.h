@@ -204,6 +204,12 @@ struct Stream {
 		if (message.has_idle_timeout_notification())
 			idle_notifications++;
 	}
+	static void
+	count_digests_dropped(const p4v1::StreamMessageResponse &message)
+	{
+		if (message.has_digest())
+			g_digests_dropped += message.digest().data_size();
+	}
 	void remove(const p4v1::StreamMessageResponse &message, size_t bytes)
 	{
 		outbox_bytes -= bytes;
@@ -211,9 +217,12 @@ struct Stream {
 		if (message.has_idle_timeout_notification())
 			idle_notifications--;
 	}
-	// Caller holds outbox_mu: what is queued is dropped and counted.
+	// Caller holds outbox_mu: what is queued is dropped and counted
+	// (the digests of its digest lists in digests_dropped too).
 	void drop_all()
 	{
+		for (const auto &message : outbox)
+			count_digests_dropped(message);
 		g_stream_messages_dropped += outbox.size();
 		outbox.clear();
 		g_stream_outbox_bytes -= outbox_bytes;
@@ -246,6 +255,7 @@ struct Stream {
 			if (!written) {
 				// The client is gone: nothing more can reach
 				// it.
+				count_digests_dropped(message);
 				drop_all();
 				closing = true;
 				return;
@@ -368,6 +378,7 @@ class Server final : public p4v1::P4Runtime::Service
 	size_t digest_list_limit() const;
 	bool recently_sent(const sw_elephant_digest &d) const;
 	void expire_outstanding(uint64_t now);
+	void forget_digests();
 
 	// -- the control loop: digests, packet-in, idle timeouts --
 	// (p4rt_digests.cc)
@@ -432,6 +443,7 @@ class Server final : public p4v1::P4Runtime::Service
 	Status write_group(p4v1::Update::Type type,
 			   const p4v1::ActionProfileGroup &in);
 	int rebuild_next_hops();
+	Status hop_sets_refused(const std::string &what);
 
 	// -- meters, counters, digests --
 	// (p4rt_appliers.cc)

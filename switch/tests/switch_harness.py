@@ -346,6 +346,6 @@ def forwarded(frame: bytes) -> bytes:
     return bytes(packet)
 
 
-def digest_config(max_timeout_ns: int, max_list_size: int) -> p4r.Entity:
-    config = p4r.DigestEntry.Config(max_timeout_ns=max_timeout_ns, max_list_size=max_list_size)
+def digest_config(max_timeout_ns: int, max_list_size: int, ack_timeout_ns: int = 0) -> p4r.Entity:
+    config = p4r.DigestEntry.Config(max_timeout_ns=max_timeout_ns, max_list_size=max_list_size, ack_timeout_ns=ack_timeout_ns)
     return p4r.Entity(digest_entry=p4r.DigestEntry(digest_id=INFO.digests[0].preamble.id, config=config))

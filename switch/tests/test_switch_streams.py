@@ -9,6 +9,7 @@ forwarding goes on while a large batch is written.
 from __future__ import annotations
 
 import os
+import queue
 import threading
 import time
 
@@ -292,6 +293,77 @@ def test_pending_digests_are_held_to_one_list(switch, primary):
                 break
         assert len(message.digest.data) == 1024
         assert time.monotonic() - started < 8
+    finally:
+        port.close()
+
+
+# The sketch reports a flow once an epoch, 2^ELEPHANT_EPOCH_LOG2_US us (p4src/include/defines.p4): its first packet
+# of the next epoch reports it again, with the same estimate, so the same digest.
+ELEPHANT_EPOCH_S = 2**20 / 1e6
+
+
+def next_digest(client: Client, timeout: float):
+    """The next digest list within timeout seconds, else None."""
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            message = client.next_response(timeout=left)
+        except queue.Empty:
+            return None
+        if message.HasField("digest"):
+            return message.digest
+    return None
+
+
+def digest_sent_unacknowledged(switch, primary, port: PacketPort, flow: list[bytes]):
+    """The digest config in force with a long ack_timeout_ns, and the flow's digest sent to the primary, which
+    does not acknowledge it: the server holds it as recently sent."""
+    elephants_reported(primary)
+    config = digest_config(10**6, 1, ack_timeout_ns=60 * 10**9)
+    assert primary.write([update(p4r.Update.INSERT, config)]) == [OK]
+    port.send(flow)
+    first = next_digest(primary, 5)
+    assert first is not None
+    # The same digest, a sketch epoch later, is not sent again before the ack or ack_timeout_ns (P4Runtime
+    # "DigestEntry": the cache of what was sent and not acknowledged).
+    time.sleep(1.2 * ELEPHANT_EPOCH_S)
+    port.send(flow)
+    assert next_digest(primary, 1) is None
+    return config, first
+
+
+def test_a_deleted_digest_config_takes_its_unacknowledged_digests_with_it(switch, primary):
+    """A DELETE of the digest config disables the digest (P4Runtime "DigestEntry"), yet the digests sent under it
+    and not acknowledged were still remembered as recently sent: the config inserted again, a flow already
+    reported was held back until the old config's ack_timeout_ns ran out. The config's cache goes with it."""
+    port = PacketPort(switch.ns, switch.peer)
+    try:
+        flow = tcp_flows(1, first_port=23456)
+        config, first = digest_sent_unacknowledged(switch, primary, port, flow)
+        assert primary.write([update(p4r.Update.DELETE, config)]) == [OK]
+        assert primary.write([update(p4r.Update.INSERT, config)]) == [OK]
+        time.sleep(1.2 * ELEPHANT_EPOCH_S)
+        port.send(flow)
+        again = next_digest(primary, 5)
+        assert again is not None, "the flow was held back as recently sent under the deleted config"
+        assert list(again.data) == list(first.data)
+    finally:
+        port.close()
+
+
+def test_digests_after_the_config_is_deleted_are_all_counted(switch, primary):
+    """With no digest config every digest is dropped and counted (digests_dropped), except those still remembered
+    as sent under the deleted config: they were dropped without a count."""
+    port = PacketPort(switch.ns, switch.peer)
+    try:
+        flow = tcp_flows(1, first_port=34567)
+        config, _ = digest_sent_unacknowledged(switch, primary, port, flow)
+        assert primary.write([update(p4r.Update.DELETE, config)]) == [OK]
+        prefix = switch.switch.file_prefix
+        before = telemetry_query(prefix, "/jumbogate_switch/stats")["digests_dropped"]
+        time.sleep(1.2 * ELEPHANT_EPOCH_S)
+        port.send(flow)
+        wait_for(lambda: telemetry_query(prefix, "/jumbogate_switch/stats")["digests_dropped"] > before, "the digest without a config counted", timeout=5)
     finally:
         port.close()
 
