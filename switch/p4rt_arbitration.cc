@@ -92,6 +92,13 @@ void Server::arbitrated(Stream *stream)
 void Server::release_slot(Stream *stream)
 {
 	std::lock_guard<std::mutex> lock(streams_mu_);
+	free_slot(stream);
+}
+
+// Caller holds streams_mu_. The stream leaves the streams waiting for
+// arbitration, if it was one, and gives up its slot, if it held one.
+void Server::free_slot(Stream *stream)
+{
 	if (stream->waits_arbitration) {
 		unarbitrated_.erase(stream->waiting_at);
 		stream->waits_arbitration = false;
@@ -108,13 +115,7 @@ void Server::release_slot(Stream *stream)
 // ends) and its slot is free at once.
 void Server::close_unarbitrated(Stream *stream)
 {
-	unarbitrated_.erase(stream->waiting_at);
-	stream->waits_arbitration = false;
-	g_unarbitrated_streams--;
-	if (stream->holds_slot) {
-		stream->holds_slot = false;
-		g_open_streams--;
-	}
+	free_slot(stream);
 	g_unarbitrated_streams_closed++;
 	stream->context->TryCancel();
 }

@@ -340,6 +340,7 @@ class Server final : public p4v1::P4Runtime::Service
 	void arbitrated(Stream *stream);
 	void release_slot(Stream *stream);
 	void close_unarbitrated(Stream *stream);
+	void free_slot(Stream *stream);
 	void close_late_streams();
 	void stream_error(Stream *stream, StatusCode code,
 			  const std::string &message,
