@@ -105,6 +105,9 @@ class Relay:
         self.answer_delay_s = 0.0
         # From when it is set, requests go nowhere (answers already on their way still arrive).
         self.requests_dropped = False
+        # (bytes, n, seconds): answers are held back for `seconds` from the n-th request that carries the bytes.
+        self.hold_on_request: tuple[bytes, int, float] | None = None
+        self.tasks: set[asyncio.Task] = set()
 
     async def start(self) -> int:
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -117,6 +120,7 @@ class Relay:
         async def requests():
             with contextlib.suppress(OSError):
                 while data := await client_reader.read(65536):
+                    self._hold_if_marked(data)
                     if not self.requests_dropped:
                         etcd_writer.write(data)
                         await etcd_writer.drain()
@@ -142,6 +146,18 @@ class Relay:
             client_writer.close()
 
         await asyncio.gather(requests(), answers())
+
+    def _hold_if_marked(self, request: bytes) -> None:
+        if self.hold_on_request is None or self.hold_on_request[0] not in request:
+            return
+        marker, left, seconds = self.hold_on_request
+        self.hold_on_request = (marker, left - 1, seconds) if left > 1 else None
+        if left == 1:
+            # Held before the request goes on, so that not even its answer gets through.
+            self.flowing.clear()
+            task = asyncio.create_task(self.hold_answers(seconds))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
 
     async def hold_answers(self, seconds: float) -> None:
         self.flowing.clear()
@@ -194,6 +210,30 @@ async def test_a_leader_whose_answers_come_late_steps_down_before_etcd_lets_its_
     assert leader.lost.is_set() and leader.leadership is None, "still leading after its successor won"
     await successor.resign()
     for each in (leader, successor):
+        await each.store.close()
+    await relay.close()
+
+
+async def test_a_candidate_whose_lease_may_lapse_while_it_wins_does_not_lead(etcd):
+    """Its winning write sent, every answer held back past the lease's TTL: by the time the write is
+    answered, the candidate stepped down on its own deadline (etcd may have let the lease go), so it
+    must not lead on that answer, although etcd accepted the write."""
+    name = "candidate-held-at-its-win"
+    relay = Relay(etcd.client_port)
+    first = await candidate(etcd.store_url, "first")
+    held = await candidate(f"etcd://127.0.0.1:{await relay.start()}", name)
+    await asyncio.wait_for(first.campaign(), BOUND_S)
+    # The candidate writes its name twice: joining the line, then winning. The second is held.
+    relay.hold_on_request = (name.encode(), 2, LEASE_TTL_S + 0.4)
+    waiting = asyncio.create_task(held.campaign())
+    while len(etcd.ctl("get", "--prefix", "--keys-only", first.prefix.decode()).stdout.split()) < 2:
+        await asyncio.sleep(0.05)  # in line
+    await first.resign()
+    with pytest.raises(StoreUnavailable, match="lost the election's lease"):
+        await asyncio.wait_for(waiting, BOUND_S)
+    assert relay.hold_on_request is None, "the winning write was never sent"
+    assert held.leadership is None
+    for each in (first, held):
         await each.store.close()
     await relay.close()
 
