@@ -87,8 +87,10 @@ void nic_control_fini(void)
 	pthread_mutex_lock(&control_state.lock);
 	free(control_state.path_mtus);
 	free(control_state.flows);
+	free(control_state.flow_onloaded_ns);
 	control_state.path_mtus = NULL;
 	control_state.flows = NULL;
+	control_state.flow_onloaded_ns = NULL;
 	control_state.path_mtu_count = control_state.flow_count = 0;
 	control_state.nic = NULL;
 	pthread_mutex_unlock(&control_state.lock);

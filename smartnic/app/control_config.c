@@ -214,6 +214,8 @@ change_engines(struct nic *nic, const struct jg_engine_config *next_config)
 	struct jg_engine_config next = *next_config;
 	struct nic_result result = control_ok();
 
+	/* New engines, or a new idle time, date the pins anew. */
+	control_state.no_lapse_before_ns = 0;
 	if (next.max_flows == nic->engine_config.max_flows)
 		return reconfigure(nic, &next);
 	/* Only flows still pinned somewhere are onloaded anew (and must fit

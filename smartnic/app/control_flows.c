@@ -37,15 +37,58 @@ static size_t flow_budget(void)
 	return jg_engine_pin_budget(&control_state.nic->engine_config);
 }
 
+/* An engine dates a pin by its clock, which is at least the time taken
+ * before the onload was posted, in units of 2^16 ns: a pin lapses no
+ * earlier than onload_idle_s after that time, less one unit. The margin
+ * covers that unit with room to spare. */
+#define LAPSE_MARGIN_NS 1000000ull
+
+/* The earliest time a pin of the list may lapse: onload_idle_s after its
+ * oldest onload (see no_lapse_before_ns). */
+static uint64_t earliest_lapse_ns(void)
+{
+	uint64_t idle_ns =
+		(uint64_t)control_state.nic->engine_config.onload_idle_s *
+		1000000000ull;
+	uint64_t oldest = UINT64_MAX;
+
+	for (size_t i = 0; i < control_state.flow_count; i++)
+		if (control_state.flow_onloaded_ns[i] < oldest)
+			oldest = control_state.flow_onloaded_ns[i];
+	if (oldest == UINT64_MAX || oldest + idle_ns <= LAPSE_MARGIN_NS)
+		return 0;
+	return oldest + idle_ns - LAPSE_MARGIN_NS;
+}
+
+/* Each worker takes back what its onload changed (undo[w]; nothing on
+ * a worker that refused, which took its own back). Best effort: a worker
+ * that does not answer keeps a pin until it lapses. */
+static void undo_onload(const struct jg_flow_key *key,
+			const struct nic_onload_undo *undo)
+{
+	struct nic_command *commands[NIC_MAX_WORKERS] = {0};
+	struct nic_command command = {.type = NIC_CMD_FLOW_ONLOAD_UNDO};
+
+	command.arg.flow = *key;
+	if (!control_copy_command(&command, commands))
+		return;
+	for (unsigned int w = 0; w < control_state.nic->worker_count; w++)
+		commands[w]->onload_undo = undo[w];
+	(void)control_post_and_wait(commands);
+	control_release(commands);
+}
+
 struct nic_result nic_control_onload(const char *src_ip, const char *dst_ip,
 				     uint32_t protocol, uint32_t src_port,
 				     uint32_t dst_port)
 {
 	struct nic_command *commands[NIC_MAX_WORKERS] = {0};
 	struct nic_command command = {.type = NIC_CMD_FLOW_ONLOAD};
+	struct nic_onload_undo undo[NIC_MAX_WORKERS] = {0};
 	struct nic_result result;
 	struct jg_flow_key key;
 	bool refused = false;
+	uint64_t onloaded_ns;
 	size_t index;
 	void *grown;
 
@@ -63,10 +106,16 @@ struct nic_result nic_control_onload(const char *src_ip, const char *dst_ip,
 	 * one needs room in the list, which flows whose pins lapsed on
 	 * every engine make. */
 	index = find_flow(&key);
+	onloaded_ns = nic_now_ns();
 	if (index == SIZE_MAX && control_state.flow_count >= flow_budget()) {
-		result = control_prune_flows(NULL);
-		if (result.status != NIC_STATUS_OK)
-			goto out;
+		/* Asking every worker about every listed flow costs one
+		 * command per worker per 512 flows: not while no pin can
+		 * have lapsed since the last answer. */
+		if (onloaded_ns >= control_state.no_lapse_before_ns) {
+			result = control_prune_flows(NULL);
+			if (result.status != NIC_STATUS_OK)
+				goto out;
+		}
 		if (control_state.flow_count >= flow_budget()) {
 			control_state.onloads_refused++;
 			result = control_fail(
@@ -89,33 +138,48 @@ struct nic_result nic_control_onload(const char *src_ip, const char *dst_ip,
 			goto out;
 		}
 		control_state.flows = grown;
+		grown = realloc(control_state.flow_onloaded_ns,
+				(control_state.flow_count +
+				 1) * sizeof(*control_state.flow_onloaded_ns));
+		if (grown == NULL) {
+			result = control_fail(NIC_STATUS_INTERNAL,
+					      "out of memory");
+			goto out;
+		}
+		control_state.flow_onloaded_ns = grown;
 	}
 	/* The flow's packets reach whichever worker the port's hash picks,
 	 * which the program cannot compute for every port type, so every
 	 * worker's engines learn the flow. */
 	command.arg.flow = key;
 	result = control_broadcast(&command, commands);
-	for (unsigned int w = 0; w < control_state.nic->worker_count; w++)
+	for (unsigned int w = 0; w < control_state.nic->worker_count; w++) {
 		refused |= commands[w] && commands[w]->result < 0;
+		if (commands[w])
+			undo[w] = commands[w]->onload_undo;
+	}
 	control_release(commands);
 	if (result.status == NIC_STATUS_OK && refused) {
-		/* A new flow is taken back; a listed one stays listed, as
-		 * onloaded as it was where its pin holds. */
-		if (index == SIZE_MAX) {
-			struct nic_command undo = {
-				.type = NIC_CMD_FLOW_OFFLOAD};
-
-			undo.arg.flow = key;
-			control_broadcast(&undo, commands);
-			control_release(commands);
-		}
+		/* A new flow is taken back where it was taken, each engine
+		 * left as it was before (an offload would stop merging it
+		 * where merge_unknown_flows merged it); a listed one stays
+		 * listed, as onloaded as it was where its pin holds. */
+		if (index == SIZE_MAX)
+			undo_onload(&key, undo);
 		result = control_fail(
 			NIC_STATUS_RESOURCE_EXHAUSTED,
 			"the flow table is full (max_flows %u)",
 			control_state.nic->engine_config.max_flows);
 	}
-	if (result.status == NIC_STATUS_OK && index == SIZE_MAX)
+	/* A pin refreshed where it held is dated anew; where an engine
+	 * refused a listed flow, none was given, so its date stays. */
+	if (result.status == NIC_STATUS_OK && index != SIZE_MAX)
+		control_state.flow_onloaded_ns[index] = onloaded_ns;
+	if (result.status == NIC_STATUS_OK && index == SIZE_MAX) {
+		control_state.flow_onloaded_ns[control_state.flow_count] =
+			onloaded_ns;
 		control_state.flows[control_state.flow_count++] = key;
+	}
 out:
 	pthread_mutex_unlock(&control_state.lock);
 	return result;
@@ -146,9 +210,14 @@ struct nic_result nic_control_offload(const char *src_ip, const char *dst_ip,
 			*flushed += commands[w]->packets;
 	control_release(commands);
 	index = find_flow(&key);
-	if (result.status == NIC_STATUS_OK && index != SIZE_MAX)
+	if (result.status == NIC_STATUS_OK && index != SIZE_MAX) {
+		control_state.flow_count--;
 		control_state.flows[index] =
-			control_state.flows[--control_state.flow_count];
+			control_state.flows[control_state.flow_count];
+		control_state.flow_onloaded_ns[index] =
+			control_state
+				.flow_onloaded_ns[control_state.flow_count];
+	}
 	pthread_mutex_unlock(&control_state.lock);
 	return result;
 }
@@ -274,16 +343,21 @@ struct nic_result control_prune_flows(struct nic_flow_entry *entries)
 	/* Kept flows keep their order; the others gather behind them. */
 	for (size_t i = 0; i < flows; i++) {
 		struct jg_flow_key key = control_state.flows[i];
+		uint64_t onloaded_ns = control_state.flow_onloaded_ns[i];
 
 		if (!pinned[i])
 			continue;
 		control_state.flows[i] = control_state.flows[kept];
 		control_state.flows[kept] = key;
+		control_state.flow_onloaded_ns[i] =
+			control_state.flow_onloaded_ns[kept];
+		control_state.flow_onloaded_ns[kept] = onloaded_ns;
 		if (entries != NULL)
 			entries[kept] = entries[i];
 		kept++;
 	}
 	control_state.flow_count = kept;
+	control_state.no_lapse_before_ns = earliest_lapse_ns();
 	forget_flows(&control_state.flows[kept], flows - kept);
 	free(pinned);
 	return result;

@@ -44,7 +44,16 @@ struct control_state {
 	 * pins lapsed on every engine dropped when room is needed (and by
 	 * ListFlows). */
 	struct jg_flow_key *flows;
+	/* When each listed flow was last onloaded (nic_now_ns, taken before
+	 * the engines were told), in the order of flows. */
+	uint64_t *flow_onloaded_ns;
 	size_t flow_count;
+	/* No pin of a listed flow can lapse before this time (0: unknown),
+	 * from the oldest onload of the list at its last prune: until then
+	 * a full list has no room to make, and a new flow is refused without
+	 * asking the workers about every listed flow. Changes of the engines
+	 * set it to 0. */
+	uint64_t no_lapse_before_ns;
 	/* Onloads refused here for want of room in the list; added to the
 	 * engines' merge.onloads_refused in every report of it. */
 	uint64_t onloads_refused;

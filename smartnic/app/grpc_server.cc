@@ -15,6 +15,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -84,26 +85,43 @@ void fill_config(const nic_config_view &view, v1::NicConfig *config)
 // with a lower one, or with none once an id was seen: a leader that was
 // paused or cut off past its lease cannot change the SmartNIC after its
 // successor did, even before it learns that it lost. Reads are never
-// fenced. The highest id lives in memory: after a restart of the SmartNIC
-// the next change sets it again.
+// fenced. A change raises the fence only once the request was found valid
+// (any answer but INVALID_ARGUMENT): as a P4Runtime switch takes a
+// controller's election id from its arbitration, not from a write it
+// refuses, a malformed request from a successor must not lock out a
+// leader that still has the lease. While a change is in flight its id
+// fences as if it were valid, so that no change with a lower id is
+// admitted behind it and lands after it. The highest id lives in memory:
+// after a restart of the SmartNIC the next change sets it again.
 class LeaderFence
 {
       public:
 	using ElectionId = std::pair<uint64_t, uint64_t>;
 
-	grpc::Status admit(const grpc::ServerContext *context)
+	// The id a change carried, in flight from admit() to settle().
+	struct Claim {
+		bool carried = false;
+		ElectionId id{0, 0};
+	};
+
+	// Whether the change may go ahead; the fence itself rises only at
+	// settle().
+	grpc::Status admit(const grpc::ServerContext *context, Claim *claim)
 	{
 		const auto &metadata = context->client_metadata();
 		auto found = metadata.find(kMetadataKey);
 		std::lock_guard<std::mutex> lock(mu_);
+		ElectionId bar;
+		bool fenced = lowest_admitted(&bar);
+
 		if (found == metadata.end()) {
-			if (!seen_)
+			if (!fenced)
 				return grpc::Status::OK;
 			refused_++;
 			return grpc::Status(
 				grpc::StatusCode::PERMISSION_DENIED,
 				"fenced: a leader with election id " +
-					show(highest_) +
+					show(bar) +
 					" changes this SmartNIC; a change must "
 					"carry jumbogate-election-id");
 		}
@@ -117,18 +135,36 @@ class LeaderFence
 				"jumbogate-election-id must be HIGH:LOW, two "
 				"unsigned 64-bit numbers");
 		}
-		if (seen_ && id < highest_) {
+		if (fenced && id < bar) {
 			refused_++;
 			return grpc::Status(
 				grpc::StatusCode::PERMISSION_DENIED,
 				"fenced: election id " + show(id) +
-					" is below " + show(highest_) +
+					" is below " + show(bar) +
 					", whose leader changed this SmartNIC "
 					"since");
 		}
-		highest_ = id;
-		seen_ = true;
+		claim->carried = true;
+		claim->id = id;
+		in_flight_[id]++;
 		return grpc::Status::OK;
+	}
+
+	// After the change: a request that passed validation raises the
+	// fence to the id it carried (never lowers it: changes of two
+	// leaders may overlap); one refused as invalid leaves it as it was.
+	void settle(const Claim &claim, const grpc::Status &outcome)
+	{
+		if (!claim.carried)
+			return;
+		std::lock_guard<std::mutex> lock(mu_);
+		if (--in_flight_[claim.id] == 0)
+			in_flight_.erase(claim.id);
+		if (outcome.error_code() == grpc::StatusCode::INVALID_ARGUMENT)
+			return;
+		if (!seen_ || highest_ < claim.id)
+			highest_ = claim.id;
+		seen_ = true;
 	}
 
 	void fill(v1::Fence *out)
@@ -141,6 +177,18 @@ class LeaderFence
 
       private:
 	static constexpr const char *kMetadataKey = "jumbogate-election-id";
+
+	// The lowest id a change may carry now (false: any change goes,
+	// no id was seen): the highest of a valid change or of one in
+	// flight. Called with mu_ held.
+	bool lowest_admitted(ElectionId *bar) const
+	{
+		*bar = highest_;
+		if (!in_flight_.empty() &&
+		    (!seen_ || *bar < in_flight_.rbegin()->first))
+			*bar = in_flight_.rbegin()->first;
+		return seen_ || !in_flight_.empty();
+	}
 
 	static std::string show(const ElectionId &id)
 	{
@@ -173,6 +221,8 @@ class LeaderFence
 	std::mutex mu_;
 	bool seen_ = false;
 	ElectionId highest_{0, 0};
+	// Ids of the changes admitted and not yet settled, with their count.
+	std::map<ElectionId, unsigned int> in_flight_;
 	uint64_t refused_ = 0;
 };
 
@@ -209,76 +259,90 @@ class NicService final : public v1::Nic::Service
 			       const v1::NicConfig *request,
 			       v1::NicConfig *reply) override
 	{
-		if (grpc::Status fenced = fence_.admit(context); !fenced.ok())
-			return fenced;
-		nic_config_request req{};
-		nic_config_view view{};
+		return fenced_change(context, [&]() -> grpc::Status {
+			nic_config_request req{};
+			nic_config_view view{};
 
-		for (int i = 0; i < request->internal_prefixes_size(); i++)
-			if (grpc::Status bad = refuse_nul(
-				    {{"internal_prefixes[" + std::to_string(i) +
-					      "].cidr",
-				      request->internal_prefixes(i).cidr()}});
-			    !bad.ok())
-				return bad;
-		req.values.internal_mtu = request->internal_mtu();
-		req.values.max_flows = request->max_flows();
-		req.values.max_segments = request->max_segments();
-		req.values.rate_threshold_bps =
-			request->delay().rate_threshold_bps();
-		req.values.yield_threshold = request->delay().yield_threshold();
-		req.values.quantile = request->delay().quantile();
-		req.values.max_delay_us = request->delay().max_delay_us();
-		req.values.default_path_mtu_v4 = request->default_path_mtu_v4();
-		req.values.default_path_mtu_v6 = request->default_path_mtu_v6();
-		req.values.merge_unknown_flows = request->merge_unknown_flows();
-		req.set_merge_unknown_flows =
-			request->set_merge_unknown_flows();
-		req.set_internal_prefixes = request->set_internal_prefixes();
-		/* One past the limit says "too many" (refused by control). */
-		req.internal_prefix_count = (unsigned int)std::min(
-			request->internal_prefixes_size(),
-			NIC_MAX_INTERNAL_PREFIXES + 1);
-		for (unsigned int i = 0; i < req.internal_prefix_count &&
-					 i < NIC_MAX_INTERNAL_PREFIXES;
-		     i++)
-			req.internal_prefixes[i] =
-				request->internal_prefixes((int)i)
-					.cidr()
-					.c_str();
-		grpc::Status status =
-			to_status(nic_control_configure(&req, &view));
-		if (status.ok())
-			fill_config(view, reply);
-		return status;
+			for (int i = 0; i < request->internal_prefixes_size();
+			     i++)
+				if (grpc::Status bad = refuse_nul(
+					    {{"internal_prefixes[" +
+						      std::to_string(i) +
+						      "].cidr",
+					      request->internal_prefixes(i)
+						      .cidr()}});
+				    !bad.ok())
+					return bad;
+			req.values.internal_mtu = request->internal_mtu();
+			req.values.max_flows = request->max_flows();
+			req.values.max_segments = request->max_segments();
+			req.values.rate_threshold_bps =
+				request->delay().rate_threshold_bps();
+			req.values.yield_threshold =
+				request->delay().yield_threshold();
+			req.values.quantile = request->delay().quantile();
+			req.values.max_delay_us =
+				request->delay().max_delay_us();
+			req.values.default_path_mtu_v4 =
+				request->default_path_mtu_v4();
+			req.values.default_path_mtu_v6 =
+				request->default_path_mtu_v6();
+			req.values.merge_unknown_flows =
+				request->merge_unknown_flows();
+			req.set_merge_unknown_flows =
+				request->set_merge_unknown_flows();
+			req.set_internal_prefixes =
+				request->set_internal_prefixes();
+			/* One past the limit says "too many" (refused by
+			 * control). */
+			req.internal_prefix_count = (unsigned int)std::min(
+				request->internal_prefixes_size(),
+				NIC_MAX_INTERNAL_PREFIXES + 1);
+			for (unsigned int i = 0;
+			     i < req.internal_prefix_count &&
+			     i < NIC_MAX_INTERNAL_PREFIXES;
+			     i++)
+				req.internal_prefixes[i] =
+					request->internal_prefixes((int)i)
+						.cidr()
+						.c_str();
+			grpc::Status status =
+				to_status(nic_control_configure(&req, &view));
+			if (status.ok())
+				fill_config(view, reply);
+			return status;
+		});
 	}
 
 	grpc::Status SetPathMtu(grpc::ServerContext *context,
 				const v1::SetPathMtuRequest *request,
 				v1::SetPathMtuResponse *) override
 	{
-		if (grpc::Status fenced = fence_.admit(context); !fenced.ok())
-			return fenced;
-		if (grpc::Status bad = refuse_nul(
-			    {{"prefix.cidr", request->prefix().cidr()}});
-		    !bad.ok())
-			return bad;
-		return to_status(nic_control_set_path_mtu(
-			request->prefix().cidr().c_str(), request->mtu()));
+		return fenced_change(context, [&]() -> grpc::Status {
+			if (grpc::Status bad =
+				    refuse_nul({{"prefix.cidr",
+						 request->prefix().cidr()}});
+			    !bad.ok())
+				return bad;
+			return to_status(nic_control_set_path_mtu(
+				request->prefix().cidr().c_str(),
+				request->mtu()));
+		});
 	}
 
 	grpc::Status DeletePathMtu(grpc::ServerContext *context,
 				   const v1::DeletePathMtuRequest *request,
 				   v1::DeletePathMtuResponse *) override
 	{
-		if (grpc::Status fenced = fence_.admit(context); !fenced.ok())
-			return fenced;
-		if (grpc::Status bad = refuse_nul(
-			    {{"prefix.cidr", request->prefix().cidr()}});
-		    !bad.ok())
-			return bad;
-		return to_status(nic_control_delete_path_mtu(
-			request->prefix().cidr().c_str()));
+		return fenced_change(context, [&]() -> grpc::Status {
+			if (grpc::Status bad =
+				    refuse_nul({{"prefix.cidr",
+						 request->prefix().cidr()}});
+			    !bad.ok())
+				return bad;
+			return to_status(nic_control_delete_path_mtu(
+				request->prefix().cidr().c_str()));
+		});
 	}
 
 	grpc::Status ListPathMtus(grpc::ServerContext *,
@@ -302,41 +366,42 @@ class NicService final : public v1::Nic::Service
 				const v1::NicFlowRequest *request,
 				v1::NicFlowResponse *) override
 	{
-		if (grpc::Status fenced = fence_.admit(context); !fenced.ok())
-			return fenced;
-		const v1::FiveTuple &flow = request->flow();
+		return fenced_change(context, [&]() -> grpc::Status {
+			const v1::FiveTuple &flow = request->flow();
 
-		if (grpc::Status bad =
-			    refuse_nul({{"flow.src_ip", flow.src_ip()},
-					{"flow.dst_ip", flow.dst_ip()}});
-		    !bad.ok())
-			return bad;
-		return to_status(nic_control_onload(
-			flow.src_ip().c_str(), flow.dst_ip().c_str(),
-			flow.protocol(), flow.src_port(), flow.dst_port()));
+			if (grpc::Status bad = refuse_nul(
+				    {{"flow.src_ip", flow.src_ip()},
+				     {"flow.dst_ip", flow.dst_ip()}});
+			    !bad.ok())
+				return bad;
+			return to_status(nic_control_onload(
+				flow.src_ip().c_str(), flow.dst_ip().c_str(),
+				flow.protocol(), flow.src_port(),
+				flow.dst_port()));
+		});
 	}
 
 	grpc::Status OffloadFlow(grpc::ServerContext *context,
 				 const v1::NicFlowRequest *request,
 				 v1::NicFlowResponse *reply) override
 	{
-		if (grpc::Status fenced = fence_.admit(context); !fenced.ok())
-			return fenced;
-		const v1::FiveTuple &flow = request->flow();
-		uint64_t flushed = 0;
+		return fenced_change(context, [&]() -> grpc::Status {
+			const v1::FiveTuple &flow = request->flow();
+			uint64_t flushed = 0;
 
-		if (grpc::Status bad =
-			    refuse_nul({{"flow.src_ip", flow.src_ip()},
-					{"flow.dst_ip", flow.dst_ip()}});
-		    !bad.ok())
-			return bad;
-		grpc::Status status = to_status(nic_control_offload(
-			flow.src_ip().c_str(), flow.dst_ip().c_str(),
-			flow.protocol(), flow.src_port(), flow.dst_port(),
-			&flushed));
+			if (grpc::Status bad = refuse_nul(
+				    {{"flow.src_ip", flow.src_ip()},
+				     {"flow.dst_ip", flow.dst_ip()}});
+			    !bad.ok())
+				return bad;
+			grpc::Status status = to_status(nic_control_offload(
+				flow.src_ip().c_str(), flow.dst_ip().c_str(),
+				flow.protocol(), flow.src_port(),
+				flow.dst_port(), &flushed));
 
-		reply->set_flushed_packets(flushed);
-		return status;
+			reply->set_flushed_packets(flushed);
+			return status;
+		});
 	}
 
 	grpc::Status ListFlows(grpc::ServerContext *,
@@ -454,22 +519,39 @@ class NicService final : public v1::Nic::Service
 			       const v1::ProbePathRequest *request,
 			       v1::LearnedPath *reply) override
 	{
-		if (grpc::Status fenced = fence_.admit(context); !fenced.ok())
-			return fenced;
-		if (grpc::Status bad =
-			    refuse_nul({{"address", request->address()}});
-		    !bad.ok())
-			return bad;
-		nic_learned_path path;
-		nic_result result = nic_control_probe_path(
-			request->address().c_str(), request->exact(), &path);
+		return fenced_change(context, [&]() -> grpc::Status {
+			if (grpc::Status bad = refuse_nul(
+				    {{"address", request->address()}});
+			    !bad.ok())
+				return bad;
+			nic_learned_path path;
+			nic_result result = nic_control_probe_path(
+				request->address().c_str(), request->exact(),
+				&path);
 
-		if (result.status == NIC_STATUS_OK)
-			fill_path(path, reply);
-		return to_status(result);
+			if (result.status == NIC_STATUS_OK)
+				fill_path(path, reply);
+			return to_status(result);
+		});
 	}
 
       private:
+	// A change between the fence's check and its settling, which the
+	// change's outcome decides.
+	template <typename Change>
+	grpc::Status fenced_change(const grpc::ServerContext *context,
+				   Change change)
+	{
+		LeaderFence::Claim claim;
+
+		if (grpc::Status fenced = fence_.admit(context, &claim);
+		    !fenced.ok())
+			return fenced;
+		grpc::Status outcome = change();
+		fence_.settle(claim, outcome);
+		return outcome;
+	}
+
 	LeaderFence fence_;
 };
 

@@ -143,6 +143,7 @@ enum nic_command_type {
 	NIC_CMD_PMTU_SET,
 	NIC_CMD_PMTU_DELETE,
 	NIC_CMD_FLOW_ONLOAD,
+	NIC_CMD_FLOW_ONLOAD_UNDO,
 	NIC_CMD_FLOW_OFFLOAD,
 	NIC_CMD_FLOW_COUNTERS,
 	NIC_CMD_FLOW_FORGET,
@@ -190,6 +191,13 @@ struct nic_command {
 	/* Results. */
 	int result;
 	uint64_t packets; /* released by an offload */
+	/* FLOW_ONLOAD: what it changed on each engine of the worker (nothing
+	 * when one refused: the worker took back its own engines' onloads);
+	 * FLOW_ONLOAD_UNDO: the same, to take back. */
+	struct nic_onload_undo {
+		struct jg_onload_undo ports[NIC_MAX_PORTS];
+		bool counters_added; /* the flow's counters were made */
+	} onload_undo;
 	struct nic_worker_snapshot snapshot;
 	_Atomic int state;
 };

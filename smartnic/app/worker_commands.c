@@ -6,6 +6,7 @@
  * command it runs itself, and a snapshot is how their counters are read.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include <rte_hash.h>
 #include <rte_ring.h>
@@ -41,17 +42,28 @@ static void advance_clocks(struct nic_worker *worker)
 		jg_engine_advance_clock(worker->engines[p], now);
 }
 
-static int onload(struct nic_worker *worker, const struct jg_flow_key *key)
+/* Every engine of the worker pins the flow, or none does: when one
+ * refuses, those before it take their onload back at once, and undo says
+ * nothing changed. */
+static int onload(struct nic_worker *worker, const struct jg_flow_key *key,
+		  struct nic_onload_undo *undo)
 {
 	const struct nic *nic = nic_instance;
 	struct nic_flow_counters *flow;
 	void *existing;
 
+	memset(undo, 0, sizeof(*undo));
 	advance_clocks(worker);
 	for (unsigned int p = 0; p < nic->port_count; p++) {
-		int result = jg_flow_onload(worker->engines[p], key);
-		if (result < 0)
+		int result = jg_flow_onload_undoable(worker->engines[p], key,
+						     &undo->ports[p]);
+		if (result < 0) {
+			for (unsigned int q = 0; q < p; q++)
+				jg_flow_onload_undo(worker->engines[q], key,
+						    &undo->ports[q]);
+			memset(undo, 0, sizeof(*undo));
 			return result;
+		}
 	}
 	if (worker->flow_counters == NULL ||
 	    rte_hash_lookup_data(worker->flow_counters, key, &existing) >= 0)
@@ -61,7 +73,28 @@ static int onload(struct nic_worker *worker, const struct jg_flow_key *key)
 	 * numbers, never the onload itself. */
 	if (flow && rte_hash_add_key_data(worker->flow_counters, key, flow) < 0)
 		free(flow);
+	else if (flow)
+		undo->counters_added = true;
 	return 0;
+}
+
+/* An onload another worker refused, taken back here: each engine as it
+ * was before it (see jg_flow_onload_undo), not offloaded. */
+static void undo_onload(struct nic_worker *worker,
+			const struct jg_flow_key *key,
+			const struct nic_onload_undo *undo)
+{
+	const struct nic *nic = nic_instance;
+	void *existing;
+
+	advance_clocks(worker);
+	for (unsigned int p = 0; p < nic->port_count; p++)
+		jg_flow_onload_undo(worker->engines[p], key, &undo->ports[p]);
+	if (undo->counters_added && worker->flow_counters &&
+	    rte_hash_lookup_data(worker->flow_counters, key, &existing) >= 0) {
+		rte_hash_del_key(worker->flow_counters, key);
+		free(existing);
+	}
 }
 
 static uint64_t offload(struct nic_worker *worker,
@@ -240,7 +273,11 @@ static void execute(struct nic_worker *worker, struct nic_command *command)
 		}
 		break;
 	case NIC_CMD_FLOW_ONLOAD:
-		command->result = onload(worker, &command->arg.flow);
+		command->result = onload(worker, &command->arg.flow,
+					 &command->onload_undo);
+		break;
+	case NIC_CMD_FLOW_ONLOAD_UNDO:
+		undo_onload(worker, &command->arg.flow, &command->onload_undo);
 		break;
 	case NIC_CMD_FLOW_OFFLOAD:
 		command->packets = offload(worker, &command->arg.flow);

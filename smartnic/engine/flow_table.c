@@ -316,6 +316,16 @@ static void evict(struct jg_engine *e, uint32_t slot)
 	e->stats.merge.flows_evicted++;
 }
 
+void jg_flow_remove(struct jg_engine *e, struct jg_flow *f)
+{
+	uint32_t slot = jg_flow_index(e, f);
+
+	jg_flow_unpin(e, f);
+	jg_timer_unlink(e, f);
+	e->buckets[slot / JG_BUCKET_WAYS].signature[slot % JG_BUCKET_WAYS] = 0;
+	e->flows_now--;
+}
+
 struct jg_flow *jg_flow_find_or_create(struct jg_engine *e,
 				       const struct jg_flow_key *key)
 {

@@ -415,6 +415,8 @@ struct jg_flow *jg_flow_find_or_create(struct jg_engine *e,
 				       const struct jg_flow_key *key);
 /* Clear a flow's onload pin (and the count of pins). */
 void jg_flow_unpin(struct jg_engine *e, struct jg_flow *f);
+/* Free a flow's entry, which holds no segments (an onload taken back). */
+void jg_flow_remove(struct jg_engine *e, struct jg_flow *f);
 /* Whether one more flow may be pinned, after dropping idle pins found in
  * a bounded scan when the budget is spent. */
 bool jg_flow_pin_budget_left(struct jg_engine *e);

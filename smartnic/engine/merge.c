@@ -390,27 +390,70 @@ uint16_t jg_merge_flush_all(struct jg_engine *e, struct rte_mbuf **out,
 
 int jg_flow_onload(struct jg_engine *e, const struct jg_flow_key *key)
 {
-	struct jg_flow *f = jg_flow_find(e, key);
+	struct jg_onload_undo undo;
 
+	return jg_flow_onload_undoable(e, key, &undo);
+}
+
+int jg_flow_onload_undoable(struct jg_engine *e, const struct jg_flow_key *key,
+			    struct jg_onload_undo *undo)
+{
+	struct jg_flow *f = jg_flow_find(e, key);
+	uint32_t now_coarse = (uint32_t)(e->now_ns >> JG_COARSE_SHIFT);
+
+	memset(undo, 0, sizeof(*undo));
+	if (f != NULL) {
+		undo->offloaded = (f->flags & JG_FLOW_OFFLOADED) != 0;
+		undo->seen_before = f->last_seen_coarse;
+	}
 	if (f != NULL && (f->flags & JG_FLOW_ONLOADED)) {
-		f->last_seen_coarse = (uint32_t)(e->now_ns >> JG_COARSE_SHIFT);
+		f->last_seen_coarse = now_coarse;
+		undo->seen_by_onload = now_coarse;
+		undo->changed = true;
 		return 0;
 	}
 	if (!jg_flow_pin_budget_left(e)) {
 		e->stats.merge.onloads_refused++;
 		return -ENOSPC;
 	}
-	if (f == NULL)
+	if (f == NULL) {
 		f = jg_flow_find_or_create(e, key);
+		undo->created = true;
+	}
 	if (f == NULL) {
 		e->stats.merge.onloads_refused++;
+		memset(undo, 0, sizeof(*undo));
 		return -ENOSPC;
 	}
 	f->flags =
 		(uint8_t)((f->flags & ~JG_FLOW_OFFLOADED) | JG_FLOW_ONLOADED);
-	f->last_seen_coarse = (uint32_t)(e->now_ns >> JG_COARSE_SHIFT);
+	f->last_seen_coarse = now_coarse;
 	e->pinned_flows++;
+	undo->seen_by_onload = now_coarse;
+	undo->pinned = true;
+	undo->changed = true;
 	return 0;
+}
+
+void jg_flow_onload_undo(struct jg_engine *e, const struct jg_flow_key *key,
+			 const struct jg_onload_undo *undo)
+{
+	struct jg_flow *f = undo->changed ? jg_flow_find(e, key) : NULL;
+
+	if (f == NULL)
+		return;
+	if (undo->created && f->runs == NULL && f->internal_mss == 0) {
+		jg_flow_remove(e, f);
+		return;
+	}
+	if (undo->pinned)
+		jg_flow_unpin(e, f);
+	if (undo->offloaded)
+		f->flags |= JG_FLOW_OFFLOADED;
+	/* A packet since dated the flow anew; otherwise it is as idle as it
+	 * was. */
+	if (!undo->created && f->last_seen_coarse == undo->seen_by_onload)
+		f->last_seen_coarse = undo->seen_before;
 }
 
 int jg_flow_offload(struct jg_engine *e, const struct jg_flow_key *key,

@@ -137,6 +137,56 @@ static void numbered_key(uint8_t family, uint32_t n, struct jg_flow_key *key)
 	key->dst_port = rte_cpu_to_be_16(443);
 }
 
+/* An onload another engine refused is taken back as if it never came:
+ * a flow merged unknown keeps merging and what it holds, a flow new to
+ * the engine leaves the table, an offloaded flow stays offloaded. An
+ * offload instead would stop the first and keep the second. */
+static void onload_undo_restores_the_flow(void)
+{
+	struct fixture fx;
+	struct pb_spec base;
+	struct jg_flow_key key, fresh;
+	struct jg_onload_undo undo;
+	struct jg_stats before, after;
+	struct rte_mbuf *out[8];
+	unsigned int out_before;
+
+	fixture_begin(&fx, &base, 4);
+	key_of(&base, &key);
+	/* Fast enough (10 Gbit/s) for the delay model to hold its tail. */
+	fast_flow(&fx, &base, 0, 100, 100);
+	jg_engine_get_stats(fx.engine, &before);
+	CHECK(before.merge.held_now > 0);
+	out_before = fx.out_count;
+	CHECK_EQ(jg_flow_onload_undoable(fx.engine, &key, &undo), 0);
+	CHECK(jg_flow_is_onloaded(fx.engine, &key));
+	jg_flow_onload_undo(fx.engine, &key, &undo);
+	CHECK(!jg_flow_is_onloaded(fx.engine, &key));
+	jg_engine_get_stats(fx.engine, &after);
+	CHECK_EQ(after.merge.held_now, before.merge.held_now);
+	CHECK_EQ(after.flows_now, before.flows_now);
+	CHECK_EQ(fx.out_count, out_before);
+	/* Still merged: 24 more segments leave in far fewer packets. */
+	fast_flow(&fx, &base, 100, 24, 100);
+	fixture_flush(&fx);
+	CHECK(fx.out_count - out_before < 12);
+	fixture_drop_outputs(&fx);
+
+	numbered_key(14, 1, &fresh);
+	CHECK_EQ(jg_flow_onload_undoable(fx.engine, &fresh, &undo), 0);
+	jg_flow_onload_undo(fx.engine, &fresh, &undo);
+	jg_engine_get_stats(fx.engine, &after);
+	CHECK_EQ(after.flows_now, before.flows_now);
+	CHECK(!jg_flow_is_onloaded(fx.engine, &fresh));
+
+	CHECK_EQ(jg_flow_offload(fx.engine, &key, out, 8), 0);
+	CHECK_EQ(jg_flow_onload_undoable(fx.engine, &key, &undo), 0);
+	jg_flow_onload_undo(fx.engine, &key, &undo);
+	fast_flow(&fx, &base, 124, 4, 100);
+	CHECK_EQ(fx.out_count, 4); /* passed one by one */
+	fixture_finish(&fx);
+}
+
 /*
  * Onload and offload are open to any control client, and the controller
  * cycles every expiring elephant through them. Cycling ten tables' worth
@@ -580,7 +630,9 @@ static void reconfigure_keeps_flows(void)
 }
 
 HARNESS_MAIN("jg_test_flow_table", HARNESS_CASE(mss_learning),
-	     HARNESS_CASE(onload_offload), HARNESS_CASE(pinned_entries_bounded),
+	     HARNESS_CASE(onload_offload),
+	     HARNESS_CASE(onload_undo_restores_the_flow),
+	     HARNESS_CASE(pinned_entries_bounded),
 	     HARNESS_CASE(idle_pins_expire),
 	     HARNESS_CASE(onload_state_follows_the_clock),
 	     HARNESS_CASE(colliding_tuple_leaves_victim_alone),

@@ -288,6 +288,32 @@ struct jg_flow_key {
  *  pinned already or both of its buckets hold pinned flows. */
 int jg_flow_onload(struct jg_engine *engine, const struct jg_flow_key *key);
 
+/** What one jg_flow_onload_undoable changed, so that an onload another
+ *  engine refused can be taken back here as if it never came. */
+struct jg_onload_undo {
+	bool changed;	/**< the onload succeeded: there is something to undo */
+	bool created;	/**< it made the flow's entry */
+	bool pinned;	/**< it pinned the flow (it held no pin before) */
+	bool offloaded; /**< the flow was offloaded before */
+	uint32_t seen_before;	 /**< the flow's last-seen time before */
+	uint32_t seen_by_onload; /**< the last-seen time the onload set */
+};
+
+/** jg_flow_onload, recording in undo what it changed. */
+int jg_flow_onload_undoable(struct jg_engine *engine,
+			    const struct jg_flow_key *key,
+			    struct jg_onload_undo *undo);
+
+/** Take back what jg_flow_onload_undoable recorded: the pin it gave is
+ *  dropped, an offloaded flow is offloaded again, and an entry it made is
+ *  removed unless the flow's packets came since (it holds segments or a
+ *  learned MSS: it stays, as an ordinary flow). Nothing is released and
+ *  nothing is marked offloaded that was not. A flow evicted since, or a
+ *  record of a refused onload, changes nothing. */
+void jg_flow_onload_undo(struct jg_engine *engine,
+			 const struct jg_flow_key *key,
+			 const struct jg_onload_undo *undo);
+
 /** Whether the flow holds its pin: onloaded, and seen or onloaded again
  *  within onload_idle_s, the rule eviction applies. A pin found idle for
  *  longer is dropped here as eviction would drop it (merge.pins_expired).

@@ -12,7 +12,7 @@ import grpc
 import pytest
 
 from jumbogate.v1 import common_pb2, nic_pb2
-from testlab.nic_harness import start_null_nic
+from testlab.nic_harness import free_tcp_port, lcores, start_nic, start_null_nic
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -241,6 +241,93 @@ def test_the_onload_list_holds_live_pins_within_the_budget(log_dir):
         # A listed flow is still welcome (it refreshes its pin).
         stub.OnloadFlow(flow(3), timeout=5)
         assert listed() == [0, 3, 4]
+    finally:
+        process.stop()
+
+
+def test_a_full_list_asks_the_workers_again_only_once_a_pin_may_have_lapsed(log_dir):
+    """A new flow finds the onload list full: the workers are asked about
+    every listed flow (one command per worker per 512 flows) to find pins
+    that lapsed. While none can have lapsed since the last answer (no flow
+    was onloaded --onload-idle-s ago), further new flows are refused
+    without asking again; afterwards the lapsed flows make room as ever."""
+    process = start_null_nic(
+        log_dir,
+        ["--internal-prefix", "10.10.0.0/16", "--max-flows", "1024", "--max-onloaded-flows", "3", "--onload-idle-s", "2"],
+    )
+    try:
+        stub = process.stub()
+
+        def flow(n: int) -> nic_pb2.NicFlowRequest:
+            five = common_pb2.FiveTuple(src_ip="203.0.113.8", dst_ip="10.10.0.8", protocol=6, src_port=44000 + n, dst_port=443)
+            return nic_pb2.NicFlowRequest(flow=five)
+
+        def commands() -> int:
+            # Each query is itself a command to the worker.
+            return process.telemetry("/jumbogate/stats")["worker_commands"]
+
+        first_onload = time.monotonic()
+        for n in range(3):
+            stub.OnloadFlow(flow(n), timeout=5)
+        before = commands()
+        for n in range(3, 23):
+            with pytest.raises(grpc.RpcError) as error:
+                stub.OnloadFlow(flow(n), timeout=5)
+            assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, error.value.details()
+        asked = commands() - before - 1
+        assert asked <= 1, f"20 refused onloads asked the worker {asked} times"
+        assert stub.GetStats(nic_pb2.GetNicStatsRequest(), timeout=5).onloads_refused == 20
+        assert time.monotonic() - first_onload < 2, "too slow to test within --onload-idle-s"
+
+        time.sleep(max(0.0, first_onload + 2.3 - time.monotonic()))
+        stub.OnloadFlow(flow(100), timeout=5)
+        listed = sorted(f.flow.src_port - 44000 for f in stub.ListFlows(nic_pb2.ListNicFlowsRequest(), timeout=5).flows)
+        assert listed == [100]
+    finally:
+        process.stop()
+
+
+# Two workers on two null ports: four engines, each with its own keyed
+# flow table. The engines of a worker pin at most 64 flows in 8 buckets of
+# 8, so an engine refuses a flow whose two buckets hold pinned flows only,
+# while the other engines, whose hashes place it elsewhere, take it.
+FOUR_ENGINES = ["--vdev=net_null0,no-rx=1", "--vdev=net_null1,no-rx=1", "--lcores", lcores(2)]
+SMALL_TABLE = ["--internal-prefix", "10.10.0.0/16", "--max-flows", "64", "--max-onloaded-flows", "64", "--mbufs", "2048"]
+
+
+def test_an_onload_one_engine_refuses_leaves_every_engine_as_it_was(log_dir):
+    """A new flow one engine refuses is RESOURCE_EXHAUSTED and changes
+    nothing: the engines that took it forget it (they are not told to
+    offload it, which would leave it in their tables, and marked to stop
+    merging where merge_unknown_flows merged it)."""
+    process = start_nic(FOUR_ENGINES, SMALL_TABLE, None, log_dir, grpc_address=f"127.0.0.1:{free_tcp_port()}", memory_mb=1024)
+    try:
+        stub = process.stub()
+        assert stub.GetInfo(nic_pb2.GetInfoRequest(), timeout=5).workers == 2
+
+        def flow(n: int) -> nic_pb2.NicFlowRequest:
+            five = common_pb2.FiveTuple(src_ip="203.0.113.7", dst_ip="10.10.0.7", protocol=6, src_port=43000 + n, dst_port=443)
+            return nic_pb2.NicFlowRequest(flow=five)
+
+        def stats():
+            return stub.GetStats(nic_pb2.GetNicStatsRequest(), timeout=5)
+
+        onloaded, taken_elsewhere = [], 0
+        for n in range(64):
+            before = stats()
+            try:
+                stub.OnloadFlow(flow(n), timeout=5)
+                onloaded.append(n)
+                continue
+            except grpc.RpcError as error:
+                assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, error.details()
+            after = stats()
+            # Fewer refusals than workers: a worker's engines all took it.
+            taken_elsewhere += after.onloads_refused - before.onloads_refused < 2
+            assert after.flows_active == before.flows_active, f"flow {n}: the engines that took it kept its entry"
+        assert taken_elsewhere, "no onload was refused by one worker and taken by the other"
+        listed = sorted(f.flow.src_port - 43000 for f in stub.ListFlows(nic_pb2.ListNicFlowsRequest(), timeout=5).flows)
+        assert listed == onloaded
     finally:
         process.stop()
 

@@ -86,3 +86,34 @@ def test_a_malformed_election_id_is_refused_and_fences_nothing(stub, bad):
     assert change(stub, bad) == grpc.StatusCode.INVALID_ARGUMENT
     assert fence(stub)[:2] == (0, 0)
     assert change(stub, None) == grpc.StatusCode.OK
+
+
+def test_a_request_refused_as_invalid_raises_no_fence(stub):
+    """Only a request found valid raises the fence: a successor's malformed
+    change leaves the leader that changed the SmartNIC last in charge, as a
+    P4Runtime switch takes no election id from a write it refuses."""
+    assert change(stub, "1:10") == grpc.StatusCode.OK
+    successor = [("jumbogate-election-id", "1:12")]
+    invalid = (
+        ("SetPathMtu", nic_pb2.SetPathMtuRequest(prefix=common_pb2.Prefix(cidr="198.51.100.0/33"), mtu=1400)),
+        ("DeletePathMtu", nic_pb2.DeletePathMtuRequest(prefix=common_pb2.Prefix(cidr="not a prefix"))),
+        (
+            "OnloadFlow",
+            nic_pb2.NicFlowRequest(flow=common_pb2.FiveTuple(src_ip="203.0.113.5", dst_ip="10.10.0.5", protocol=6, src_port=70000, dst_port=443)),
+        ),
+        ("OffloadFlow", nic_pb2.NicFlowRequest(flow=common_pb2.FiveTuple(src_ip="nowhere", dst_ip="10.10.0.5", protocol=6, src_port=1, dst_port=443))),
+        ("Configure", nic_pb2.NicConfig(internal_mtu=100)),
+    )
+    for method, request in invalid:
+        with pytest.raises(grpc.RpcError) as refused:
+            getattr(stub, method)(request, timeout=5, metadata=successor)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, (method, refused.value.details())
+        assert fence(stub) == (1, 10, 0), method
+    assert change(stub, "1:10") == grpc.StatusCode.OK
+    # A valid request fences, also one the SmartNIC answers with an error:
+    # the successor asked for a change that could be made.
+    with pytest.raises(grpc.RpcError) as missing:
+        stub.DeletePathMtu(nic_pb2.DeletePathMtuRequest(prefix=common_pb2.Prefix(cidr="192.0.2.0/24")), timeout=5, metadata=successor)
+    assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+    assert fence(stub) == (1, 12, 0)
+    assert change(stub, "1:10") == grpc.StatusCode.PERMISSION_DENIED
