@@ -9,7 +9,7 @@ import time
 import pytest
 
 from jumbogate.election import EPOCH_KEY, FIRST_EPOCH, LEASE_TTL_S, Election
-from jumbogate.store import PREFIX, EtcdStore, StoreUnavailable
+from jumbogate.store import PREFIX, REQUEST_TIMEOUT_S, EtcdStore, StoreUnavailable
 
 pytestmark = [pytest.mark.timeout(60)]
 # A bound on waits, never a figure asserted: it only stops a broken test.
@@ -236,6 +236,29 @@ async def test_a_candidate_whose_lease_may_lapse_while_it_wins_does_not_lead(etc
     for each in (first, held):
         await each.store.close()
     await relay.close()
+
+
+async def test_a_leader_and_a_candidate_follow_the_store_to_its_next_endpoint(etcd):
+    """A watch whose member has no leader moves the store's channel to the next endpoint and closes the
+    old one soon after. The election's refreshes, its guard on its key and a candidate in line must
+    carry on over the new channel: on the old one, closed, every call fails and the term would end."""
+    twice = f"etcd://127.0.0.1:{etcd.client_port},127.0.0.1:{etcd.client_port}"
+    leader, successor = await candidate(twice, "leader"), await candidate(twice, "next")
+    leading = await asyncio.wait_for(leader.campaign(), BOUND_S)
+    waiting = asyncio.create_task(successor.campaign())
+    while len(etcd.ctl("get", "--prefix", "--keys-only", leader.prefix.decode()).stdout.split()) < 2:
+        await asyncio.sleep(0.05)  # in line
+    assert leader.store.move_on() and successor.store.move_on()
+    # The old channels close after a request's deadline; then two lease lifetimes.
+    await asyncio.sleep(REQUEST_TIMEOUT_S + 2 * LEASE_TTL_S)
+    assert not leader.lost.is_set() and leader.leadership == leading, "the term ended with the channel it began on"
+    assert not waiting.done(), "the candidate in line gave up with the channel it joined on"
+    await leader.resign()
+    after = await asyncio.wait_for(waiting, BOUND_S)
+    assert after.election_id > leading.election_id
+    await successor.resign()
+    for each in (leader, successor):
+        await each.store.close()
 
 
 async def test_a_leader_keeps_its_lease_across_broken_keepalive_streams(etcd):

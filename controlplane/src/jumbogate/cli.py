@@ -581,6 +581,12 @@ def build_parser() -> argparse.ArgumentParser:
     cvalidate.add_argument("file", type=Path)
     cvalidate.add_argument("--pipeline", type=Path, help="the pipeline directory the controller would get with --pipeline (default: switch.pipeline)")
     cvalidate.add_argument("--listen", help="the operator API address the controller would get with --listen (default: controller.listen)")
+    # The controller's store options, checked as its start checks them (its files read here, as this user).
+    cvalidate.add_argument("--store", help="the store the controller would get with --store (etcd://HOST:PORT[,...]; not contacted)")
+    cvalidate.add_argument("--store-ca", type=Path, help="the controller's --store-ca: the store's TLS files are read and checked")
+    cvalidate.add_argument("--store-cert", type=Path, help="the controller's --store-cert")
+    cvalidate.add_argument("--store-key", type=Path, help="the controller's --store-key")
+    cvalidate.add_argument("--store-server-name", help="the controller's --store-server-name")
     config.add_parser("reload", help="have the controller read its rack.yaml and TLS files again and apply them, as SIGHUP does (admin role)")
 
     nic = areas.add_parser("nic", help="the SmartNIC, through the controller that drives it").add_subparsers(dest="action", required=True)
@@ -620,7 +626,7 @@ def open_channel(args) -> grpc.Channel:
 def validate_config(args, emit) -> int:
     """config validate: the file's own checks, then what would stop a controller from starting with it."""
     from .config import ConfigError, load_config
-    from .daemon import start_problems
+    from .daemon import start_problems, store_problem
 
     problems = []
     try:
@@ -629,6 +635,9 @@ def validate_config(args, emit) -> int:
         problems.append(str(err))
     else:
         problems += [f"{args.file}: {why}" for why in start_problems(config, args.pipeline, args.listen)]
+    why = store_problem(args.store, args.store_ca, args.store_cert, args.store_key, args.store_server_name)
+    if why:
+        problems.append(why)
     if args.json:
         emit({"file": str(args.file), "valid": not problems, "problems": problems}, "")
     elif problems:

@@ -4,7 +4,8 @@ Three loops run side by side:
 - the switch programmer (per P4Runtime connection): reconciles the switch's
   tables with the desired state on connect and after every policy change;
 - the digest and idle-timeout listeners: elephants reported by the switch's
-  sketch are onloaded, expired merge flows are removed;
+  sketch are onloaded, merge flows the switch reports idle (and, read back,
+  holds idle) are removed;
 - the SmartNIC link (`nic.NicLink`): configuration, flow mirroring, outages.
 The operator API (`server.PolicyService`) changes the policy state; the loops
 wake on every change.
@@ -26,12 +27,12 @@ from . import learned, metrics, metrics_server, p4, service_notify, tofino, tran
 from .config import ConfigError, RackConfig, config_changes, load_config
 from .election import Election
 from .fleet import DEFAULT_RACK, FleetPolicy
-from .flow import TCP, UDP
+from .flow import TCP, UDP, FiveTuple
 from .nic import RECONNECT_OPTIONS, NicLink, NicStatus
 from .p4 import names
 from .reconcile import plan
 from .server import PolicyService, serve, shutting_down
-from .state import EventKind, FlowOrigin, PolicyError, PolicyState
+from .state import EventKind, FlowOrigin, MergeFlow, PolicyError, PolicyState
 from .store import EtcdStore, MemoryStore, Store, StoreError, StoreUnavailable
 from .tls import ReloadableCredentials, is_loopback, listener_refusals
 from .v1 import policy_pb2
@@ -96,6 +97,8 @@ class Controller:
         self.digests_received = 0
         self.digests_shed = 0
         self.digests_refused = 0
+        # Entries of idle-timeout notifications not acted on (not ours, no timeout, not idle when read back).
+        self.idle_timeouts_refused = 0
         self.reconcile_totals = policy_pb2.ReconcileTotals()
         self._digest_queue: asyncio.Queue = asyncio.Queue(DIGEST_QUEUE_SIZE)
         self._switch: fy.Switch | None = None
@@ -128,7 +131,9 @@ class Controller:
     def reload(self) -> tuple[bool, str]:
         """Read rack.yaml again and apply it (SIGHUP, or the ReloadConfig call); a file that fails to load, or a
         change that needs a restart, is refused whole: nothing changes. The operator API's certificate, key and
-        CA are read again too (new connections get them). Returns whether it was applied, and what changed or why not.
+        CA are read again too (new connections get them), and so are the store's (--store-ca, --store-cert,
+        --store-key: calls to etcd made after the reload go over a new connection that uses them). Returns
+        whether it was applied, and what changed or why not.
 
         With etcd the file's policy only ever seeds a new store: a reload
         leaves the store's policy (and every change made through the API) in force."""
@@ -139,9 +144,17 @@ class Controller:
         changed, restart = config_changes(self.config, new)
         if restart:
             return self._refuse_reload(f"{self.config_path}: {', '.join(restart)} changed, which needs a restart (nothing was applied)")
+        store = self.fleet.store
+        store_credentials = None
+        if isinstance(store, EtcdStore) and store.tls is not None:
+            try:
+                store_credentials = store.read_tls()
+            except (OSError, ValueError) as err:
+                why = f"cannot read {err.filename}: {err.strerror}" if isinstance(err, OSError) and err.filename else str(err)
+                return self._refuse_reload(f"the store's TLS files cannot be used: {why} (nothing was applied; the old ones stay in force)")
         if self.credentials is not None:
             try:
-                # Both endpoints' new TLS is made before either is put in place: both take the new files or neither.
+                # Every endpoint's new TLS is made before any is put in place: all take the new files or none.
                 self.credentials.reload(commit=False)
                 metrics_context = metrics_server.tls_context(self.config.tls) if self._metrics_http is not None else None
                 self.credentials.reload()
@@ -149,6 +162,9 @@ class Controller:
                 return self._refuse_reload(f"{self.config_path}: the TLS files cannot be used: {err} (nothing was applied)")
             if metrics_context is not None:
                 self._metrics_http.context = metrics_context
+        if store_credentials is not None:
+            store.use_tls(store_credentials)
+            LOG.info("the store's TLS files read again: calls to %s from now on use them", store.url)
         if not isinstance(self.fleet.store, MemoryStore):
             self.state.config_reloads += 1
             why = f"{self.config_path}: the policy is kept from {self.fleet.store.url} (revision {self.fleet.revision}); jumbogatectl config import replaces it"
@@ -471,13 +487,87 @@ class Controller:
 
     async def _read_idle_timeouts(self, switch: fy.Switch) -> None:
         async for notification in switch.read_idle_timeouts():
-            for entry in notification:
-                if entry.table_id == names.MERGE_FLOWS:
-                    try:
-                        flow = translate.merge_flow_tuple(entry)
-                    except (ValueError, KeyError):
-                        continue  # not ours; reconciliation deletes it
-                    self.state.offload(flow, expired=True)
+            for flow in await self.idle_flows(switch, list(notification)):
+                self.state.offload(flow, expired=True)
+
+    async def idle_flows(self, switch: fy.Switch, entries: list[fy.P4TableEntry]) -> list[FiveTuple]:
+        """The flows of an idle-timeout notification's entries that are idle indeed, to be forgotten.
+
+        A notification is the switch's word alone: a hostile or buggy switch would take an operator's
+        flows off the merge path with it. Only a merge flow this controller holds, notified with an idle
+        timeout, is looked at, and it is forgotten only if the switch, read back, holds it and has not
+        seen it hit for the timeout this controller gave it (P4Runtime's time_since_last_hit). A switch
+        that cannot say when an entry was last hit is believed for flows it holds, but never for the
+        operator's own. The other entries are counted (idle_timeouts_refused) and logged."""
+        refused: list[str] = []
+        candidates: dict[FiveTuple, MergeFlow] = {}
+        for entry in entries:
+            if entry.table_id != names.MERGE_FLOWS:
+                refused.append(f"an entry of {entry.table_id}, which has no idle timeout")
+                continue
+            try:
+                flow = translate.merge_flow_tuple(entry)
+            except (ValueError, KeyError) as err:
+                refused.append(f"a merge_flows entry of no flow ({err})")  # not ours: reconciliation deletes it
+                continue
+            record = self.state.flows.get(flow)
+            if record is None:
+                refused.append(f"{flow}, not on the merge path")
+            elif not entry.idle_timeout_ns:
+                refused.append(f"{flow}, notified without an idle timeout")
+            else:
+                candidates[flow] = record
+        idle = []
+        try:
+            held, since_hit = await self._read_back_merge_flows(switch, list(candidates)) if candidates else (set(), None)
+        except fy.P4ClientError as err:
+            # Kept on the merge path, and the session goes on: the switch notifies again while the entries stay idle.
+            refused += [f"{flow}, which the switch did not read back ({err})" for flow in candidates]
+            candidates = {}
+        for flow, record in candidates.items():
+            timeout_ns = record.idle_timeout_s * 1_000_000_000
+            if flow not in held:
+                refused.append(f"{flow}, which the switch does not hold")
+            elif since_hit is None and record.origin == FlowOrigin.OPERATOR:
+                refused.append(f"{flow}, the operator's, which the switch cannot say was idle (no time_since_last_hit)")
+            elif since_hit is not None and since_hit.get(flow, 0) < timeout_ns:
+                refused.append(f"{flow}, hit {since_hit.get(flow, 0) / 1e9:.1f} s ago by the switch's own count (idle timeout {record.idle_timeout_s} s)")
+            else:
+                idle.append(flow)
+        if refused:
+            self.idle_timeouts_refused += len(refused)
+            LOG.warning(
+                "idle-timeout notification from %s: %d of %d entries not acted on (%d so far): %s",
+                switch.address, len(refused), len(entries), self.idle_timeouts_refused, "; ".join(refused[:4]) + ("; ..." if len(refused) > 4 else ""),
+            )  # fmt: skip
+        return idle
+
+    async def _read_back_merge_flows(self, switch: fy.Switch, flows: list[FiveTuple]) -> tuple[set[FiveTuple], dict[FiveTuple, int] | None]:
+        """The flows the switch holds with an idle timeout, and the nanoseconds since each was last hit
+        (None: the switch does not say, P4Runtime's time_since_last_hit being optional)."""
+
+        async def read(with_hits: bool) -> list[fy.P4TableEntry]:
+            # A read with a match names one entry each: only these flows are looked at.
+            hits = 0 if with_hits else None
+            queries = [fy.P4TableEntry(names.MERGE_FLOWS, match=p4.entries.merge_flow(flow).match, time_since_last_hit=hits) for flow in flows]
+            return [entity async for entity in switch.read(queries) if isinstance(entity, fy.P4TableEntry)]
+
+        try:
+            entries, with_hits = await read(True), True
+        except fy.P4ClientError as err:
+            LOG.debug("the switch does not read time_since_last_hit: %s", err)
+            entries, with_hits = await read(False), False
+        held, since_hit = set(), {}
+        for entry in entries:
+            try:
+                flow = translate.merge_flow_tuple(entry)
+            except (ValueError, KeyError):
+                continue
+            if entry.idle_timeout_ns:
+                held.add(flow)
+                if entry.time_since_last_hit is not None:
+                    since_hit[flow] = entry.time_since_last_hit
+        return held, since_hit if with_hits else None
 
     # ----- statistics -----
 

@@ -85,6 +85,18 @@ def store_tls(ca: Path | None, cert: Path | None, key: Path | None) -> tuple[Tls
     return tls, None
 
 
+def store_problem(url: str | None, ca: Path | None, cert: Path | None, key: Path | None, server_name: str | None) -> str | None:
+    """Why the store options (--store and its TLS) would stop a controller from starting, or None; the store is not contacted."""
+    tls, problem = store_tls(ca, cert, key)
+    if problem:
+        return problem
+    try:
+        open_store(url, "", tls, server_name)
+    except ValueError as err:
+        return str(err)
+    return None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jumbogate-controller",

@@ -124,14 +124,15 @@ class Election:
             raise StoreUnavailable(f"etcd at {self.store.url} did not answer the election ({err.code().name.lower()}: {err.details()})") from None
         mine = put.header.revision
         try:
-            return await self._wait_to_lead(kv, key, mine, grant.ID)
+            return await self._wait_to_lead(key, mine, grant.ID)
         except grpc.aio.AioRpcError as err:
             self._stop_keepalive()
             raise StoreUnavailable(f"etcd at {self.store.url} stopped answering the election ({err.code().name.lower()}: {err.details()})") from None
 
-    async def _wait_to_lead(self, kv, key: bytes, mine: int, lease: int) -> Leadership:
+    async def _wait_to_lead(self, key: bytes, mine: int, lease: int) -> Leadership:
         waiting_for = b""
         while not self.lost.is_set():
+            kv, _, _ = self.stubs()  # the store's channel as it is now (see _refresh_until_lost)
             candidates = await kv.Range(
                 rpc.RangeRequest(key=self.prefix, range_end=range_end(self.prefix), sort_target=rpc.RangeRequest.CREATE, sort_order=rpc.RangeRequest.ASCEND),
                 timeout=REQUEST_TIMEOUT_S,
@@ -224,7 +225,11 @@ class Election:
         try:
             await self._refresh_until_lost(lease, expires)
         except asyncio.CancelledError:
-            raise
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # stopped on purpose (resign, a new campaign)
+            # A gRPC call cancelled under it (its channel closed) raises this too: the refreshes ended.
+            self._lose(f"refreshing lease {lease:x} ended: a call to etcd was cancelled")
         except Exception as err:
             LOG.exception("refreshing lease %x failed", lease)
             self._lose(f"refreshing lease {lease:x} failed ({type(err).__name__}: {err})")
@@ -234,12 +239,13 @@ class Election:
         the TTL etcd answered it with). Refreshes go out every KEEPALIVE_INTERVAL_S without waiting for the answer
         to the last, so slow answers still extend the lease; the leader steps down at `expires` less the margin,
         on a timer, whether or not anything failed."""
-        _, lease_stub, _ = self.stubs()
 
         def left() -> float:
             return expires - STEP_DOWN_MARGIN_S - time.monotonic()
 
         while not self.lost.is_set():
+            # On the store's channel as it is now: it moves to another member when its own has no leader.
+            _, lease_stub, _ = self.stubs()
             call = lease_stub.LeaseKeepAlive()
             # Sending times of the refreshes not yet answered, oldest first: etcd answers a stream in order.
             unanswered: deque[float] = deque()
@@ -268,7 +274,8 @@ class Election:
                     done, _ = await asyncio.wait(tasks, timeout=min(left(), KEEPALIVE_INTERVAL_S), return_when=asyncio.FIRST_COMPLETED)
                     if done:
                         ended = done.pop()
-                        if ended.exception() is None and ended.result():
+                        # A call cancelled under it (its channel closed) ends a task as cancelled: a broken stream.
+                        if not ended.cancelled() and ended.exception() is None and ended.result():
                             self._lose(ended.result())
                             return
                         break  # the stream broke: another one
@@ -290,11 +297,11 @@ class Election:
     async def _lose_when_deleted(self, key: bytes, revision: int) -> None:
         """The next in line leads once this key is gone, whatever removed it: a leader whose
         key was deleted by hand, its lease alive, must not lead beside it."""
-        kv, _, _ = self.stubs()
         while not self.lost.is_set():
             try:
                 await self._wait_for_delete(key, revision)
                 # Deleted, or the watch was cancelled (its revision compacted): look.
+                kv, _, _ = self.stubs()
                 reply = await kv.Range(rpc.RangeRequest(key=key), timeout=REQUEST_TIMEOUT_S)
             except grpc.aio.AioRpcError:
                 # etcd unreachable: the lease's own deadline ends the term if it must; look again after.

@@ -481,13 +481,19 @@ class FleetPolicy:
         except (UnicodeDecodeError, json.JSONDecodeError):
             return None
 
-    async def set_fleet(self, on: bool, revision: int = 0) -> None:
+    async def set_fleet(self, on: bool, revision: int = 0) -> int:
+        """Write the fleet flag; the revision it was committed at, where the store holds it as `on`.
+
+        That is what the change's answer shows: the policy in force may not have it yet (its
+        read-back failed, or a revision of the store is refused and an older one stays in force)."""
         # A flag the store already holds as asked is written all the same, with no puts: the
         # transaction still checks that the view it was judged on is current.
         puts = {FLEET_JUMBO: encode(on)} if self._stored(FLEET_JUMBO) is not on else {}
-        await self._commit(Change(self._base(revision), puts=puts).depend(self.snapshot, FLEET_JUMBO))
+        return await self._commit(Change(self._base(revision), puts=puts).depend(self.snapshot, FLEET_JUMBO))
 
-    async def set_instance_jumbo(self, instance_id: str, on: bool, revision: int = 0) -> None:
+    async def set_instance_jumbo(self, instance_id: str, on: bool, revision: int = 0) -> tuple[int, bool]:
+        """Write an instance's flag; the revision it was committed at, and the fleet flag the store
+        holds with it (the change depends on it: it is as this view saw it)."""
         instance = self.config.instance(instance_id)
         if instance is None:
             known = ", ".join(i.id for i in self.config.instances) or "none"
@@ -499,7 +505,8 @@ class FleetPolicy:
         if not isinstance(value, dict):
             raise PolicyError("FAILED_PRECONDITION", f"{PREFIX}{key} is missing or invalid in the store at revision {self.snapshot.revision}")
         puts = {key: encode({**value, "jumbo": on})} if value.get("jumbo") is not on else {}
-        await self._commit(Change(self._base(revision), puts=puts).depend(self.snapshot, FLEET_JUMBO, key))
+        fleet_on = self._stored(FLEET_JUMBO) is True
+        return await self._commit(Change(self._base(revision), puts=puts).depend(self.snapshot, FLEET_JUMBO, key)), fleet_on
 
     async def import_yaml(self, text: str, source: str, revision: int = 0) -> int:
         """Replace the fleet's policy and this rack's with a rack.yaml's, in one transaction.

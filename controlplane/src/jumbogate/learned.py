@@ -81,14 +81,14 @@ async def publish_while_leading(store: EtcdStore, rack: str, lease: int, state: 
     """Put this rack's learned paths under its key with the leader's lease at
     the start of the term and whenever they change, at most once a second.
     The election keeps the lease alive, so nothing needs republishing for it."""
-    kv = rpc.KVStub(store.channel)
     published = None
     while True:
         now = _what_changed(state)
         if now != published:
             value = encode_paths(list(state.learned_paths.values()))
             try:
-                await kv.Put(rpc.PutRequest(key=learned_key(rack), value=value, lease=lease), timeout=REQUEST_TIMEOUT_S)
+                # On the store's channel as it is now: it moves to another member when its own has no leader.
+                await rpc.KVStub(store.channel).Put(rpc.PutRequest(key=learned_key(rack), value=value, lease=lease), timeout=REQUEST_TIMEOUT_S)
                 published = now
             except grpc.aio.AioRpcError as err:
                 # Tried again at the next interval; the policy does not depend on it.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -71,28 +72,28 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
 
     # ----- helpers -----
 
-    def _fleet(self, jumbo: bool | None = None) -> policy_pb2.Fleet:
-        """The fleet now, or with the flag an event recorded."""
+    def _fleet(self, jumbo: bool | None = None, revision: int | None = None) -> policy_pb2.Fleet:
+        """The fleet now, or with the flag an event recorded (or a change wrote, at its revision)."""
         mtu = self.state.config.mtu
         return policy_pb2.Fleet(
             jumbo=self.state.fleet_jumbo if jumbo is None else jumbo,
             guest_jumbo_mtu=mtu.guest_jumbo,
             default_mtu=mtu.default_external,
-            revision=self._revision(),
+            revision=self._revision() if revision is None else revision,
         )
 
     def _revision(self) -> int:
         return self.fleet.revision if self.fleet else 0
 
-    def _instance(self, instance_id: str, jumbo: bool | None = None, effective_mtu: int | None = None) -> policy_pb2.Instance:
-        """The instance now, or with the flag and MTU an event recorded."""
+    def _instance(self, instance_id: str, jumbo: bool | None = None, effective_mtu: int | None = None, revision: int | None = None) -> policy_pb2.Instance:
+        """The instance now, or with the flag and MTU an event recorded (or a change wrote, at its revision)."""
         instance = self.state.require_instance(instance_id)
         return policy_pb2.Instance(
             id=instance.id,
             addresses=[str(a) for a in instance.addresses],
             jumbo=self.state.instance_jumbo[instance.id] if jumbo is None else jumbo,
             effective_mtu=self.state.effective_mtu(instance.id) if effective_mtu is None else effective_mtu,
-            revision=self._revision(),
+            revision=self._revision() if revision is None else revision,
         )
 
     def _flow(self, record: MergeFlow) -> policy_pb2.MergeFlow:
@@ -130,9 +131,11 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
         try:
             if self.fleet is None:
                 self.state.set_fleet(request.jumbo)
-            else:
-                await self.fleet.set_fleet(request.jumbo, request.revision)
-            return self._fleet()
+                return self._fleet()
+            # What was written, at the revision it was written at: the policy in force may lag it
+            # (its read-back failed; a newer revision of the store is refused).
+            revision = await self.fleet.set_fleet(request.jumbo, request.revision)
+            return self._fleet(request.jumbo, revision)
         except (PolicyError, StoreError) as err:
             await self._abort(context, err)
 
@@ -149,9 +152,11 @@ class PolicyService(policy_pb2_grpc.PolicyServicer):
         try:
             if self.fleet is None:
                 self.state.set_instance_jumbo(request.id, request.jumbo)
-            else:
-                await self.fleet.set_instance_jumbo(request.id, request.jumbo, request.revision)
-            return self._instance(request.id)
+                return self._instance(request.id)
+            # What was written, as for SetFleet.
+            revision, fleet_on = await self.fleet.set_instance_jumbo(request.id, request.jumbo, request.revision)
+            instance = replace(self.state.require_instance(request.id), jumbo=request.jumbo)
+            return self._instance(request.id, request.jumbo, self.state.config.effective_mtu(instance, fleet_on), revision)
         except (PolicyError, StoreError) as err:
             await self._abort(context, err)
 

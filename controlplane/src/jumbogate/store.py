@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 import grpc
 from aetcd import rpc
 
-from .tls import TlsConfig, channel_credentials, is_loopback
+from .tls import TlsConfig, channel_credentials, check_key_pair, is_loopback
 
 LOG = logging.getLogger("jumbogate.store")
 
@@ -54,6 +54,15 @@ REQUEST_TIMEOUT_S = 3.0
 MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
 # After a watch breaks (etcd restarted, a member lost), the next attempt waits this long.
 WATCH_RETRY_S = 0.5
+# gRPC metadata asking etcd to cancel a watch once the member that serves it has had no
+# leader for about three election timeouts (etcd's own client sends it for
+# WithRequireLeader). Without it, a member cut off from the rest of its cluster keeps a
+# watch open and sends it nothing while the others go on changing the policy. Reads and
+# transactions do not send it: etcd would refuse them at once during an ordinary leader
+# election, which they otherwise outlast within their deadline.
+REQUIRE_LEADER = (("hasleader", "true"),)
+# How etcd says so (rpctypes.ErrGRPCNoLeader).
+NO_LEADER = "etcdserver: no leader"
 
 
 class StoreError(Exception):
@@ -64,6 +73,10 @@ class StoreError(Exception):
 
 class StoreUnavailable(StoreError):
     pass
+
+
+class StoreNoLeader(StoreUnavailable):
+    """The etcd member that answered has no leader (cut off from the rest of its cluster, or the cluster lost its quorum)."""
 
 
 class StoreConflict(StoreError):
@@ -291,6 +304,15 @@ class EtcdStore:
         self._channel: grpc.aio.Channel | None = None
         self._kv = None
         self._watch = None
+        # The endpoint the channel tries first; moved on when its member has no leader.
+        self._first = 0
+        # Channels left for another endpoint, closed once the calls they carry had their deadline.
+        self._retiring: set[asyncio.Task] = set()
+        # Channels left for new TLS files: closed with the store (the election's streams on one
+        # live as long as its term; gRPC drops an idle channel's connection after its idle timeout).
+        self._replaced: list[grpc.aio.Channel] = []
+        # The TLS files as last read (at open, and by every reload that took).
+        self._credentials: grpc.ChannelCredentials | None = None
 
     @property
     def channel(self) -> grpc.aio.Channel:
@@ -298,6 +320,8 @@ class EtcdStore:
         return self._channel
 
     def _unavailable(self, err: grpc.aio.AioRpcError) -> StoreUnavailable:
+        if err.code() == grpc.StatusCode.UNAVAILABLE and NO_LEADER in (err.details() or ""):
+            return StoreNoLeader(f"the etcd member at {self.endpoint} has no leader: cut off from the rest of its cluster, or the cluster lost its quorum")
         if err.code() in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED):
             return StoreUnavailable(f"etcd at {self.url} refused the controller ({err.code().name.lower()}: {err.details()}); {self._who()}")
         if self.tls is not None:
@@ -323,15 +347,28 @@ class EtcdStore:
             f"grants readwrite on the prefixes {prefixes} (docs/fleet.md)"
         )
 
+    @property
+    def endpoint(self) -> str:
+        """The endpoint the channel tries first: the member answering, unless it stopped."""
+        if len(self.endpoints) == 1:
+            return self.url
+        host, port = self.endpoints[self._first]
+        return f"etcd://{host}:{port} (of {self.url})"
+
     async def open(self) -> None:
         """Connect and read once, so that a store that is not there is reported at start."""
-        # Pick the first endpoint that answers, and move on when it stops.
+        self._connect()
+        await self.snapshot()
+
+    def _connect(self) -> None:
+        # Pick the first endpoint that answers (from self._first on), and move on when it stops.
         options = [
             ("grpc.lb_policy_name", "pick_first"),
             ("grpc.max_reconnect_backoff_ms", 1000),
             # A fleet's snapshot outgrows gRPC's default 4 MiB message.
             ("grpc.max_receive_message_length", MAX_SNAPSHOT_BYTES),
         ]
+        order = self.endpoints[self._first :] + self.endpoints[: self._first]
         if self.tls is None:
             if not all(is_loopback(f"[{host}]:{port}") for host, port in self.endpoints):
                 LOG.warning(
@@ -339,14 +376,58 @@ class EtcdStore:
                     "the fleet's policy, past the operator API's roles. Give --store-ca, --store-cert and --store-key (mutual TLS; docs/fleet.md)",
                     self.url,
                 )
-            self._channel = grpc.aio.insecure_channel(_grpc_target(self.endpoints), options=options)
+            self._channel = grpc.aio.insecure_channel(_grpc_target(order), options=options)
         else:
             if self.server_name:
                 options.append(("grpc.ssl_target_name_override", self.server_name))
-            self._channel = grpc.aio.secure_channel(_grpc_target(self.endpoints), channel_credentials(self.tls), options=options)
+            if self._credentials is None:
+                # At start the files were checked by whoever made this store (the daemon says why they cannot serve).
+                self._credentials = channel_credentials(self.tls)
+            self._channel = grpc.aio.secure_channel(_grpc_target(order), self._credentials, options=options)
         self._kv = rpc.KVStub(self._channel)
         self._watch = rpc.WatchStub(self._channel)
-        await self.snapshot()
+
+    def read_tls(self) -> grpc.ChannelCredentials:
+        """The credentials --store-ca, --store-cert and --store-key make as the files are now; OSError or
+        ValueError naming them when they cannot be used (unreadable, not PEM, a key not the certificate's,
+        a certificate not valid now or not signed by the CA)."""
+        assert self.tls is not None
+        ca, cert, key = self.tls.files()
+        check_key_pair(self.tls, ca, cert, key)
+        return grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert)
+
+    def use_tls(self, credentials: grpc.ChannelCredentials) -> None:
+        """Connect with `credentials` (read_tls's) from now on: every call made after this one goes over a
+        new connection that uses them; the calls and streams already open keep theirs."""
+        self._credentials = credentials
+        if self._channel is None:
+            return
+        self._replaced.append(self._channel)
+        self._connect()
+
+    def move_on(self) -> bool:
+        """Connect again, trying the next endpoint first (pick_first stays on a member that answers,
+        even one without a leader). False, and nothing done, with a single endpoint.
+
+        The old channel is closed once the calls in flight on it had a request's deadline; streams
+        still open on it then end (a leader's lease refreshes, which a member without a leader
+        cannot pass on anyway: its term ends and it campaigns again on the new channel)."""
+        if len(self.endpoints) == 1 or self._channel is None:
+            return False
+        old = self._channel
+        self._first = (self._first + 1) % len(self.endpoints)
+        self._connect()
+        task = asyncio.get_running_loop().create_task(self._close_later(old))
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
+        return True
+
+    @staticmethod
+    async def _close_later(channel: grpc.aio.Channel) -> None:
+        try:
+            await asyncio.sleep(REQUEST_TIMEOUT_S)
+        finally:
+            await channel.close()
 
     async def snapshot(self) -> Snapshot:
         request = rpc.RangeRequest(key=self._prefix, range_end=range_end(self._prefix))
@@ -420,6 +501,8 @@ class EtcdStore:
         before, or under another cluster id, was restored or rebuilt: its snapshot comes
         marked `reset`, and the watch goes on from there."""
         broken = False
+        # Said once until the watch resumes, however many members without a leader it meets meanwhile.
+        leaderless = False
         cluster = self.cluster_id
         while True:
             try:
@@ -427,8 +510,8 @@ class EtcdStore:
                 seen = max(after, self.highest_revision)
                 snapshot = await self.snapshot()
                 if broken:
-                    LOG.info("watch on %s resumed at revision %d", self.url, snapshot.revision)
-                    broken = False
+                    LOG.info("watch on %s resumed at revision %d", self.endpoint, snapshot.revision)
+                    broken = leaderless = False
                 entries = dict(snapshot.entries)
                 cluster = cluster or self.cluster_id
                 if snapshot.revision < seen or (cluster and self.cluster_id != cluster):
@@ -449,6 +532,15 @@ class EtcdStore:
                 async for revision in self._events(after, entries):
                     after = revision
                     yield Snapshot(revision, dict(entries))
+            except StoreNoLeader as err:
+                # Another member may still lead: the next read asks the next endpoint.
+                moved = self.move_on()
+                if not leaderless:
+                    LOG.warning(
+                        "watch on %s cancelled: %s; reading the store again %s",
+                        self.url, err, "from the next endpoint" if moved else f"every {WATCH_RETRY_S:.1f} s until it has one",
+                    )  # fmt: skip
+                broken = leaderless = True
             except (StoreError, grpc.aio.AioRpcError) as err:
                 if not broken:
                     LOG.warning("watch on %s broken, retrying every %.1f s: %s", self.url, WATCH_RETRY_S, err)
@@ -460,10 +552,12 @@ class EtcdStore:
         create = rpc.WatchCreateRequest(key=self._prefix, range_end=range_end(self._prefix), start_revision=after + 1)
         # Written on the call, not fed from a generator: a cancelled call then leaves
         # nothing behind (no request reader waiting, no generator to finalize).
-        call = self._watch.Watch()
+        call = self._watch.Watch(metadata=REQUIRE_LEADER)
         try:
             await write_to_stream(call, rpc.WatchRequest(create_request=create))
             async for reply in call:
+                if reply.canceled and NO_LEADER in reply.cancel_reason:
+                    raise StoreNoLeader(f"the etcd member at {self.endpoint} has no leader ({reply.cancel_reason})")
                 if reply.canceled or reply.compact_revision:
                     raise StoreUnavailable(f"watch on {self.url} canceled ({reply.cancel_reason or f'compacted at {reply.compact_revision}'})")
                 if not reply.events:
@@ -478,11 +572,19 @@ class EtcdStore:
                 self.revision = max(self.revision, revision)
                 self.highest_revision = max(self.highest_revision, revision)
                 yield revision
+        except grpc.aio.AioRpcError as err:
+            raise self._unavailable(err) from None
         finally:
             with contextlib.suppress(Exception):
                 call.cancel()
 
     async def close(self) -> None:
+        for task in list(self._retiring):
+            task.cancel()
+        await asyncio.gather(*self._retiring, return_exceptions=True)
+        for channel in self._replaced:
+            await channel.close()
+        self._replaced.clear()
         if self._channel is not None:
             await self._channel.close()
             self._channel = None
