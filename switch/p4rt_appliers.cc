@@ -512,12 +512,35 @@ Status Server::hop_sets_refused(const std::string &what)
 // its members, ordered by handle, which follows creation order). All or
 // nothing: every set is built before any is put in place, so on -ENOMEM
 // the data path keeps every set it had, and the caller puts back what it
-// changed.
+// changed. The sets are built from the server's state alone, so a Write
+// builds them with the data path's lock let go (the workers forward by
+// the sets in place meanwhile) and holds it only to swap them in.
 int Server::rebuild_next_hops()
 {
-	sw_tables *t = &sw_->pipeline.tables;
-	const TableInfo *hops = schema_.table(P4_TABLE_NEXT_HOPS);
 	std::vector<std::pair<uint32_t, sw_hop_set *>> built;
+	auto build = [&] { return build_hop_sets(&built); };
+	int result =
+		writer_ != nullptr ? writer_->without_lock(build) : build();
+	if (result != 0)
+		return result;
+	sw_tables *t = &sw_->pipeline.tables;
+	std::vector<sw_hop_set *> replaced(std::size(t->next_hops), nullptr);
+	for (uint32_t i = 0; i < std::size(t->next_hops); i++)
+		std::swap(replaced[i], t->next_hops[i]);
+	for (const auto &[group_id, set] : built)
+		t->next_hops[group_id] = set;
+	// Freed after the swap: what the workers no longer see.
+	for (sw_hop_set *old : replaced)
+		std::free(old);
+	return 0;
+}
+
+// Every next_hops entry's hop set, from entries_, members_ and groups_;
+// -ENOMEM with nothing left allocated.
+int Server::build_hop_sets(
+	std::vector<std::pair<uint32_t, sw_hop_set *>> *built)
+{
+	const TableInfo *hops = schema_.table(P4_TABLE_NEXT_HOPS);
 	for (const auto &[key, stored] : entries_[hops->id]) {
 		// The key is the whole group id (p4_tables.h sizes the
 		// array by its width).
@@ -553,25 +576,15 @@ int Server::rebuild_next_hops()
 			1, sizeof(sw_hop_set) +
 				   list.size() * sizeof(sw_next_hop)));
 		if (set == nullptr) {
-			for (const auto &unused : built)
+			for (const auto &unused : *built)
 				std::free(unused.second);
+			built->clear();
 			return -ENOMEM;
 		}
 		set->count = (uint32_t)list.size();
 		std::copy(list.begin(), list.end(), set->hops);
-		built.push_back({group_id, set});
+		built->push_back({group_id, set});
 	}
-	std::set<uint32_t> present;
-	for (const auto &[group_id, set] : built) {
-		std::free(t->next_hops[group_id]);
-		t->next_hops[group_id] = set;
-		present.insert(group_id);
-	}
-	for (uint32_t i = 0; i < std::size(t->next_hops); i++)
-		if (t->next_hops[i] != nullptr && !present.count(i)) {
-			std::free(t->next_hops[i]);
-			t->next_hops[i] = nullptr;
-		}
 	return 0;
 }
 

@@ -120,6 +120,16 @@ constexpr int32_t kMaxDigestListSize = 1024;
 constexpr size_t kMaxMulticastGroups = 1024;
 constexpr size_t kMaxCloneSessions = 1024;
 
+// Replicas of every multicast group and clone session together: the
+// counts above, with 1,024 replicas each, would let a client make the
+// switch hold about 380 MB (2 x 1,024 x 1,024 replicas). The Tofino top
+// needs one replica per mirror session, its port: 1,024 in all. 16,384 is
+// sixteen times that (16 replicas for every session the hardware numbers,
+// or sixteen full groups), about 3 MB as protobuf. Beyond, the INSERT or
+// MODIFY that would pass it is RESOURCE_EXHAUSTED and counted
+// (replicas_refused).
+constexpr size_t kMaxReplicasTotal = 16384;
+
 // Opaque bytes a client keeps with an entry and reads back: a table
 // entry's metadata, a multicast group's. A controller keeps a tag there
 // (an owner, a revision, a cookie or a hash of its intent: tens of
@@ -182,6 +192,21 @@ class DataPlaneWriter
 	uint64_t pauses() const
 	{
 		return pauses_;
+	}
+
+	// Runs work with the lock let go, for work that reads only the
+	// server's own state (under its mutex, held throughout) and writes
+	// nothing the workers read: the hop sets of next_hops, built in full
+	// before they are swapped in under the lock, take milliseconds at
+	// the largest selector (a million hops), and forwarding stopped for
+	// all of them.
+	template <typename Work> auto without_lock(Work &&work)
+	{
+		rte_rwlock_write_unlock(lock_);
+		auto result = work();
+		rte_rwlock_write_lock(lock_);
+		since_ = sw_now_ns();
+		return result;
 	}
 
       private:

@@ -6,49 +6,99 @@
 namespace p4rt_server
 {
 
+// What is wrong with a packet-out's metadata, empty when nothing is
+// (P4Runtime's "PacketOut": precisely one metadata for each field of the
+// P4Info's packet-out controller header, each a bytestring of its
+// bitwidth). The specification has such a packet-out dropped, with a
+// stream error where the server gives one.
+static std::string metadata_error(const Schema &schema,
+				  const p4v1::PacketOut &packet)
+{
+	std::set<uint32_t> seen;
+	for (const auto &m : packet.metadata()) {
+		const std::string id = std::to_string(m.metadata_id());
+		auto field = schema.packet_out_metadata.find(m.metadata_id());
+		if (field == schema.packet_out_metadata.end())
+			return "unknown packet-out metadata id " + id +
+			       (schema.packet_out_metadata.empty()
+					? ": the P4Info has no packet-out "
+					  "controller header, so a "
+					  "packet-out carries no metadata"
+					: "");
+		if (!seen.insert(m.metadata_id()).second)
+			return "packet-out metadata " + field->second.name +
+			       " (id " + id + ") given twice";
+		const std::string &value = m.value();
+		if (value.empty())
+			return "packet-out metadata " + field->second.name +
+			       " (id " + id + ") is empty";
+		// Leading zero bytes are allowed (P4Runtime "Bytestrings").
+		size_t first = value.find_first_not_of('\0');
+		int bits = 0;
+		if (first != std::string::npos)
+			bits = (int)(8 * (value.size() - first) - 8) + 32 -
+			       __builtin_clz((unsigned char)value[first]);
+		if (field->second.bitwidth > 0 && bits > field->second.bitwidth)
+			return "packet-out metadata " + field->second.name +
+			       " (id " + id + ") does not fit in " +
+			       std::to_string(field->second.bitwidth) + " bits";
+	}
+	for (const auto &[id, field] : schema.packet_out_metadata)
+		if (!seen.count(id))
+			return "packet-out metadata " + field.name + " (id " +
+			       std::to_string(id) + ") is missing";
+	return "";
+}
+
 void Server::packet_out(Stream *stream, const p4v1::PacketOut &packet)
 {
+	// Every packet-out that is not sent is answered with the packet and
+	// counted (packet_outs_refused).
+	auto refuse = [&](StatusCode code, const std::string &why) {
+		g_packet_outs_refused++;
+		stream_error(stream, code, why, &packet);
+	};
 	{
 		std::lock_guard<std::mutex> lock(mu_);
 		if (primary_of(stream->role) != stream) {
-			stream_error(stream, StatusCode::PERMISSION_DENIED,
-				     "packet-out from a client that is "
-				     "not primary",
-				     &packet);
+			refuse(StatusCode::PERMISSION_DENIED,
+			       "packet-out from a client that is not primary");
 			return;
 		}
 		if (!may_packet_out(stream)) {
-			stream_error(stream, StatusCode::PERMISSION_DENIED,
-				     "packet-out from role '" + stream->role +
-					     "', whose config does not "
-					     "take part in packet I/O "
-					     "(receives_packet_ins)",
-				     &packet);
+			refuse(StatusCode::PERMISSION_DENIED,
+			       "packet-out from role '" + stream->role +
+				       "', whose config does not take part "
+				       "in packet I/O (receives_packet_ins)");
 			return;
 		}
 	}
+	// schema_ is the built-in P4Info's, fixed from the start.
+	std::string why = metadata_error(schema_, packet);
+	if (!why.empty()) {
+		refuse(StatusCode::INVALID_ARGUMENT, why);
+		return;
+	}
 	const std::string &payload = packet.payload();
 	rte_mbuf *mbuf = rte_pktmbuf_alloc(sw_->packet_out_pool);
-	if (mbuf == nullptr || payload.size() < 14 ||
+	if (mbuf == nullptr) {
+		refuse(StatusCode::RESOURCE_EXHAUSTED,
+		       "no buffer for the packet");
+		return;
+	}
+	if (payload.size() < 14 ||
 	    payload.size() > rte_pktmbuf_tailroom(mbuf)) {
-		if (mbuf != nullptr)
-			rte_pktmbuf_free(mbuf);
-		stream_error(stream,
-			     mbuf == nullptr ? StatusCode::RESOURCE_EXHAUSTED
-					     : StatusCode::INVALID_ARGUMENT,
-			     mbuf == nullptr ? "no buffer for the packet"
-					     : "a packet-out must be an "
-					       "Ethernet frame of at most "
-					       "the buffer size",
-			     &packet);
+		rte_pktmbuf_free(mbuf);
+		refuse(StatusCode::INVALID_ARGUMENT,
+		       "a packet-out must be an Ethernet frame of at most "
+		       "the buffer size");
 		return;
 	}
 	std::memcpy(rte_pktmbuf_append(mbuf, (uint16_t)payload.size()),
 		    payload.data(), payload.size());
 	if (rte_ring_mp_enqueue(sw_->packet_out, mbuf) != 0) {
 		rte_pktmbuf_free(mbuf);
-		stream_error(stream, StatusCode::RESOURCE_EXHAUSTED,
-			     "packet-out queue full", &packet);
+		refuse(StatusCode::RESOURCE_EXHAUSTED, "packet-out queue full");
 	}
 }
 

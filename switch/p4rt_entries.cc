@@ -34,6 +34,7 @@ Status Server::Write(grpc::ServerContext *, const p4v1::WriteRequest *request,
 		// Each update is applied whole under the data path's
 		// lock; packets may pass between two of them.
 		p4rt_bounds::DataPlaneWriter writer(&sw_->lock);
+		writer_ = &writer;
 		for (const auto &update : request->updates()) {
 			if (!results.empty())
 				writer.pause_if_due();
@@ -43,6 +44,7 @@ Status Server::Write(grpc::ServerContext *, const p4v1::WriteRequest *request,
 						       : allowed);
 			failed |= !results.back().ok();
 		}
+		writer_ = nullptr;
 	}
 	uint64_t accepted = 0;
 	for (const auto &result : results)

@@ -42,6 +42,9 @@ constexpr int kMaxReplicas = 1024;
 // multicast_groups_refused, clone_sessions_refused).
 inline std::atomic<uint64_t> g_multicast_groups_refused{0};
 inline std::atomic<uint64_t> g_clone_sessions_refused{0};
+// INSERTs and MODIFYs refused because they would take the replicas of all
+// groups and sessions past p4rt_bounds::kMaxReplicasTotal (replicas_refused).
+inline std::atomic<uint64_t> g_replicas_refused{0};
 
 class Engine
 {
@@ -118,6 +121,7 @@ class Engine
 	{
 		groups_.clear();
 		sessions_.clear();
+		replicas_ = 0;
 	}
 
       private:
@@ -142,6 +146,7 @@ class Engine
 		if (type != p4v1::Update::INSERT && !exists)
 			return Status(StatusCode::NOT_FOUND, "no " + name);
 		if (type == p4v1::Update::DELETE) {
+			replicas_ -= (size_t)entries->at(id).replicas_size();
 			entries->erase(id);
 			return Status::OK;
 		}
@@ -180,9 +185,25 @@ class Engine
 						std::to_string(r.instance()) +
 						" twice");
 		}
+		const size_t held =
+			exists ? (size_t)entries->at(id).replicas_size() : 0;
+		const size_t total = replicas_ - held + (size_t)replicas.size();
+		if (total > p4rt_bounds::kMaxReplicasTotal) {
+			g_replicas_refused++;
+			const std::string bound =
+				std::to_string(p4rt_bounds::kMaxReplicasTotal);
+			return Status(
+				StatusCode::RESOURCE_EXHAUSTED,
+				name +
+					" would bring the replicas of all "
+					"groups and sessions to " +
+					std::to_string(total) + ", past the " +
+					bound + " this switch holds");
+		}
 		// Kept as written, less fields this switch does not know:
 		// opaque bytes of any size otherwise.
 		Entry &kept = (*entries)[id];
+		replicas_ = total;
 		kept = in;
 		kept.DiscardUnknownFields();
 		return Status::OK;
@@ -225,6 +246,8 @@ class Engine
 
 	std::map<uint32_t, p4v1::MulticastGroupEntry> groups_;
 	std::map<uint32_t, p4v1::CloneSessionEntry> sessions_;
+	// Replicas of every entry of groups_ and sessions_.
+	size_t replicas_ = 0;
 };
 
 } // namespace p4rt_pre

@@ -142,6 +142,12 @@ bool build_schema(const std::string &text, Schema *schema, std::string *why)
 							.bit()
 							.bitwidth());
 		}
+	// The header P4Runtime names "packet_out" (@controller_header).
+	for (const auto &header : info.controller_packet_metadata())
+		if (header.preamble().name() == "packet_out")
+			for (const auto &m : header.metadata())
+				schema->packet_out_metadata[m.id()] = {
+					m.name(), m.bitwidth()};
 	if (schema->ecmp_selector == 0 ||
 	    schema->meters.size() != P4_METER_COUNT ||
 	    schema->elephant_digest == 0 ||

@@ -42,6 +42,12 @@ struct ParamInfo {
 	int bitwidth;
 };
 
+// A field of the P4Info's packet-out controller header.
+struct PacketMetadataInfo {
+	std::string name;
+	int bitwidth; // 0: a translated type, sent as an SDN string
+};
+
 struct ActionInfo {
 	uint32_t id;
 	std::string alias;
@@ -78,6 +84,9 @@ struct Schema {
 	std::map<uint32_t, std::pair<std::string, int64_t>> meters;
 	uint32_t elephant_digest = 0;
 	std::vector<int> digest_widths; // the digest struct's members
+	// By metadata id: what every PacketOut carries, precisely one of
+	// each. None when the program has no packet-out controller header.
+	std::map<uint32_t, PacketMetadataInfo> packet_out_metadata;
 
 	const TableInfo *table(const std::string &alias) const
 	{

@@ -29,6 +29,7 @@ std::atomic<uint64_t> g_stream_outbox_bytes{0};
 std::atomic<size_t> g_unarbitrated_streams{0};
 std::atomic<uint64_t> g_unarbitrated_streams_closed{0};
 std::atomic<uint64_t> g_reads_refused{0};
+std::atomic<uint64_t> g_packet_outs_refused{0};
 p4rt_writes::WriteRecord g_writes;
 
 bool Server::init(std::string *why)
@@ -279,6 +280,11 @@ extern "C" uint64_t sw_p4rt_reads_refused(void)
 	return g_reads_refused.load();
 }
 
+extern "C" uint64_t sw_p4rt_packet_outs_refused(void)
+{
+	return p4rt_server::g_packet_outs_refused.load();
+}
+
 extern "C" uint64_t sw_p4rt_multicast_groups_refused(void)
 {
 	return p4rt_pre::g_multicast_groups_refused.load();
@@ -287,6 +293,11 @@ extern "C" uint64_t sw_p4rt_multicast_groups_refused(void)
 extern "C" uint64_t sw_p4rt_clone_sessions_refused(void)
 {
 	return p4rt_pre::g_clone_sessions_refused.load();
+}
+
+extern "C" uint64_t sw_p4rt_replicas_refused(void)
+{
+	return p4rt_pre::g_replicas_refused.load();
 }
 
 extern "C" void sw_p4rt_writes_telemetry(struct rte_tel_data *d)

@@ -111,6 +111,10 @@ extern std::atomic<size_t> g_unarbitrated_streams;
 extern std::atomic<uint64_t> g_unarbitrated_streams_closed;
 // Reads refused past kMaxReadEntities.
 extern std::atomic<uint64_t> g_reads_refused;
+// Packet-outs refused with a stream error (the sender not primary, its
+// role without packet I/O, metadata that is not the P4Info's, a payload
+// that is not a frame) or with no room to send them.
+extern std::atomic<uint64_t> g_packet_outs_refused;
 // Accepted write updates by election id (/jumbogate_switch/writes).
 extern p4rt_writes::WriteRecord g_writes;
 
@@ -444,6 +448,8 @@ class Server final : public p4v1::P4Runtime::Service
 	Status write_group(p4v1::Update::Type type,
 			   const p4v1::ActionProfileGroup &in);
 	int rebuild_next_hops();
+	int
+	build_hop_sets(std::vector<std::pair<uint32_t, sw_hop_set *>> *built);
 	Status hop_sets_refused(const std::string &what);
 
 	// -- meters, counters, digests --
@@ -485,6 +491,9 @@ class Server final : public p4v1::P4Runtime::Service
 	// Entries programmed one-shot, by their key: while any is held,
 	// members and groups are refused, and the other way round.
 	std::set<std::string> one_shot_entries_;
+	// The data path's lock while a Write holds it (under mu_), so that
+	// work on the server's state alone is done with it let go.
+	p4rt_bounds::DataPlaneWriter *writer_ = nullptr;
 	// Multicast groups and clone sessions (p4rt_pre.h).
 	p4rt_pre::Engine pre_;
 	// (meter id, index) -> its configuration, for reads.

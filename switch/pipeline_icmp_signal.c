@@ -14,6 +14,16 @@
 
 #define TOKEN_SCALE 1000000ull /* tokens are counted in 1e-6 packets */
 
+/* A bucket of `packets` in tokens. P4Runtime takes any int64 burst, and a
+ * burst past UINT64_MAX / TOKEN_SCALE (1.8e13 packets) wrapped around to
+ * a bucket smaller than one packet, which made every packet red; a bucket
+ * that large is as good as unbounded, so it saturates. */
+static uint64_t tokens_of(uint64_t packets)
+{
+	return packets > UINT64_MAX / TOKEN_SCALE ? UINT64_MAX
+						  : packets * TOKEN_SCALE;
+}
+
 void sw_meter_set(struct sw_meter *meter, uint64_t cir, uint64_t cburst,
 		  uint64_t pir, uint64_t pburst, uint64_t now_ns)
 {
@@ -25,8 +35,8 @@ void sw_meter_set(struct sw_meter *meter, uint64_t cir, uint64_t cburst,
 	meter->pir = pir;
 	meter->pburst = pburst;
 	/* Buckets start full, as BMv2's do. */
-	meter->committed_tokens = cburst * TOKEN_SCALE;
-	meter->peak_tokens = pburst * TOKEN_SCALE;
+	meter->committed_tokens = tokens_of(cburst);
+	meter->peak_tokens = tokens_of(pburst);
 	meter->last_ns = now_ns;
 	__atomic_clear(&meter->lock, __ATOMIC_RELEASE);
 }
@@ -34,13 +44,18 @@ void sw_meter_set(struct sw_meter *meter, uint64_t cir, uint64_t cburst,
 static uint64_t refill(uint64_t tokens, uint64_t rate, uint64_t burst,
 		       uint64_t elapsed_ns)
 {
-	/* rate packets/s = rate * 1e6 tokens per 1e9 ns. */
-	uint64_t added = elapsed_ns > 1000000000000ull
-				 ? burst * TOKEN_SCALE
-				 : rate * elapsed_ns / 1000;
-	uint64_t full = burst * TOKEN_SCALE;
+	uint64_t full = tokens_of(burst);
+	/* rate packets/s = rate * 1e6 tokens per 1e9 ns. A rate up to
+	 * INT64_MAX times the 1e12 ns that are still counted overflows 64
+	 * bits (and wrapped to a near-empty bucket): 128 hold it. */
+	unsigned __int128 added =
+		elapsed_ns > 1000000000000ull
+			? full
+			: (unsigned __int128)rate * elapsed_ns / 1000;
 
-	return tokens + added > full ? full : tokens + added;
+	return tokens >= full || added >= full - tokens
+		       ? full
+		       : tokens + (uint64_t)added;
 }
 
 /* RFC 2698 two-rate three-color marking, colour-blind, one packet. */

@@ -89,9 +89,14 @@ uint64_t sw_p4rt_reads_refused(void);
 uint64_t sw_p4rt_roles(void);
 uint64_t sw_p4rt_roles_refused(void);
 uint64_t sw_p4rt_role_denials(void);
+/* Packet-outs refused (answered with a stream error) or not sent. */
+uint64_t sw_p4rt_packet_outs_refused(void);
 /* Multicast group and clone session INSERTs refused past their bounds. */
 uint64_t sw_p4rt_multicast_groups_refused(void);
 uint64_t sw_p4rt_clone_sessions_refused(void);
+/* Multicast group and clone session writes refused past the replicas all
+ * of them may hold. */
+uint64_t sw_p4rt_replicas_refused(void);
 
 struct rte_tel_data;
 /* /jumbogate_switch/writes: accepted write updates per election id. */

@@ -89,10 +89,12 @@ static int stats_command(const char *command, const char *params,
 	jg_tel_u64(d, "roles", sw_p4rt_roles());
 	jg_tel_u64(d, "roles_refused", sw_p4rt_roles_refused());
 	jg_tel_u64(d, "role_denials", sw_p4rt_role_denials());
+	jg_tel_u64(d, "packet_outs_refused", sw_p4rt_packet_outs_refused());
 	jg_tel_u64(d, "multicast_groups_refused",
 		   sw_p4rt_multicast_groups_refused());
 	jg_tel_u64(d, "clone_sessions_refused",
 		   sw_p4rt_clone_sessions_refused());
+	jg_tel_u64(d, "replicas_refused", sw_p4rt_replicas_refused());
 	drops = rte_tel_data_alloc();
 	if (drops == NULL)
 		return 0;

@@ -652,3 +652,86 @@ def test_a_default_action_reaches_the_data_path_and_its_reset_restores_the_compi
     reset = p4r.Entity(table_entry=p4r.TableEntry(table_id=fleet.preamble.id, is_default_action=True))
     assert primary.write([update(p4r.Update.MODIFY, reset)]) == [OK]
     assert forwarded_count(1400) == 3
+
+
+def icmp_signals_for(switch, count: int) -> int:
+    """ICMP "fragmentation needed" signals back on port 0 for `count` DF frames of 1,400 bytes, one at a time,
+    past a fleet MTU of 1,300 (each meets icmp_signal_meter's cell of port 0)."""
+    from scapy.layers.inet import ICMP, IP, UDP
+    from scapy.layers.l2 import Ether
+
+    head = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IP(src="198.51.100.7", dst="10.9.0.1", flags="DF") / UDP(sport=4000, dport=5000)
+    frame = bytes(head / bytes(1400 - len(head)))
+    port = PacketPort(switch.ns, switch.peer)
+    try:
+        port.drain()
+        for _ in range(count):
+            port.send([frame])
+        received = port.receive(timeout=2)
+    finally:
+        port.close()
+    return sum(1 for f in received if ICMP in Ether(f) and Ether(f)[ICMP].type == 3 and Ether(f)[ICMP].code == 4)
+
+
+INT64_MAX = 2**63 - 1
+
+
+@pytest.mark.parametrize(
+    "config, signals",
+    [
+        ((1, 2, 1, 2), 2),  # a burst of two, refilled at one a second: the meter meters
+        ((1000, 2**64 // 10**6 + 1, 1000, 2**64 // 10**6 + 1), 5),  # bursts past UINT64_MAX / 1e6 tokens
+        ((INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX), 5),
+        ((INT64_MAX, 10, INT64_MAX, 10), 5),  # rates whose refill overflows 64 bits
+    ],
+    ids=["small", "huge-bursts", "int64-max", "huge-rates"],
+)
+def test_a_meter_takes_any_int64_rate_and_burst(switch, primary, config, signals):
+    """The token buckets were counted in 1e-6 packets in 64 bits: a burst past 1.8e13 packets (a valid int64)
+    wrapped to a bucket smaller than one packet, and a rate near INT64_MAX times the time since the last packet
+    wrapped too, so a meter configured to let everything through marked every packet red and the switch sent no
+    ICMP signal at all. Such buckets saturate; a negative rate or burst is still INVALID_ARGUMENT."""
+    route_to(primary, 0)
+    fleet = entry(
+        "fleet_policy", [], "set_fleet_jumbo", {"enabled": b"\x00", "guest_jumbo_mtu": (8500).to_bytes(2, "big"), "default_mtu": (1300).to_bytes(2, "big")}
+    )
+    fleet.table_entry.is_default_action = True
+    assert primary.write([update(p4r.Update.MODIFY, fleet)]) == [OK]
+    meter_id = next(m.preamble.id for m in INFO.meters if m.preamble.alias == "icmp_signal_meter")
+
+    def meter(cir: int, cburst: int, pir: int, pburst: int) -> p4r.Entity:
+        return p4r.Entity(
+            meter_entry=p4r.MeterEntry(meter_id=meter_id, index=p4r.Index(index=0), config=p4r.MeterConfig(cir=cir, cburst=cburst, pir=pir, pburst=pburst))
+        )
+
+    assert primary.write([update(p4r.Update.MODIFY, meter(-1, 2, 1, 2)), update(p4r.Update.MODIFY, meter(1, 2, 1, -2))]) == [INVALID_ARGUMENT] * 2
+    assert primary.write([update(p4r.Update.MODIFY, meter(*config))]) == [OK]
+    try:
+        assert icmp_signals_for(switch, 5) == signals
+    finally:
+        assert primary.write([update(p4r.Update.MODIFY, p4r.Entity(meter_entry=p4r.MeterEntry(meter_id=meter_id, index=p4r.Index(index=0))))]) == [OK]
+
+
+MAX_REPLICAS_TOTAL = 16_384  # docs/switch.md, "Bounds"
+
+
+def test_replicas_of_all_groups_and_sessions_together_are_bounded(switch, primary):
+    """Groups and sessions were bounded in number and in replicas each, not in replicas all told: 1,024 groups and
+    1,024 sessions of 1,024 replicas could hold about 380 MB. Every group's and session's replicas together are at
+    most MAX_REPLICAS_TOTAL: an INSERT or MODIFY that would pass it is RESOURCE_EXHAUSTED, changes nothing and is
+    counted (replicas_refused); room a smaller MODIFY or a DELETE makes is usable."""
+    full = [(port, instance) for port in range(16) for instance in range(64)]  # 1,024 replicas
+    half = MAX_REPLICAS_TOTAL // len(full) // 2
+    rows = [pre(group=n, ports=full) for n in range(1, half + 1)] + [pre(session=n, ports=full) for n in range(1, half + 1)]
+    assert fill(primary, rows) == [OK] * len(rows)
+    before = switch_stats(switch).get("replicas_refused", 0)
+    assert primary.write([update(p4r.Update.INSERT, pre(group=100, ports=[(1, 0)]))]) == [RESOURCE_EXHAUSTED]
+    assert primary.write([update(p4r.Update.INSERT, pre(session=100, ports=[(1, 0)]))]) == [RESOURCE_EXHAUSTED]
+    assert primary.write([update(p4r.Update.MODIFY, pre(group=1, ports=full[:-1]))]) == [OK]
+    assert primary.write([update(p4r.Update.INSERT, pre(group=100, ports=[(1, 0)]))]) == [OK]
+    assert primary.write([update(p4r.Update.MODIFY, pre(group=1, ports=full))]) == [RESOURCE_EXHAUSTED]
+    (group_1,) = primary.read([pre(group=1)])
+    assert len(group_1.packet_replication_engine_entry.multicast_group_entry.replicas) == len(full) - 1
+    assert switch_stats(switch)["replicas_refused"] == before + 3
+    assert primary.write([update(p4r.Update.DELETE, pre(session=1)), update(p4r.Update.INSERT, pre(session=1, ports=full))]) == [OK, OK]
+    assert primary.write([update(p4r.Update.INSERT, pre(session=101, ports=[(1, 0)]))]) == [RESOURCE_EXHAUSTED]
