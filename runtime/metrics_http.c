@@ -16,9 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define REQUEST_MAX  4096
 #define IO_TIMEOUT_S 2
-/* How often a wait for a client looks whether the server is stopping. */
+/* How often the wait for clients looks whether the server is stopping. */
 #define STOP_CHECK_MS 100
 
 static void append(struct jg_metrics_text *text, const char *format, ...)
@@ -97,6 +96,18 @@ enum outcome { SERVED, NOT_FOUND, BAD_REQUEST, OUTCOMES };
 static const char *const OUTCOME_NAMES[OUTCOMES] = {"served", "not_found",
 						    "bad_request"};
 
+/* One connection: its request arriving, then its answer leaving. */
+struct connection {
+	int fd;		  /* -1: the slot is free */
+	int64_t accepted; /* now_ms(): the oldest is evicted first */
+	/* Of the request's arrival, then of the answer's sending. */
+	int64_t deadline;
+	struct jg_metrics_request_head head;
+	char *answer; /* header and body; NULL while the request arrives */
+	size_t answer_length;
+	size_t answer_sent;
+};
+
 static struct {
 	int fd;
 	pthread_t thread;
@@ -106,6 +117,8 @@ static struct {
 	jg_metrics_render_fn render;
 	void *arg;
 	atomic_uint_fast64_t requests[OUTCOMES];
+	atomic_uint_fast64_t evicted;
+	struct connection connections[JG_METRICS_CONNECTIONS];
 } server = {.fd = -1};
 
 /* Milliseconds on the monotonic clock. */
@@ -117,59 +130,27 @@ static int64_t now_ms(void)
 	return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 }
 
-/* Waits until FD is ready for EVENTS, at most until DEADLINE (now_ms()):
- * false when the deadline passes, the connection fails or the server
- * stops (jg_metrics_stop() waits for no client). */
-static bool wait_ready(int fd, short events, int64_t deadline)
+bool jg_metrics_head_received(struct jg_metrics_request_head *head,
+			      size_t length)
 {
-	for (;;) {
-		int64_t left = deadline - now_ms();
-		struct pollfd ready = {.fd = fd, .events = events};
-		int n;
-
-		if (left <= 0 || atomic_load(&server.stop))
-			return false;
-		n = poll(&ready, 1,
-			 left < STOP_CHECK_MS ? (int)left : STOP_CHECK_MS);
-		if (n > 0)
-			return true;
-		if (n < 0 && errno != EINTR)
-			return false;
-	}
+	head->used += length;
+	head->bytes[head->used] = '\0';
+	return head->used >= JG_METRICS_REQUEST_MAX ||
+	       strstr(head->bytes, "\r\n\r\n") || strstr(head->bytes, "\n\n");
 }
 
-static bool send_all(int fd, const char *data, size_t length, int64_t deadline)
+enum jg_metrics_request
+jg_metrics_head_route(const struct jg_metrics_request_head *head)
 {
-	while (length > 0) {
-		ssize_t sent;
+	const char *request = head->bytes;
 
-		if (!wait_ready(fd, POLLOUT, deadline))
-			return false;
-		sent = send(fd, data, length, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (sent < 0 &&
-		    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-			continue;
-		if (sent <= 0)
-			return false;
-		data += sent;
-		length -= (size_t)sent;
-	}
-	return true;
-}
-
-/* The answer, header and body, is given IO_TIMEOUT_S to be sent in all,
- * however slowly the client reads it. */
-static void respond(int fd, const char *status, const char *body, size_t length)
-{
-	const int64_t deadline = now_ms() + IO_TIMEOUT_S * 1000;
-	char header[256];
-	int n = snprintf(header, sizeof(header),
-			 "HTTP/1.0 %s\r\nContent-Type: text/plain; "
-			 "version=0.0.4; charset=utf-8\r\nContent-Length: "
-			 "%zu\r\nConnection: close\r\n\r\n",
-			 status, length);
-	if (send_all(fd, header, (size_t)n, deadline))
-		send_all(fd, body, length, deadline);
+	if (strncmp(request, "GET ", 4) != 0 || !strchr(request, '\n'))
+		return JG_METRICS_BAD_REQUEST;
+	const char *path = request + 4;
+	size_t path_length = strcspn(path, " ?\r\n");
+	if (path_length != 8 || strncmp(path, "/metrics", 8) != 0)
+		return JG_METRICS_NOT_FOUND;
+	return JG_METRICS_SCRAPE;
 }
 
 static void render_scrape(struct jg_metrics_text *text)
@@ -186,73 +167,229 @@ static void render_scrape(struct jg_metrics_text *text)
 		jg_metric_sample(text, name, atomic_load(&server.requests[o]),
 				 labels);
 	}
+	snprintf(name, sizeof(name), "%s_metrics_connections_evicted_total",
+		 server.prefix);
+	jg_metric_family(text, name, "counter",
+			 "connections closed unanswered to make room for a "
+			 "new one (16 are served at once)");
+	jg_metric_sample(text, name, atomic_load(&server.evicted), NULL);
 }
 
-/* Reads the request head (up to REQUEST_MAX bytes) and answers it. The
- * whole head is given IO_TIMEOUT_S from the connection's accept, however
- * it trickles in: a time limit on each read would let a client that sends
- * a byte now and then hold the endpoint, and the program's stop, for as
- * long as it likes. A request cut short is answered as what arrived; one
- * that has not arrived by the server's stop is dropped. */
-static void serve(int fd)
+static void close_connection(struct connection *connection)
 {
-	const int64_t deadline = now_ms() + IO_TIMEOUT_S * 1000;
-	char request[REQUEST_MAX + 1];
-	size_t used = 0;
+	close(connection->fd);
+	free(connection->answer);
+	connection->fd = -1;
+	connection->answer = NULL;
+}
 
-	while (used < REQUEST_MAX) {
-		ssize_t got;
+/* Sends what the socket takes now; closes the connection once all is
+ * sent or the client is gone. */
+static void send_answer(struct connection *connection)
+{
+	while (connection->answer_sent < connection->answer_length) {
+		ssize_t sent = send(
+			connection->fd,
+			connection->answer + connection->answer_sent,
+			connection->answer_length - connection->answer_sent,
+			MSG_NOSIGNAL | MSG_DONTWAIT);
 
-		if (!wait_ready(fd, POLLIN, deadline))
-			break;
-		got = recv(fd, request + used, REQUEST_MAX - used,
-			   MSG_DONTWAIT);
-		if (got < 0 &&
-		    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		if (sent < 0 && errno == EINTR)
 			continue;
-		if (got <= 0)
+		if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (sent <= 0)
 			break;
-		used += (size_t)got;
-		request[used] = '\0';
-		if (strstr(request, "\r\n\r\n") || strstr(request, "\n\n"))
-			break;
+		connection->answer_sent += (size_t)sent;
 	}
-	request[used] = '\0';
-	if (strncmp(request, "GET ", 4) != 0 || !strchr(request, '\n')) {
-		atomic_fetch_add(&server.requests[BAD_REQUEST], 1);
-		respond(fd, "405 Method Not Allowed", "GET /metrics\n", 13);
-		return;
-	}
-	const char *path = request + 4;
-	size_t path_length = strcspn(path, " ?\r\n");
-	if (path_length != 8 || strncmp(path, "/metrics", 8) != 0) {
-		atomic_fetch_add(&server.requests[NOT_FOUND], 1);
-		respond(fd, "404 Not Found", "GET /metrics\n", 13);
-		return;
-	}
-	atomic_fetch_add(&server.requests[SERVED], 1);
+	close_connection(connection);
+}
+
+/* Answers the request as it stands (a request cut short by its deadline
+ * or its client is answered as what arrived). The answer, header and body,
+ * is given IO_TIMEOUT_S to be sent in all, however slowly the client
+ * reads it. */
+static void answer(struct connection *connection)
+{
 	struct jg_metrics_text text = {0};
-	render_scrape(&text);
-	if (text.failed)
-		respond(fd, "500 Internal Server Error", "out of memory\n", 14);
-	else
-		respond(fd, "200 OK", text.data, text.length);
+	const char *status, *body;
+	size_t body_length;
+	enum outcome outcome;
+
+	switch (jg_metrics_head_route(&connection->head)) {
+	case JG_METRICS_SCRAPE:
+		outcome = SERVED;
+		break;
+	case JG_METRICS_NOT_FOUND:
+		outcome = NOT_FOUND;
+		break;
+	default:
+		outcome = BAD_REQUEST;
+		break;
+	}
+	atomic_fetch_add(&server.requests[outcome], 1);
+	if (outcome == SERVED)
+		render_scrape(&text);
+	if (outcome == BAD_REQUEST) {
+		status = "405 Method Not Allowed";
+		body = "GET /metrics\n";
+		body_length = strlen(body);
+	} else if (outcome == NOT_FOUND) {
+		status = "404 Not Found";
+		body = "GET /metrics\n";
+		body_length = strlen(body);
+	} else if (text.failed) {
+		status = "500 Internal Server Error";
+		body = "out of memory\n";
+		body_length = strlen(body);
+	} else {
+		status = "200 OK";
+		body = text.data;
+		body_length = text.length;
+	}
+
+	char header[256];
+	int header_length =
+		snprintf(header, sizeof(header),
+			 "HTTP/1.0 %s\r\nContent-Type: text/plain; "
+			 "version=0.0.4; charset=utf-8\r\nContent-Length: "
+			 "%zu\r\nConnection: close\r\n\r\n",
+			 status, body_length);
+	connection->answer = malloc((size_t)header_length + body_length);
+	if (connection->answer == NULL) {
+		free(text.data);
+		close_connection(connection);
+		return;
+	}
+	memcpy(connection->answer, header, (size_t)header_length);
+	if (body_length > 0)
+		memcpy(connection->answer + header_length, body, body_length);
 	free(text.data);
+	connection->answer_length = (size_t)header_length + body_length;
+	connection->answer_sent = 0;
+	connection->deadline = now_ms() + IO_TIMEOUT_S * 1000;
+	send_answer(connection);
 }
 
-static void *accept_loop(void *unused)
+/* Reads what has arrived of the request; answers it once whole, or once
+ * the client has stopped sending (closed, or failed). */
+static void receive_request(struct connection *connection)
 {
-	(void)unused;
-	while (!atomic_load(&server.stop)) {
-		struct pollfd ready = {.fd = server.fd, .events = POLLIN};
-		if (poll(&ready, 1, 200) <= 0)
+	struct jg_metrics_request_head *head = &connection->head;
+
+	for (;;) {
+		ssize_t got =
+			recv(connection->fd, head->bytes + head->used,
+			     JG_METRICS_REQUEST_MAX - head->used, MSG_DONTWAIT);
+
+		if (got < 0 && errno == EINTR)
 			continue;
-		int fd = accept(server.fd, NULL, NULL);
-		if (fd < 0)
-			continue;
-		serve(fd);
-		close(fd);
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (got <= 0 || jg_metrics_head_received(head, (size_t)got))
+			break;
 	}
+	answer(connection);
+}
+
+/* A slot for a new connection: a free one, else the oldest connection
+ * still sending its request (the likeliest to be a client that stalls),
+ * else the oldest, closed and counted. A scrape's request arrives at
+ * once and is answered at once, so it is never the oldest for long. */
+static struct connection *free_slot(void)
+{
+	struct connection *oldest = NULL, *oldest_reading = NULL;
+
+	for (unsigned int i = 0; i < JG_METRICS_CONNECTIONS; i++) {
+		struct connection *connection = &server.connections[i];
+
+		if (connection->fd < 0)
+			return connection;
+		if (oldest == NULL || connection->accepted < oldest->accepted)
+			oldest = connection;
+		if (connection->answer == NULL &&
+		    (oldest_reading == NULL ||
+		     connection->accepted < oldest_reading->accepted))
+			oldest_reading = connection;
+	}
+	if (oldest_reading != NULL)
+		oldest = oldest_reading;
+	close_connection(oldest);
+	atomic_fetch_add(&server.evicted, 1);
+	return oldest;
+}
+
+static void accept_connection(void)
+{
+	int fd = accept(server.fd, NULL, NULL);
+
+	if (fd < 0)
+		return;
+	struct connection *connection = free_slot();
+	connection->fd = fd;
+	connection->accepted = now_ms();
+	connection->deadline = connection->accepted + IO_TIMEOUT_S * 1000;
+	connection->head.used = 0;
+	connection->head.bytes[0] = '\0';
+	connection->answer = NULL;
+}
+
+/* Each turn: connections past their deadline are answered (a request) or
+ * closed (an answer); then one poll over the listening socket and every
+ * connection, at most STOP_CHECK_MS so a stop is seen; then whatever is
+ * ready reads, sends or is accepted. */
+static void *serve_loop(void *unused)
+{
+	struct pollfd ready[1 + JG_METRICS_CONNECTIONS];
+	struct connection *polled[1 + JG_METRICS_CONNECTIONS];
+
+	(void)unused;
+	for (unsigned int i = 0; i < JG_METRICS_CONNECTIONS; i++)
+		server.connections[i].fd = -1;
+	while (!atomic_load(&server.stop)) {
+		int64_t now = now_ms(), wake = now + STOP_CHECK_MS;
+		nfds_t count = 1;
+
+		ready[0] = (struct pollfd){.fd = server.fd, .events = POLLIN};
+		for (unsigned int i = 0; i < JG_METRICS_CONNECTIONS; i++) {
+			struct connection *connection = &server.connections[i];
+
+			if (connection->fd >= 0 &&
+			    connection->deadline <= now) {
+				if (connection->answer == NULL)
+					answer(connection);
+				else
+					close_connection(connection);
+			}
+			if (connection->fd < 0)
+				continue;
+			if (connection->deadline < wake)
+				wake = connection->deadline;
+			polled[count] = connection;
+			ready[count++] = (struct pollfd){
+				.fd = connection->fd,
+				.events =
+					connection->answer ? POLLOUT : POLLIN};
+		}
+		int waited =
+			poll(ready, count, (int)(wake > now ? wake - now : 0));
+		if (waited <= 0)
+			continue;
+		for (nfds_t i = 1; i < count; i++) {
+			if (ready[i].revents == 0)
+				continue;
+			if (polled[i]->answer == NULL)
+				receive_request(polled[i]);
+			else
+				send_answer(polled[i]);
+		}
+		if (ready[0].revents & POLLIN)
+			accept_connection();
+	}
+	/* A request not yet answered by the stop is dropped. */
+	for (unsigned int i = 0; i < JG_METRICS_CONNECTIONS; i++)
+		if (server.connections[i].fd >= 0)
+			close_connection(&server.connections[i]);
 	return NULL;
 }
 
@@ -350,7 +487,7 @@ bool jg_metrics_start(const char *address, const char *prefix,
 	server.render = render;
 	server.arg = arg;
 	atomic_store(&server.stop, false);
-	if (pthread_create(&server.thread, NULL, accept_loop, NULL) != 0) {
+	if (pthread_create(&server.thread, NULL, serve_loop, NULL) != 0) {
 		snprintf(error, error_size, "metrics: no thread: %s",
 			 strerror(errno));
 		close(server.fd);

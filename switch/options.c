@@ -209,7 +209,11 @@ int sw_parse_options(struct options *options, int argc, char **argv)
 		return 2;
 	}
 	argv[split] = argv[0];
-	optind = 1;
+	/* 0, not 1: getopt then forgets the last command line it read as
+	 * well (where it stood in a cluster such as "-xy"), which a second
+	 * parse in one process would otherwise resume from a stale pointer
+	 * into it. */
+	optind = 0;
 	while ((opt = getopt_long(argc - split, argv + split, "", long_options,
 				  &index)) != -1) {
 		switch (opt) {

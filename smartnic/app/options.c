@@ -118,8 +118,12 @@ static bool set_eal_arguments(struct nic_options *options, const char *text,
 
 	if (copy == NULL)
 		return false;
-	for (int i = 1; i < options->eal_argc; i++)
+	/* Emptied, not only freed: fewer arguments than before would leave
+	 * freed strings after the last, where argv's convention has NULL. */
+	for (int i = 1; i < options->eal_argc; i++) {
 		free(options->eal_argv[i]);
+		options->eal_argv[i] = NULL;
+	}
 	options->eal_argc = 1;
 	for (char *word = strtok_r(copy, " \t", &save); word;
 	     word = strtok_r(NULL, " \t", &save)) {

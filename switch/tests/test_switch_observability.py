@@ -156,7 +156,7 @@ def test_a_client_that_stalls_holds_the_endpoint_at_most_its_time_limit(tmp_path
             started = time.monotonic()
             scrape(metrics)
             waited = time.monotonic() - started
-        assert waited < 5, waited  # 2 s to arrive, then the next request is served
+        assert waited < 5, waited  # served beside it, and in any case within its 2 s to arrive
     finally:
         process.stop()
 
