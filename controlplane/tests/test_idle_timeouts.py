@@ -94,6 +94,7 @@ async def test_a_notification_for_an_operators_flow_the_switch_holds_fresh_is_re
             await asyncio.gather(handler, return_exceptions=True)
         assert {operators, elephants} <= set(state.flows), "a fresh entry's notification took a flow off the merge path"
         assert controller.idle_timeouts_refused == 4 and state.flows_expired == 0
+        assert (await controller.stats()).idle_timeouts_refused == 4  # jumbogatectl stats, and the metrics from it
         refusal = [r.getMessage() for r in caplog.records if "idle-timeout notification" in r.getMessage()]
         assert len(refusal) == 1 and "4 of 4 entries not acted on" in refusal[0], refusal
 

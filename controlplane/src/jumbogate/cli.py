@@ -218,6 +218,7 @@ def show_stats(stats: policy_pb2.Stats) -> str:
     out.append(f"merge path: {human_count(stats.merge_path.packets)} packets ({share:.1f}% of steerable), bypass: {human_count(stats.bypass.packets)} packets")
     out.append(
         f"ICMP errors generated: {stats.icmp_generated}   digests: {stats.digests_received} received, {stats.digests_shed} shed, {stats.digests_refused} refused"
+        f"   idle-timeout notices refused: {stats.idle_timeouts_refused}"
     )
     drops = [[d.reason, d.code, d.count.packets] for d in stats.drops if d.count.packets]
     out.append("")

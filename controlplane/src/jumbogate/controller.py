@@ -579,6 +579,7 @@ class Controller:
             digests_received=self.digests_received,
             digests_shed=self.digests_shed,
             digests_refused=self.digests_refused,
+            idle_timeouts_refused=self.idle_timeouts_refused,
             switch_connected=self._switch_ready,
             reconcile=self.reconcile_totals,
             policy_version=self.state.version,

@@ -174,6 +174,12 @@ def _controller_families(snap: Snapshot) -> Iterator[Metric]:
         ["reason"],
         [(["shed"], stats.digests_shed), (["refused"], stats.digests_refused)],
     )
+    yield _counter(
+        "jumbogate_idle_timeouts_refused",
+        "Entries of the switch's idle-timeout notifications not acted on (not a held merge flow, or not idle when read back).",
+        [],
+        [([], stats.idle_timeouts_refused)],
+    )
     yield _gauge("jumbogate_watch_streams", "Operator Watch streams open now.", [], [([], stats.watch_streams.open)])
     yield _counter(
         "jumbogate_watch_streams_refused",
