@@ -2,13 +2,14 @@
 /*
  * Fuzz target: arbitrary bytes become a sequence of packets and time
  * steps fed to every entry point of one engine (merge, timers, split,
- * caravan pack and unpack, flow offload). After each input everything is
- * flushed and the invariants every caller relies on are checked: every
- * returned packet is a well-formed mbuf chain, the merge accounting
- * balances, and every mbuf is back in its pool. Under AddressSanitizer
- * each frame's head- and tailroom are unaddressable, so the engine may
- * touch only the bytes that arrived (it allocates its own mbufs from the
- * header pool, never from the frames' pool).
+ * caravan pack and unpack, flow onload, offload and an onload taken
+ * back). After each input everything is flushed and the invariants every
+ * caller relies on are checked: every returned packet is a well-formed
+ * mbuf chain, the merge accounting balances, and every mbuf is back in
+ * its pool. Under AddressSanitizer each frame's head- and tailroom are
+ * unaddressable, so the engine may touch only the bytes that arrived (it
+ * allocates its own mbufs from the header pool, never from the frames'
+ * pool).
  *
  * Input: records of
  *   op (1 byte)  bits 0-2: what to do, bit 3: RX checksums marked good,
@@ -44,7 +45,9 @@ enum op {
 	OP_SPLIT,
 	OP_CARAVAN_PACK,
 	OP_CARAVAN_UNPACK,
-	OP_OFFLOAD_FLOW, /* offload the flow of the packet's bytes */
+	OP_OFFLOAD_FLOW, /* offload, onload or take back an onload of the
+			  * flow of the packet's bytes (their first byte's
+			  * low bits say which) */
 	OP_SET_PMTU,	 /* packet bytes: a prefix and an MTU */
 	OP_FLUSH,
 };
@@ -119,6 +122,13 @@ static void set_pmtu(const uint8_t *bytes, uint16_t length)
 				  (uint16_t)(bytes[18] << 8 | bytes[19]));
 }
 
+/* An onload not yet taken back (offload_flow). */
+static struct {
+	bool held;
+	struct jg_flow_key key;
+	struct jg_onload_undo undo;
+} undoable;
+
 static void offload_flow(const uint8_t *bytes, uint16_t length)
 {
 	struct jg_flow_key key;
@@ -128,8 +138,24 @@ static void offload_flow(const uint8_t *bytes, uint16_t length)
 	if (length < sizeof(key))
 		return;
 	memcpy(&key, bytes, sizeof(key));
+	if ((bytes[0] & 3) == 3) {
+		/* An onload kept to be taken back by a later record, as the
+		 * program takes back one another engine refused. */
+		if (!undoable.held &&
+		    jg_flow_onload_undoable(engine, &key, &undoable.undo) ==
+			    0) {
+			undoable.key = key;
+			undoable.held = true;
+		}
+		return;
+	}
 	if (bytes[0] & 1) {
 		(void)jg_flow_onload(engine, &key);
+		return;
+	}
+	if ((bytes[0] & 2) && undoable.held) {
+		jg_flow_onload_undo(engine, &undoable.key, &undoable.undo);
+		undoable.held = false;
 		return;
 	}
 	n = jg_flow_offload(engine, &key, out, OUT_CAP);
