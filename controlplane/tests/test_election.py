@@ -238,6 +238,30 @@ async def test_a_candidate_whose_lease_may_lapse_while_it_wins_does_not_lead(etc
     await relay.close()
 
 
+async def test_a_campaign_whose_call_is_cancelled_under_it_fails_as_the_store_failing(etcd):
+    """gRPC cancels the calls of a channel closed under them (a store retiring it), which raises
+    CancelledError in the caller. Before: it left campaign() as if the campaign had been stopped, and
+    the controller's loop, which campaigns again only after StoreUnavailable, never campaigned again."""
+    name = "candidate-whose-channel-closes"
+    relay = Relay(etcd.client_port)
+    first = await candidate(etcd.store_url, "first")
+    held = await candidate(f"etcd://127.0.0.1:{await relay.start()}", name)
+    await asyncio.wait_for(first.campaign(), BOUND_S)
+    relay.hold_on_request = (name.encode(), 2, BOUND_S)  # its winning write stays unanswered
+    waiting = asyncio.create_task(held.campaign())
+    while len(etcd.ctl("get", "--prefix", "--keys-only", first.prefix.decode()).stdout.split()) < 2:
+        await asyncio.sleep(0.05)  # in line
+    await first.resign()
+    while relay.hold_on_request is not None:
+        await asyncio.sleep(0.05)  # the winning write sent
+    await held.store.channel.close()
+    with pytest.raises(StoreUnavailable, match="cancelled"):
+        await asyncio.wait_for(waiting, BOUND_S)
+    assert held.leadership is None and held._keepalive is None
+    await first.store.close()
+    await relay.close()
+
+
 async def test_a_leader_and_a_candidate_follow_the_store_to_its_next_endpoint(etcd):
     """A watch whose member has no leader moves the store's channel to the next endpoint and closes the
     old one soon after. The election's refreshes, its guard on its key and a candidate in line must

@@ -526,7 +526,10 @@ class Controller:
             candidates = {}
         for flow, record in candidates.items():
             timeout_ns = record.idle_timeout_s * 1_000_000_000
-            if flow not in held:
+            if self.state.flows.get(flow) is not record:
+                # Onloaded anew (by the operator, say) while the switch was read: judged on what it was.
+                refused.append(f"{flow}, onloaded again while the switch was read back")
+            elif flow not in held:
                 refused.append(f"{flow}, which the switch does not hold")
             elif since_hit is None and record.origin == FlowOrigin.OPERATOR:
                 refused.append(f"{flow}, the operator's, which the switch cannot say was idle (no time_since_last_hit)")

@@ -36,8 +36,9 @@ from dataclasses import dataclass
 
 import grpc
 from aetcd import rpc
+from grpc.aio import UsageError
 
-from .store import PREFIX, REQUEST_TIMEOUT_S, EtcdStore, StoreUnavailable, range_end, write_to_stream
+from .store import PREFIX, REQUEST_TIMEOUT_S, EtcdStore, StoreUnavailable, cancelled_from_outside, range_end, write_to_stream
 
 LOG = logging.getLogger("jumbogate.election")
 
@@ -108,26 +109,33 @@ class Election:
         return rpc.KVStub(channel), rpc.LeaseStub(channel), rpc.WatchStub(channel)
 
     async def campaign(self) -> Leadership:
-        """Wait until this controller leads; return its leadership (lost is set when it ends)."""
-        kv, lease_stub, _ = self.stubs()
+        """Wait until this controller leads; return its leadership (lost is set when it ends).
+
+        Every call takes the store's channel as it is then (self.stubs()): it moves to another member,
+        and a retired one is closed under the calls still on it. Such a call fails with CancelledError,
+        or UsageError once closed; both are the store failing, as AioRpcError is, and the campaign
+        raises StoreUnavailable for them, so that the controller campaigns again instead of stopping."""
         self._stop_keepalive()
         self.lost = asyncio.Event()
         try:
             asked = time.monotonic()
-            grant = await lease_stub.LeaseGrant(rpc.LeaseGrantRequest(TTL=LEASE_TTL_S), timeout=REQUEST_TIMEOUT_S)
+            grant = await self.stubs()[1].LeaseGrant(rpc.LeaseGrantRequest(TTL=LEASE_TTL_S), timeout=REQUEST_TIMEOUT_S)
             self._lease = grant.ID
             key = self.prefix + f"{grant.ID:x}".encode()
             self._keepalive = asyncio.create_task(self._keep_alive(grant.ID, asked + grant.TTL))
-            put = await kv.Put(rpc.PutRequest(key=key, value=self.name.encode(), lease=grant.ID), timeout=REQUEST_TIMEOUT_S)
-        except grpc.aio.AioRpcError as err:
-            self._stop_keepalive()
-            raise StoreUnavailable(f"etcd at {self.store.url} did not answer the election ({err.code().name.lower()}: {err.details()})") from None
-        mine = put.header.revision
-        try:
-            return await self._wait_to_lead(key, mine, grant.ID)
+            put = await self.stubs()[0].Put(rpc.PutRequest(key=key, value=self.name.encode(), lease=grant.ID), timeout=REQUEST_TIMEOUT_S)
+            return await self._wait_to_lead(key, put.header.revision, grant.ID)
         except grpc.aio.AioRpcError as err:
             self._stop_keepalive()
             raise StoreUnavailable(f"etcd at {self.store.url} stopped answering the election ({err.code().name.lower()}: {err.details()})") from None
+        except UsageError:
+            self._stop_keepalive()
+            raise StoreUnavailable(f"the election's channel to {self.store.url} was retired under a call; campaigning again") from None
+        except asyncio.CancelledError:
+            self._stop_keepalive()
+            if cancelled_from_outside():
+                raise
+            raise StoreUnavailable(f"a call of the election to {self.store.url} was cancelled (its channel retired); campaigning again") from None
 
     async def _wait_to_lead(self, key: bytes, mine: int, lease: int) -> Leadership:
         waiting_for = b""
@@ -147,8 +155,8 @@ class Election:
                 # standby that joined the line long ago would otherwise lead under an id below those of
                 # leaders that won after it joined (after a lost quorum, say), and the fenced devices would
                 # refuse it for good. A write now is above every id any earlier leader took.
-                won = await kv.Put(rpc.PutRequest(key=key, value=self.name.encode(), lease=lease), timeout=REQUEST_TIMEOUT_S)
-                epoch = await self._epoch(kv)
+                won = await self.stubs()[0].Put(rpc.PutRequest(key=key, value=self.name.encode(), lease=lease), timeout=REQUEST_TIMEOUT_S)
+                epoch = await self._epoch()
                 if self.lost.is_set():
                     break  # the lease lapsed while it won: leading now would outlive it
                 self.leadership = Leadership(won.header.revision, lease, epoch)
@@ -181,11 +189,11 @@ class Election:
         # Its key was written again when it won: that write's revision is its id.
         return reply.kvs[0].value.decode(errors="replace"), reply.kvs[0].mod_revision
 
-    async def _epoch(self, kv) -> int:
+    async def _epoch(self) -> int:
         """The fleet's fencing epoch as the store holds it now. One edited by hand
         into nonsense is refused: leading under a guessed epoch could put this
         leader below the ids the devices saw, or raise it past any later fix."""
-        reply = await kv.Range(rpc.RangeRequest(key=(PREFIX + EPOCH_KEY).encode()), timeout=REQUEST_TIMEOUT_S)
+        reply = await self.stubs()[0].Range(rpc.RangeRequest(key=(PREFIX + EPOCH_KEY).encode()), timeout=REQUEST_TIMEOUT_S)
         try:
             return parse_epoch(reply.kvs[0].value if reply.kvs else None)
         except ValueError as err:
@@ -225,8 +233,7 @@ class Election:
         try:
             await self._refresh_until_lost(lease, expires)
         except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
+            if cancelled_from_outside():
                 raise  # stopped on purpose (resign, a new campaign)
             # A gRPC call cancelled under it (its channel closed) raises this too: the refreshes ended.
             self._lose(f"refreshing lease {lease:x} ended: a call to etcd was cancelled")

@@ -63,6 +63,10 @@ WATCH_RETRY_S = 0.5
 REQUIRE_LEADER = (("hasleader", "true"),)
 # How etcd says so (rpctypes.ErrGRPCNoLeader).
 NO_LEADER = "etcdserver: no leader"
+# A channel left for another (the next endpoint, new TLS files) is closed this long after:
+# its calls in flight end by their own deadline first, and the streams still on it (a
+# leader's refreshes, a watch) are cut then and start again on the new channel.
+RETIRE_GRACE_S = REQUEST_TIMEOUT_S + 1.0
 
 
 class StoreError(Exception):
@@ -73,6 +77,13 @@ class StoreError(Exception):
 
 class StoreUnavailable(StoreError):
     pass
+
+
+def cancelled_from_outside() -> bool:
+    """Whether the running task was asked to stop. A gRPC call whose channel is closed under it
+    raises CancelledError as well; that one is a failure of the store, not a request to stop."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 class StoreNoLeader(StoreUnavailable):
@@ -306,11 +317,10 @@ class EtcdStore:
         self._watch = None
         # The endpoint the channel tries first; moved on when its member has no leader.
         self._first = 0
-        # Channels left for another endpoint, closed once the calls they carry had their deadline.
-        self._retiring: set[asyncio.Task] = set()
-        # Channels left for new TLS files: closed with the store (the election's streams on one
-        # live as long as its term; gRPC drops an idle channel's connection after its idle timeout).
-        self._replaced: list[grpc.aio.Channel] = []
+        # Times the channel moved on to the next endpoint.
+        self.moves = 0
+        # Channels left for another (the next endpoint, new TLS files), each closing after RETIRE_GRACE_S.
+        self._retiring: dict[asyncio.Task, grpc.aio.Channel] = {}
         # The TLS files as last read (at open, and by every reload that took).
         self._credentials: grpc.ChannelCredentials | None = None
 
@@ -321,7 +331,7 @@ class EtcdStore:
 
     def _unavailable(self, err: grpc.aio.AioRpcError) -> StoreUnavailable:
         if err.code() == grpc.StatusCode.UNAVAILABLE and NO_LEADER in (err.details() or ""):
-            return StoreNoLeader(f"the etcd member at {self.endpoint} has no leader: cut off from the rest of its cluster, or the cluster lost its quorum")
+            return StoreNoLeader("the etcd member answering has no leader: cut off from the rest of its cluster, or the cluster lost its quorum")
         if err.code() in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED):
             return StoreUnavailable(f"etcd at {self.url} refused the controller ({err.code().name.lower()}: {err.details()}); {self._who()}")
         if self.tls is not None:
@@ -346,14 +356,6 @@ class EtcdStore:
             f"with etcd's auth on, the common name of the certificate in {self.tls.cert} must be an etcd user whose role "
             f"grants readwrite on the prefixes {prefixes} (docs/fleet.md)"
         )
-
-    @property
-    def endpoint(self) -> str:
-        """The endpoint the channel tries first: the member answering, unless it stopped."""
-        if len(self.endpoints) == 1:
-            return self.url
-        host, port = self.endpoints[self._first]
-        return f"etcd://{host}:{port} (of {self.url})"
 
     async def open(self) -> None:
         """Connect and read once, so that a store that is not there is reported at start."""
@@ -398,36 +400,35 @@ class EtcdStore:
 
     def use_tls(self, credentials: grpc.ChannelCredentials) -> None:
         """Connect with `credentials` (read_tls's) from now on: every call made after this one goes over a
-        new connection that uses them; the calls and streams already open keep theirs."""
+        new connection that uses them; the old channel is retired (see _retire)."""
         self._credentials = credentials
         if self._channel is None:
             return
-        self._replaced.append(self._channel)
+        old = self._channel
         self._connect()
+        self._retire(old)
 
     def move_on(self) -> bool:
         """Connect again, trying the next endpoint first (pick_first stays on a member that answers,
-        even one without a leader). False, and nothing done, with a single endpoint.
-
-        The old channel is closed once the calls in flight on it had a request's deadline; streams
-        still open on it then end (a leader's lease refreshes, which a member without a leader
-        cannot pass on anyway: its term ends and it campaigns again on the new channel)."""
+        even one without a leader). False, and nothing done, with a single endpoint. Which member the
+        old channel was on is not known (pick_first may have moved past the first), so the next may be
+        the same member: the watch moves on again after every failed read while it has met no leader."""
         if len(self.endpoints) == 1 or self._channel is None:
             return False
         old = self._channel
         self._first = (self._first + 1) % len(self.endpoints)
+        self.moves += 1
         self._connect()
-        task = asyncio.get_running_loop().create_task(self._close_later(old))
-        self._retiring.add(task)
-        task.add_done_callback(self._retiring.discard)
+        self._retire(old)
         return True
 
-    @staticmethod
-    async def _close_later(channel: grpc.aio.Channel) -> None:
-        try:
-            await asyncio.sleep(REQUEST_TIMEOUT_S)
-        finally:
-            await channel.close()
+    def _retire(self, channel: grpc.aio.Channel) -> None:
+        """Close `channel` after RETIRE_GRACE_S: calls in flight end by their deadline first; streams
+        still on it then (a leader's refreshes, its key's guard, a watch) end as a broken stream, and
+        their owners open the next one on the store's channel as it is now."""
+        task = asyncio.get_running_loop().create_task(channel.close(grace=RETIRE_GRACE_S))
+        self._retiring[task] = channel
+        task.add_done_callback(lambda done: self._retiring.pop(done, None))
 
     async def snapshot(self) -> Snapshot:
         request = rpc.RangeRequest(key=self._prefix, range_end=range_end(self._prefix))
@@ -510,7 +511,7 @@ class EtcdStore:
                 seen = max(after, self.highest_revision)
                 snapshot = await self.snapshot()
                 if broken:
-                    LOG.info("watch on %s resumed at revision %d", self.endpoint, snapshot.revision)
+                    LOG.info("watch on %s resumed at revision %d", self.url, snapshot.revision)
                     broken = leaderless = False
                 entries = dict(snapshot.entries)
                 cluster = cluster or self.cluster_id
@@ -542,6 +543,10 @@ class EtcdStore:
                     )  # fmt: skip
                 broken = leaderless = True
             except (StoreError, grpc.aio.AioRpcError) as err:
+                if leaderless:
+                    # Met no leader, and this read failed too (a member without one lets it run to
+                    # its deadline): the channel may have come back to that member; the next one.
+                    self.move_on()
                 if not broken:
                     LOG.warning("watch on %s broken, retrying every %.1f s: %s", self.url, WATCH_RETRY_S, err)
                 broken = True
@@ -557,7 +562,7 @@ class EtcdStore:
             await write_to_stream(call, rpc.WatchRequest(create_request=create))
             async for reply in call:
                 if reply.canceled and NO_LEADER in reply.cancel_reason:
-                    raise StoreNoLeader(f"the etcd member at {self.endpoint} has no leader ({reply.cancel_reason})")
+                    raise StoreNoLeader(f"the etcd member serving the watch has no leader ({reply.cancel_reason})")
                 if reply.canceled or reply.compact_revision:
                     raise StoreUnavailable(f"watch on {self.url} canceled ({reply.cancel_reason or f'compacted at {reply.compact_revision}'})")
                 if not reply.events:
@@ -574,17 +579,21 @@ class EtcdStore:
                 yield revision
         except grpc.aio.AioRpcError as err:
             raise self._unavailable(err) from None
+        except asyncio.CancelledError:
+            if cancelled_from_outside():
+                raise
+            raise StoreUnavailable(f"watch on {self.url} ended: the channel it ran on was retired (another member, new TLS files)") from None
         finally:
             with contextlib.suppress(Exception):
                 call.cancel()
 
     async def close(self) -> None:
-        for task in list(self._retiring):
+        retiring = list(self._retiring.items())
+        for task, _ in retiring:
             task.cancel()
-        await asyncio.gather(*self._retiring, return_exceptions=True)
-        for channel in self._replaced:
+        await asyncio.gather(*(task for task, _ in retiring), return_exceptions=True)
+        for _, channel in retiring:
             await channel.close()
-        self._replaced.clear()
         if self._channel is not None:
             await self._channel.close()
             self._channel = None
