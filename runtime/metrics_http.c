@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* accept4() */
+#define _GNU_SOURCE
 #include "metrics_http.h"
 
 #include <arpa/inet.h>
@@ -19,6 +21,10 @@
 #define IO_TIMEOUT_S 2
 /* How often the wait for clients looks whether the server is stopping. */
 #define STOP_CHECK_MS 100
+/* How long the listening socket is left alone after an accept that failed
+ * for want of descriptors or memory: the connection stays queued and the
+ * socket readable, so polling it at once again spun a core. */
+#define ACCEPT_BACKOFF_MS 100
 
 static void append(struct jg_metrics_text *text, const char *format, ...)
 {
@@ -118,6 +124,8 @@ static struct {
 	void *arg;
 	atomic_uint_fast64_t requests[OUTCOMES];
 	atomic_uint_fast64_t evicted;
+	/* now_ms() before which the listening socket is not polled. */
+	int64_t accept_paused_until;
 	struct connection connections[JG_METRICS_CONNECTIONS];
 } server = {.fd = -1};
 
@@ -319,12 +327,19 @@ static struct connection *free_slot(void)
 	return oldest;
 }
 
+/* Connections are not inherited by a program the process runs, and never
+ * block the one thread that serves them all. */
 static void accept_connection(void)
 {
-	int fd = accept(server.fd, NULL, NULL);
+	int fd = accept4(server.fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+		    errno == ENOMEM)
+			server.accept_paused_until =
+				now_ms() + ACCEPT_BACKOFF_MS;
 		return;
+	}
 	struct connection *connection = free_slot();
 	connection->fd = fd;
 	connection->accepted = now_ms();
@@ -350,7 +365,12 @@ static void *serve_loop(void *unused)
 		int64_t now = now_ms(), wake = now + STOP_CHECK_MS;
 		nfds_t count = 1;
 
-		ready[0] = (struct pollfd){.fd = server.fd, .events = POLLIN};
+		/* A negative fd is left out of the poll. */
+		bool paused = server.accept_paused_until > now;
+		ready[0] = (struct pollfd){.fd = paused ? -1 : server.fd,
+					   .events = POLLIN};
+		if (paused && server.accept_paused_until < wake)
+			wake = server.accept_paused_until;
 		for (unsigned int i = 0; i < JG_METRICS_CONNECTIONS; i++) {
 			struct connection *connection = &server.connections[i];
 

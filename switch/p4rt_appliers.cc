@@ -517,14 +517,21 @@ Status Server::hop_sets_refused(const std::string &what)
 // the sets in place meanwhile) and holds it only to swap them in.
 int Server::rebuild_next_hops()
 {
+	sw_tables *t = &sw_->pipeline.tables;
+	// Sized before the sets are built, so that nothing past them can
+	// fail with the sets half in place.
+	std::vector<sw_hop_set *> replaced;
+	try {
+		replaced.assign(std::size(t->next_hops), nullptr);
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	}
 	std::vector<std::pair<uint32_t, sw_hop_set *>> built;
 	auto build = [&] { return build_hop_sets(&built); };
 	int result =
 		writer_ != nullptr ? writer_->without_lock(build) : build();
 	if (result != 0)
 		return result;
-	sw_tables *t = &sw_->pipeline.tables;
-	std::vector<sw_hop_set *> replaced(std::size(t->next_hops), nullptr);
 	for (uint32_t i = 0; i < std::size(t->next_hops); i++)
 		std::swap(replaced[i], t->next_hops[i]);
 	for (const auto &[group_id, set] : built)
@@ -536,12 +543,18 @@ int Server::rebuild_next_hops()
 }
 
 // Every next_hops entry's hop set, from entries_, members_ and groups_;
-// -ENOMEM with nothing left allocated.
+// -ENOMEM with nothing left allocated, whether calloc fails or the lists
+// cannot grow (std::bad_alloc, which used to leave the Write with the
+// data path's lock let go twice).
 int Server::build_hop_sets(
 	std::vector<std::pair<uint32_t, sw_hop_set *>> *built)
-{
+try {
 	const TableInfo *hops = schema_.table(P4_TABLE_NEXT_HOPS);
-	for (const auto &[key, stored] : entries_[hops->id]) {
+	const auto &entries = entries_[hops->id];
+	// Room for every set first: a set allocated is in built at once,
+	// where a failure frees it.
+	built->reserve(entries.size());
+	for (const auto &[key, stored] : entries) {
 		// The key is the whole group id (p4_tables.h sizes the
 		// array by its width).
 		uint32_t group_id = (uint32_t)stored.fields[0].value.u64();
@@ -586,6 +599,11 @@ int Server::build_hop_sets(
 		built->push_back({group_id, set});
 	}
 	return 0;
+} catch (const std::bad_alloc &) {
+	for (const auto &unused : *built)
+		std::free(unused.second);
+	built->clear();
+	return -ENOMEM;
 }
 
 // The pipeline's cells of a meter of the schema.

@@ -200,13 +200,24 @@ class DataPlaneWriter
 	// before they are swapped in under the lock, take milliseconds at
 	// the largest selector (a million hops), and forwarding stopped for
 	// all of them.
+	//
+	// The lock is taken back however work ends: an exception thrown
+	// from it (std::bad_alloc) used to leave the lock let go, and the
+	// destructor let it go once more, so the workers' read lock spun
+	// for ever and forwarding stopped.
 	template <typename Work> auto without_lock(Work &&work)
 	{
+		struct Relock {
+			DataPlaneWriter *writer;
+			~Relock()
+			{
+				rte_rwlock_write_lock(writer->lock_);
+				writer->since_ = sw_now_ns();
+			}
+		};
 		rte_rwlock_write_unlock(lock_);
-		auto result = work();
-		rte_rwlock_write_lock(lock_);
-		since_ = sw_now_ns();
-		return result;
+		Relock relock{this};
+		return work();
 	}
 
       private:

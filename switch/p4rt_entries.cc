@@ -34,6 +34,16 @@ Status Server::Write(grpc::ServerContext *, const p4v1::WriteRequest *request,
 		// Each update is applied whole under the data path's
 		// lock; packets may pass between two of them.
 		p4rt_bounds::DataPlaneWriter writer(&sw_->lock);
+		// writer_ is let go however the batch ends: an exception
+		// (gRPC answers it UNKNOWN) left it naming a writer gone,
+		// for the next rebuild of the hop sets outside a Write.
+		struct Unset {
+			p4rt_bounds::DataPlaneWriter **writer;
+			~Unset()
+			{
+				*writer = nullptr;
+			}
+		} unset{&writer_};
 		writer_ = &writer;
 		for (const auto &update : request->updates()) {
 			if (!results.empty())
@@ -44,7 +54,6 @@ Status Server::Write(grpc::ServerContext *, const p4v1::WriteRequest *request,
 						       : allowed);
 			failed |= !results.back().ok();
 		}
-		writer_ = nullptr;
 	}
 	uint64_t accepted = 0;
 	for (const auto &result : results)

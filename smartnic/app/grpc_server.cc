@@ -547,9 +547,23 @@ class NicService final : public v1::Nic::Service
 		if (grpc::Status fenced = fence_.admit(context, &claim);
 		    !fenced.ok())
 			return fenced;
-		grpc::Status outcome = change();
-		fence_.settle(claim, outcome);
-		return outcome;
+		// Settled however the change ends: a change that throws
+		// (std::bad_alloc; gRPC answers it UNKNOWN) would otherwise
+		// stay in flight for good and fence every lower id. It was
+		// valid and failed inside, so the fence rises as for any
+		// other failure but INVALID_ARGUMENT.
+		struct Settle {
+			LeaderFence &fence;
+			const LeaderFence::Claim &claim;
+			grpc::Status outcome{grpc::StatusCode::INTERNAL,
+					     "the change threw"};
+			~Settle()
+			{
+				fence.settle(claim, outcome);
+			}
+		} settle{fence_, claim};
+		settle.outcome = change();
+		return settle.outcome;
 	}
 
 	LeaderFence fence_;

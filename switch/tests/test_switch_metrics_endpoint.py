@@ -7,6 +7,8 @@ The switch serves it here (as in test_switch_observability.py); jumbogate-nic ru
 
 from __future__ import annotations
 
+import os
+import resource
 import select
 import socket
 import threading
@@ -98,6 +100,83 @@ def test_connections_past_the_bound_close_the_oldest_and_are_counted(tmp_path):
                 assert connection.recv(100) == b""  # closed unanswered
             except ConnectionResetError:  # closed with the unread "G" in its buffer
                 pass
+    finally:
+        for connection in held:
+            connection.close()
+        process.stop()
+
+
+def thread_cpu_ticks(pid: int) -> dict[int, int]:
+    """Each thread's CPU time so far (user and system), in clock ticks."""
+    ticks = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            fields = open(f"/proc/{pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:  # a thread that ended
+            continue
+        ticks[int(tid)] = int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks
+
+
+def busy_threads(pid: int, seconds: float) -> dict[int, float]:
+    """The share of a core each thread took over SECONDS."""
+    before = thread_cpu_ticks(pid)
+    time.sleep(seconds)
+    after = thread_cpu_ticks(pid)
+    hz = os.sysconf("SC_CLK_TCK")
+    return {tid: (after[tid] - before.get(tid, 0)) / hz / seconds for tid in after}
+
+
+def socket_fds(pid: int) -> set[int]:
+    return {int(fd) for fd in os.listdir(f"/proc/{pid}/fd") if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")}
+
+
+def test_accepted_connections_are_close_on_exec(tmp_path):
+    """A connection the endpoint accepted is not inherited by a program the switch runs."""
+    metrics = f"127.0.0.1:{lab.free_tcp_port()}"
+    process, _, _ = start_switch(tmp_path, "cloexec", options=["--metrics", metrics])
+    pid = process.popen.pid
+    try:
+        before = socket_fds(pid)
+        with connect(metrics):
+            time.sleep(0.3)  # accepted
+            accepted = socket_fds(pid) - before
+            assert accepted, "no connection accepted"
+            for fd in accepted:
+                flags = next(line for line in open(f"/proc/{pid}/fdinfo/{fd}") if line.startswith("flags:"))
+                assert int(flags.split()[1], 8) & os.O_CLOEXEC, f"fd {fd}: {flags.strip()}"
+    finally:
+        process.stop()
+
+
+def test_out_of_descriptors_the_endpoint_waits_instead_of_spinning_and_recovers(tmp_path):
+    """With no descriptor left for an accept (EMFILE), the connection stays queued and the listening socket readable:
+    polled again at once, the endpoint's thread took a whole core. It leaves the socket alone for 100 ms at a time,
+    and once descriptors are free again it accepts what waited and answers scrapes."""
+    metrics = f"127.0.0.1:{lab.free_tcp_port()}"
+    process, _, _ = start_switch(tmp_path, "emfile", options=["--metrics", metrics])
+    pid = process.popen.pid
+    held = []
+    try:
+        timed_scrape(metrics)  # serving
+        # The threads busy anyway (the lcores poll their ports).
+        polling = {tid for tid, share in busy_threads(pid, 1.0).items() if share > 0.3}
+        limits = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+        # No descriptor free below the limit: the next accept is EMFILE.
+        highest = max(int(fd) for fd in os.listdir(f"/proc/{pid}/fd"))
+        free_below = highest + 1 - len(os.listdir(f"/proc/{pid}/fd"))
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (highest + 1, limits[1]))
+        try:
+            for _ in range(free_below + 3):
+                held.append(connect(metrics))  # queued by the kernel, whether accepted or not
+            time.sleep(0.3)
+            shares = busy_threads(pid, 2.0)
+        finally:
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, limits)
+        spinning = {tid: share for tid, share in shares.items() if tid not in polling and share > 0.2}
+        assert not spinning, f"threads spinning while accept fails: {spinning}"
+        waited, _ = timed_scrape(metrics)
+        assert waited < DEADLINE_S, waited
     finally:
         for connection in held:
             connection.close()
