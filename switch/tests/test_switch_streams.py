@@ -43,6 +43,16 @@ from testlab.lab import telemetry_query
 from testlab.nic_harness import PacketPort, wait_for
 
 
+def send_numbered(port: PacketPort, base: bytes, sent: dict[int, float], done: threading.Event, interval_s: float) -> None:
+    """Send `base` again and again until `done`, its last 8 bytes a sequence number, noting when each left in `sent`."""
+    seq = 0
+    while not done.is_set():
+        sent[seq] = time.monotonic()
+        port.sock.send(base[:-8] + seq.to_bytes(8, "big"))
+        seq += 1
+        time.sleep(interval_s)
+
+
 def test_a_primary_that_stops_reading_holds_up_no_one(log_dir):
     """Stream messages used to be written under the server's lock: a primary that stopped reading its stream
     (a hung controller) blocked every other client's calls, and the takeover by a new controller. Each stream
@@ -165,12 +175,7 @@ def test_forwarding_continues_during_a_large_batch(switch, primary):
     done = threading.Event()
 
     def send() -> None:
-        seq = 0
-        while not done.is_set():
-            sent[seq] = time.monotonic()
-            port.sock.send(base[:-8] + seq.to_bytes(8, "big"))
-            seq += 1
-            time.sleep(0.001)
+        send_numbered(port, base, sent, done, 0.001)
 
     def receive() -> None:
         while not done.is_set() or time.monotonic() - (arrived[-1][0] if arrived else 0) < 0.3:
@@ -483,12 +488,7 @@ def test_forwarding_goes_on_while_the_largest_selector_is_rebuilt(switch, primar
     done = threading.Event()
 
     def send() -> None:
-        seq = 0
-        while not done.is_set():
-            sent[seq] = time.monotonic()
-            port.sock.send(base[:-8] + seq.to_bytes(8, "big"))
-            seq += 1
-            time.sleep(0.0005)
+        send_numbered(port, base, sent, done, 0.0005)
 
     def receive() -> None:
         while not done.is_set() or time.monotonic() - (arrived[-1][0] if arrived else 0) < 0.3:
