@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import queue
+import socket
 import threading
 import time
+from collections.abc import Callable
 
 import grpc
 import pytest
@@ -51,6 +53,19 @@ def send_numbered(port: PacketPort, base: bytes, sent: dict[int, float], done: t
         port.sock.send(base[:-8] + seq.to_bytes(8, "big"))
         seq += 1
         time.sleep(interval_s)
+
+
+def receive_until_quiet(port: PacketPort, done: threading.Event, arrived: list[tuple], taken: Callable[[bytes], tuple | None]) -> None:
+    """Receive until `done` and then 0.3 s without a frame kept: each frame `taken` keeps (not None) is appended
+    to `arrived` as (arrival time, *what taken gave). The port's own copies of what it sent are not looked at."""
+    while not done.is_set() or time.monotonic() - (arrived[-1][0] if arrived else 0) < 0.3:
+        try:
+            data, address = port.sock.recvfrom(65535)
+        except BlockingIOError:
+            time.sleep(0.0002)
+            continue
+        if address[2] != socket.PACKET_OUTGOING and (kept := taken(data)) is not None:
+            arrived.append((time.monotonic(), *kept))
 
 
 def test_a_primary_that_stops_reading_holds_up_no_one(log_dir):
@@ -177,17 +192,16 @@ def test_forwarding_continues_during_a_large_batch(switch, primary):
     def send() -> None:
         send_numbered(port, base, sent, done, 0.001)
 
+    def taken(data: bytes) -> tuple | None:
+        """(sequence, the update index its MAC names), 0 for the frame's own MAC."""
+        if data[:2] == b"\x02\xbb":  # one of the batch's MACs
+            return int.from_bytes(data[-8:], "big"), int.from_bytes(data[2:6], "big")
+        if data[:6] == base[:6]:
+            return int.from_bytes(data[-8:], "big"), 0
+        return None
+
     def receive() -> None:
-        while not done.is_set() or time.monotonic() - (arrived[-1][0] if arrived else 0) < 0.3:
-            try:
-                data, address = port.sock.recvfrom(65535)
-            except BlockingIOError:
-                time.sleep(0.0005)
-                continue
-            if address[2] != 4 and data[:2] == b"\x02\xbb":  # not PACKET_OUTGOING; one of the batch's MACs
-                arrived.append((time.monotonic(), int.from_bytes(data[-8:], "big"), int.from_bytes(data[2:6], "big")))
-            elif address[2] != 4 and data[:6] == base[:6]:
-                arrived.append((time.monotonic(), int.from_bytes(data[-8:], "big"), 0))
+        receive_until_quiet(port, done, arrived, taken)
 
     threads = [threading.Thread(target=send), threading.Thread(target=receive)]
     try:
@@ -491,14 +505,7 @@ def test_forwarding_goes_on_while_the_largest_selector_is_rebuilt(switch, primar
         send_numbered(port, base, sent, done, 0.0005)
 
     def receive() -> None:
-        while not done.is_set() or time.monotonic() - (arrived[-1][0] if arrived else 0) < 0.3:
-            try:
-                data, address = port.sock.recvfrom(65535)
-            except BlockingIOError:
-                time.sleep(0.0002)
-                continue
-            if address[2] != 4 and data[:2] == b"\x02\xbb":
-                arrived.append((time.monotonic(), data))
+        receive_until_quiet(port, done, arrived, lambda data: (data,) if data[:2] == b"\x02\xbb" else None)
 
     updates = int(os.environ.get("JUMBOGATE_SELECTOR_UPDATES", "40"))
     threads = [threading.Thread(target=send), threading.Thread(target=receive)]
